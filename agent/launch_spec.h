@@ -1,0 +1,41 @@
+// What the coordinator tells a freshly started agent, written to the agent's
+// standard input (never its command line: it carries the job's secret). The
+// agent keeps reading stdin afterwards: end-of-file there means the coordinator
+// or its SSH channel is gone, and the agent stops its ranks.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace dlaunch {
+
+struct LaunchSpec {
+  std::string secret;           // the job's 256-bit secret (raw bytes)
+  std::string rdzv_host;        // where the rendezvous listens, as this host reaches it
+  std::uint16_t rdzv_port = 0;
+  std::int32_t node_rank = 0;
+  std::int32_t nproc = 0;       // 0: one per GPU found, else 1
+  std::string host_name;        // the host's name in the plan, for prefixes and errors
+  std::vector<std::string> argv;               // the program and its arguments, byte for byte
+  std::map<std::string, std::string> env;      // extra environment (hosts file `env`)
+  std::string interface;        // NCCL_SOCKET_IFNAME / GLOO_SOCKET_IFNAME when known
+  std::string workdir;          // ranks' working directory; empty: the agent's own
+  bool echo = false;            // also print this node's rank output locally (manual mode)
+  std::int32_t rdzv_timeout_s = 600;
+  std::int32_t grace_s = 10;
+  std::int32_t heartbeat_timeout_s = 15;
+};
+
+// The stdin stream: "DLSP" magic, u32 length, then the encoded fields.
+std::string encode_launch_spec(const LaunchSpec& spec);
+
+// Reads exactly one launch spec from a file descriptor (blocking). Returns an
+// error message in `error` on a short read, a bad magic or a malformed field.
+std::optional<LaunchSpec> read_launch_spec(int fd, std::string* error);
+std::optional<LaunchSpec> decode_launch_spec_body(std::string_view body);
+
+}  // namespace dlaunch

@@ -1,0 +1,54 @@
+// Starting a rank and cleaning up after it. Each rank runs in its own process
+// group (so one signal reaches its workers), dies with the agent
+// (PR_SET_PDEATHSIG), and has its stdout and stderr on pipes. The agent is a
+// child subreaper, so descendants that escape the group (setsid daemons,
+// double-forked helpers) are re-parented to it and can still be found and killed.
+#pragma once
+
+#include <sys/types.h>
+
+#include <map>
+#include <string>
+#include <vector>
+
+namespace dlaunch {
+
+struct SpawnedProcess {
+  pid_t pid = -1;
+  int stdout_fd = -1;
+  int stderr_fd = -1;
+};
+
+struct SpawnRequest {
+  std::vector<std::string> argv;
+  std::map<std::string, std::string> env;
+  std::string workdir;  // empty: inherit
+};
+
+// Forks and execs. Exec failures are reported to the child's stderr pipe and the
+// child exits 127 (like a shell), so the caller sees them as rank output.
+SpawnedProcess spawn_process(const SpawnRequest& request);
+
+// Makes the calling process a child subreaper (Linux); false if unsupported.
+bool become_subreaper();
+
+// Every live descendant of `root` (found by walking /proc's parent links).
+std::vector<pid_t> descendants_of(pid_t root);
+
+// Sends `signal` to a process group and to each of the given processes,
+// ignoring ones that are already gone.
+void signal_group(pid_t pgid, int signal);
+void signal_all(const std::vector<pid_t>& pids, int signal);
+
+// Exit status in the shell convention: the code, or 128+N for signal N.
+int shell_status(int wait_status);
+std::string describe_status(int wait_status);
+
+}  // namespace dlaunch
+
+namespace dlaunch {
+// "SIGTERM" for 15; the number as text when unknown.
+std::string signal_name(int signal);
+// A TCP port that was free on this host a moment ago (bind to port 0).
+int find_free_port();
+}  // namespace dlaunch

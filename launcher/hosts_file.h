@@ -1,0 +1,60 @@
+// The TOML hosts file: [defaults], [[host]] tables and [rendezvous]. The loader
+// is pure (text in, value or diagnostics out) so that every error case is a unit
+// test; see hosts.example.toml for the documented schema.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+namespace dlaunch {
+
+enum class TransportKind { automatic, local, ssh };
+
+struct HostEntry {
+  std::string name;                // defaults to address
+  std::string address;             // host name or IP; also an ~/.ssh/config Host alias
+  std::optional<int> port;         // SSH port
+  std::string user;                // SSH user; empty: ~/.ssh/config or the local user
+  std::string identity;            // SSH private key path; `~/` expanded by the SSH transport
+  std::optional<int> slots;        // ranks on this host; unset: one per GPU, else 1
+  std::optional<int> gpus;         // GPUs on this host, when known
+  std::string interface;           // network interface for NCCL/Gloo
+  std::map<std::string, std::string> env;  // extra environment for the host's ranks
+  TransportKind transport = TransportKind::automatic;
+  int line = 0;                    // where the [[host]] table starts, for messages
+};
+
+struct RendezvousSettings {
+  std::string address;        // what agents connect to; empty: derived per host
+  std::optional<int> port;    // listening port; unset: any free port
+};
+
+struct HostsFile {
+  std::string path;
+  std::vector<HostEntry> hosts;
+  RendezvousSettings rendezvous;
+};
+
+struct Diagnostic {
+  std::string file;
+  int line = 0;
+  int column = 0;
+  std::string message;
+  std::string to_string() const;  // "file:line:col: message"
+};
+
+using HostsFileResult = std::variant<HostsFile, std::vector<Diagnostic>>;
+
+// Parses the text of a hosts file; `path` is used in diagnostics only.
+HostsFileResult parse_hosts_file(const std::string& text, const std::string& path);
+// Reads and parses a file; a missing or unreadable file is one diagnostic.
+HostsFileResult load_hosts_file(const std::string& path);
+
+// True when a host is started without SSH: transport "local", or "automatic"
+// with a loopback address and no port.
+bool is_local_host(const HostEntry& host);
+
+}  // namespace dlaunch

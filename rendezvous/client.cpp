@@ -1,0 +1,145 @@
+#include "rendezvous/client.h"
+
+#include "rendezvous/auth.h"
+#include "rendezvous/log.h"
+
+namespace dlaunch {
+
+RendezvousClient::RendezvousClient(asio::io_context& io, Options options, std::string secret,
+                                   proto::Join join, Callbacks callbacks)
+    : io_(io),
+      options_(std::move(options)),
+      secret_(std::move(secret)),
+      join_(std::move(join)),
+      callbacks_(std::move(callbacks)),
+      resolver_(io),
+      retry_timer_(io) {}
+
+void RendezvousClient::start() {
+  deadline_ = std::chrono::steady_clock::now() + options_.connect_deadline;
+  try_connect();
+}
+
+void RendezvousClient::try_connect() {
+  if (phase_ == Phase::closed) return;
+  resolver_.async_resolve(
+      options_.host, std::to_string(options_.port),
+      [this](const asio::error_code& ec, asio::ip::tcp::resolver::results_type results) {
+        if (phase_ == Phase::closed) return;
+        if (ec) return retry_later("cannot resolve " + options_.host + ": " + ec.message());
+        auto socket = std::make_shared<asio::ip::tcp::socket>(io_);
+        asio::async_connect(*socket, results,
+                            [this, socket](const asio::error_code& cec, const auto&) {
+                              if (phase_ == Phase::closed) return;
+                              if (cec) return retry_later(cec.message());
+                              on_connected(std::move(*socket));
+                            });
+      });
+}
+
+void RendezvousClient::retry_later(const std::string& why) {
+  last_error_ = why;
+  const auto now = std::chrono::steady_clock::now();
+  if (now >= deadline_) {
+    fail("could not reach the rendezvous at " + options_.host + ":" +
+         std::to_string(options_.port) + " before the timeout (" + why + ")");
+    return;
+  }
+  log::debug("rendezvous ", options_.host, ":", options_.port, " not reachable yet (", why,
+             "); retrying");
+  auto wait = std::min<std::chrono::steady_clock::duration>(
+      backoff_, std::chrono::duration_cast<std::chrono::steady_clock::duration>(deadline_ - now));
+  backoff_ = std::min(backoff_ * 2, std::chrono::milliseconds(2000));
+  retry_timer_.expires_after(wait);
+  retry_timer_.async_wait([this](const asio::error_code& ec) {
+    if (!ec) try_connect();
+  });
+}
+
+void RendezvousClient::on_connected(asio::ip::tcp::socket socket) {
+  connection_ = std::make_shared<Connection>(std::move(socket), kMaxFrame);
+  phase_ = Phase::challenge;
+  agent_nonce_ = auth::random_bytes(proto::kNonceSize);
+  connection_->set_receive_timeout(std::chrono::milliseconds(10'000));
+  connection_->start({[this](proto::Message&& m) { on_message(std::move(m)); },
+                      [this](const std::string& reason) {
+                        if (phase_ == Phase::challenge) {
+                          // Node 0 may be restarting its listener: keep trying.
+                          connection_.reset();
+                          phase_ = Phase::connecting;
+                          retry_later(reason);
+                          return;
+                        }
+                        fail("lost the coordinator: " + reason);
+                      }});
+  connection_->send(proto::Hello{proto::kMagic, proto::kVersion, agent_nonce_});
+}
+
+void RendezvousClient::on_message(proto::Message&& message) {
+  switch (phase_) {
+    case Phase::challenge: {
+      auto* challenge = std::get_if<proto::Challenge>(&message);
+      if (auto* reject = std::get_if<proto::Reject>(&message)) {
+        return fail("the coordinator refused this agent: " + reject->reason);
+      }
+      if (challenge == nullptr || challenge->magic != proto::kMagic ||
+          challenge->server_nonce.size() != proto::kNonceSize) {
+        return fail("the rendezvous peer does not speak the dlaunch protocol");
+      }
+      join_.proof = auth::join_proof(secret_, challenge->server_nonce, agent_nonce_);
+      connection_->send(join_);
+      phase_ = Phase::welcome;
+      // Remember the nonce pair for the coordinator's proof.
+      agent_nonce_ += challenge->server_nonce;
+      return;
+    }
+    case Phase::welcome: {
+      if (auto* reject = std::get_if<proto::Reject>(&message)) {
+        return fail("the coordinator refused this agent: " + reject->reason);
+      }
+      auto* welcome = std::get_if<proto::Welcome>(&message);
+      const std::string agent_nonce = agent_nonce_.substr(0, proto::kNonceSize);
+      const std::string server_nonce = agent_nonce_.substr(proto::kNonceSize);
+      if (welcome == nullptr ||
+          !auth::constant_time_equal(welcome->proof,
+                                     auth::welcome_proof(secret_, server_nonce, agent_nonce))) {
+        return fail(
+            "the rendezvous peer did not prove the job's secret (wrong --secret-file, or not "
+            "our coordinator)");
+      }
+      phase_ = Phase::joined;
+      connection_->set_receive_timeout(options_.heartbeat_timeout);
+      connection_->enable_heartbeat(options_.heartbeat_timeout / 3);
+      if (callbacks_.on_welcome) callbacks_.on_welcome();
+      return;
+    }
+    case Phase::joined:
+      if (callbacks_.on_message) callbacks_.on_message(std::move(message));
+      return;
+    case Phase::connecting:
+    case Phase::closed:
+      return;
+  }
+}
+
+void RendezvousClient::send(const proto::Message& message) {
+  if (connection_ && phase_ == Phase::joined) connection_->send(message);
+}
+
+void RendezvousClient::close(const std::string& reason) {
+  if (phase_ == Phase::closed) return;
+  phase_ = Phase::closed;
+  retry_timer_.cancel();
+  resolver_.cancel();
+  if (connection_) connection_->close_after_flush(reason);
+}
+
+void RendezvousClient::fail(const std::string& reason) {
+  if (phase_ == Phase::closed) return;
+  phase_ = Phase::closed;
+  retry_timer_.cancel();
+  if (connection_) connection_->close(reason);
+  if (callbacks_.on_close) callbacks_.on_close(reason);
+}
+
+}  // namespace dlaunch

@@ -1,0 +1,63 @@
+// The agent's side of the rendezvous connection: resolve and connect with
+// exponential backoff until a deadline (node 0 may start later than the others),
+// run the handshake, verify that the coordinator holds the job's secret too, and
+// then hand every message to the owner.
+#pragma once
+
+#include <asio.hpp>
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "rendezvous/connection.h"
+#include "rendezvous/messages.h"
+
+namespace dlaunch {
+
+class RendezvousClient {
+ public:
+  struct Callbacks {
+    std::function<void()> on_welcome;                  // handshake done, Join accepted so far
+    std::function<void(proto::Message&&)> on_message;  // every later message
+    std::function<void(const std::string& reason)> on_close;  // lost, refused or timed out
+  };
+  struct Options {
+    std::string host;
+    std::uint16_t port = 0;
+    std::chrono::milliseconds connect_deadline{600'000};
+    std::chrono::milliseconds heartbeat_timeout{15'000};
+  };
+
+  RendezvousClient(asio::io_context& io, Options options, std::string secret,
+                   proto::Join join, Callbacks callbacks);
+
+  void start();
+  void send(const proto::Message& message);
+  void close(const std::string& reason);
+  bool connected() const { return connection_ && !connection_->closed(); }
+  void update_join(proto::Join join) { join_ = std::move(join); }
+
+ private:
+  void try_connect();
+  void retry_later(const std::string& why);
+  void on_connected(asio::ip::tcp::socket socket);
+  void on_message(proto::Message&& message);
+  void fail(const std::string& reason);
+
+  asio::io_context& io_;
+  Options options_;
+  std::string secret_;
+  proto::Join join_;
+  Callbacks callbacks_;
+  asio::ip::tcp::resolver resolver_;
+  asio::steady_timer retry_timer_;
+  std::chrono::steady_clock::time_point deadline_;
+  std::chrono::milliseconds backoff_{50};
+  std::shared_ptr<Connection> connection_;
+  std::string agent_nonce_;
+  enum class Phase { connecting, challenge, welcome, joined, closed } phase_ = Phase::connecting;
+  std::string last_error_;
+};
+
+}  // namespace dlaunch

@@ -1,0 +1,164 @@
+#include "rendezvous/connection.h"
+
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+
+#include "rendezvous/log.h"
+
+namespace dlaunch {
+
+void enable_keepalive(asio::ip::tcp::socket& socket) {
+  asio::error_code ec;
+  socket.set_option(asio::socket_base::keep_alive(true), ec);
+  socket.set_option(asio::ip::tcp::no_delay(true), ec);
+  // Detect a dead peer in about 15 s + 3 * 5 s even if heartbeats are stuck
+  // behind a full send buffer.
+  const int fd = socket.native_handle();
+  int idle = 15, interval = 5, count = 3;
+  ::setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof idle);
+  ::setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &interval, sizeof interval);
+  ::setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &count, sizeof count);
+}
+
+Connection::Connection(asio::ip::tcp::socket socket, std::size_t max_frame)
+    : socket_(std::move(socket)),
+      decoder_(max_frame),
+      receive_timer_(socket_.get_executor()),
+      heartbeat_timer_(socket_.get_executor()) {
+  asio::error_code ec;
+  const auto ep = socket_.remote_endpoint(ec);
+  remote_ = ec ? "unknown peer" : ep.address().to_string() + ":" + std::to_string(ep.port());
+  enable_keepalive(socket_);
+}
+
+Connection::~Connection() = default;
+
+void Connection::start(Handler handler) {
+  handler_ = std::move(handler);
+  arm_receive_timer();
+  read_more();
+}
+
+void Connection::send(const proto::Message& message) { send_raw(proto::encode(message)); }
+
+void Connection::send_raw(std::string bytes) {
+  if (closed_ || closing_after_flush_) return;
+  outbox_.push_back(std::move(bytes));
+  if (!writing_) write_next();
+}
+
+void Connection::write_next() {
+  if (outbox_.empty() || closed_) {
+    writing_ = false;
+    if (closing_after_flush_) close(close_reason_);
+    return;
+  }
+  writing_ = true;
+  asio::async_write(socket_, asio::buffer(outbox_.front()),
+                    [self = shared_from_this()](const asio::error_code& ec, std::size_t) {
+                      if (ec) {
+                        self->close("write failed: " + ec.message());
+                        return;
+                      }
+                      self->outbox_.pop_front();
+                      self->write_next();
+                    });
+}
+
+void Connection::read_more() {
+  socket_.async_read_some(
+      asio::buffer(read_buffer_),
+      [self = shared_from_this()](const asio::error_code& ec, std::size_t n) {
+        if (self->closed_) return;
+        if (ec) {
+          self->close(ec == asio::error::eof ? "connection closed by peer"
+                                             : "read failed: " + ec.message());
+          return;
+        }
+        self->arm_receive_timer();
+        self->decoder_.feed(std::string_view(self->read_buffer_.data(), n));
+        for (;;) {
+          auto result = self->decoder_.next();
+          if (result.status == FrameDecoder::Status::need_more) break;
+          if (result.status == FrameDecoder::Status::bad) {
+            self->close("bad frame: " + result.reason);
+            return;
+          }
+          auto message = proto::decode(result.frame.type, result.frame.payload);
+          if (!message) {
+            self->close("malformed message of type " + std::to_string(result.frame.type));
+            return;
+          }
+          if (std::holds_alternative<proto::Heartbeat>(*message)) continue;
+          if (self->handler_.on_message) self->handler_.on_message(std::move(*message));
+          if (self->closed_) return;
+        }
+        self->read_more();
+      });
+}
+
+void Connection::set_receive_timeout(std::chrono::milliseconds timeout) {
+  receive_timeout_ = timeout;
+  arm_receive_timer();
+}
+
+void Connection::arm_receive_timer() {
+  if (receive_timeout_.count() <= 0 || closed_) {
+    receive_timer_.cancel();
+    return;
+  }
+  receive_timer_.expires_after(receive_timeout_);
+  receive_timer_.async_wait([weak = weak_from_this()](const asio::error_code& ec) {
+    auto self = weak.lock();
+    if (ec || !self || self->closed_) return;
+    self->close("no message for " + std::to_string(self->receive_timeout_.count() / 1000) +
+                " s (peer silent or link down)");
+  });
+}
+
+void Connection::enable_heartbeat(std::chrono::milliseconds interval) {
+  heartbeat_interval_ = interval;
+  arm_heartbeat();
+}
+
+void Connection::arm_heartbeat() {
+  if (heartbeat_interval_.count() <= 0 || closed_) return;
+  heartbeat_timer_.expires_after(heartbeat_interval_);
+  heartbeat_timer_.async_wait([weak = weak_from_this()](const asio::error_code& ec) {
+    auto self = weak.lock();
+    if (ec || !self || self->closed_) return;
+    // Only when idle: a queue of log lines already proves we are alive.
+    if (self->outbox_.empty()) self->send(proto::Heartbeat{});
+    self->arm_heartbeat();
+  });
+}
+
+void Connection::close_after_flush(const std::string& reason) {
+  if (closed_) return;
+  if (outbox_.empty() && !writing_) {
+    close(reason);
+    return;
+  }
+  closing_after_flush_ = true;
+  close_reason_ = reason;
+  // A peer that stops reading must not hold us: give the flush two seconds.
+  receive_timeout_ = std::chrono::milliseconds(2000);
+  arm_receive_timer();
+}
+
+void Connection::close(const std::string& reason) {
+  if (closed_) return;
+  closed_ = true;
+  asio::error_code ec;
+  receive_timer_.cancel();
+  heartbeat_timer_.cancel();
+  socket_.shutdown(asio::ip::tcp::socket::shutdown_both, ec);
+  socket_.close(ec);
+  outbox_.clear();
+  auto on_close = std::move(handler_.on_close);
+  handler_ = {};
+  if (on_close) on_close(reason);
+}
+
+}  // namespace dlaunch

@@ -1,0 +1,48 @@
+// Framing of the rendezvous protocol: [u32 length][u8 type][payload], length
+// counting type and payload, big-endian. The decoder owns the receive buffer,
+// enforces a hard size limit before buffering a frame's body, and answers
+// ok / need-more / bad so that I/O code never parses bytes itself.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace dlaunch {
+
+// Before a peer has proven the job's secret it may send only small frames.
+inline constexpr std::size_t kMaxPreAuthFrame = 4 * 1024;
+// After it: room for one 64 KiB log line chunk plus headers, and the assignment.
+inline constexpr std::size_t kMaxFrame = 1024 * 1024;
+
+struct Frame {
+  std::uint8_t type = 0;
+  std::string payload;
+};
+
+std::string encode_frame(std::uint8_t type, std::string_view payload);
+
+class FrameDecoder {
+ public:
+  enum class Status { ok, need_more, bad };
+  struct Result {
+    Status status;
+    Frame frame;         // valid when status == ok
+    std::string reason;  // set when status == bad
+  };
+
+  explicit FrameDecoder(std::size_t max_frame = kMaxPreAuthFrame) : max_frame_(max_frame) {}
+
+  void set_max_frame(std::size_t n) { max_frame_ = n; }
+  void feed(std::string_view bytes) { buffer_.append(bytes); }
+  // Takes the next whole frame out of the buffer, if there is one.
+  Result next();
+  std::size_t buffered() const { return buffer_.size() - start_; }
+
+ private:
+  std::string buffer_;
+  std::size_t start_ = 0;
+  std::size_t max_frame_;
+};
+
+}  // namespace dlaunch

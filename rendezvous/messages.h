@@ -1,0 +1,120 @@
+// The messages of the rendezvous protocol between coordinator and agents.
+//
+// Handshake (before anything else is accepted):
+//   agent -> Hello{magic, version, agent_nonce}
+//   coord -> Challenge{magic, version, server_nonce}
+//   agent -> Join{proof = HMAC(secret, "join" | server_nonce | agent_nonce), node facts}
+//   coord -> Welcome{proof = HMAC(secret, "welcome" | agent_nonce | server_nonce)}
+// Then, per round: coord -> Assign; agent -> LogLine* RankExit* AgentDone;
+// coord -> Stop at any time. Both sides send Heartbeat when otherwise idle.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <variant>
+
+namespace dlaunch::proto {
+
+inline constexpr std::uint32_t kMagic = 0x444C5256;  // "DLRV"
+inline constexpr std::uint16_t kVersion = 1;
+inline constexpr std::size_t kNonceSize = 32;
+inline constexpr std::size_t kMaxHostName = 255;
+inline constexpr std::size_t kMaxLogChunk = 64 * 1024;
+
+enum class Type : std::uint8_t {
+  hello = 1,
+  challenge = 2,
+  join = 3,
+  welcome = 4,
+  assign = 5,
+  log_line = 6,
+  rank_exit = 7,
+  agent_done = 8,
+  stop = 9,
+  heartbeat = 10,
+  reject = 11,
+};
+
+struct Hello {
+  std::uint32_t magic = kMagic;
+  std::uint16_t version = kVersion;
+  std::string agent_nonce;
+};
+
+struct Challenge {
+  std::uint32_t magic = kMagic;
+  std::uint16_t version = kVersion;
+  std::string server_nonce;
+};
+
+struct Join {
+  std::string proof;
+  std::int32_t node_rank = -1;
+  std::int32_t nproc = 1;  // already resolved by the agent (GPU count when auto)
+  std::int32_t gpus = 0;
+  std::string host;              // the agent's host name, for messages
+  std::int32_t master_port = 0;  // a port that was free on that host just now
+  std::int64_t pid = 0;
+};
+
+struct Welcome {
+  std::string proof;
+};
+
+struct Assign {
+  std::string job;
+  std::int32_t round = 0;  // TORCHELASTIC_RESTART_COUNT
+  std::int32_t max_restarts = 0;
+  std::int32_t node_rank = 0;
+  std::int32_t nnodes = 1;
+  std::int32_t rank_offset = 0;
+  std::int32_t local_world_size = 1;
+  std::int32_t world_size = 1;
+  std::string master_addr;
+  std::int32_t master_port = 0;
+};
+
+enum class Stream : std::uint8_t { out = 1, err = 2 };
+
+struct LogLine {
+  std::int32_t rank = 0;
+  Stream stream = Stream::out;
+  std::string text;  // one line without its newline, at most kMaxLogChunk bytes
+};
+
+struct RankExit {
+  std::int32_t rank = 0;
+  std::int32_t exit_code = 0;  // valid when signal == 0
+  std::int32_t signal = 0;
+};
+
+struct AgentDone {
+  std::int32_t round = 0;
+  std::int32_t next_master_port = 0;  // a fresh free port for a restart round
+};
+
+struct Stop {
+  std::int32_t exit_code = 0;  // the job's result, for agents that report it locally
+  bool restart = false;        // stop this round only; another Assign follows
+  std::int32_t grace_s = -1;   // >= 0: overrides the agent's grace (0: kill now)
+  std::string reason;
+};
+
+struct Heartbeat {};
+
+struct Reject {
+  std::string reason;
+};
+
+using Message = std::variant<Hello, Challenge, Join, Welcome, Assign, LogLine, RankExit, AgentDone,
+                             Stop, Heartbeat, Reject>;
+
+// A whole frame (header included) for one message.
+std::string encode(const Message& m);
+// Decodes one frame's payload; nullopt when it is malformed for its type.
+std::optional<Message> decode(std::uint8_t type, std::string_view payload);
+std::string_view type_name(const Message& m);
+
+}  // namespace dlaunch::proto

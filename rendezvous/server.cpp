@@ -1,0 +1,154 @@
+#include "rendezvous/server.h"
+
+#include "rendezvous/auth.h"
+#include "rendezvous/log.h"
+
+namespace dlaunch {
+
+struct RendezvousServer::Session {
+  ConnId id = 0;
+  std::shared_ptr<Connection> connection;
+  enum class Phase { hello, join, joined } phase = Phase::hello;
+  std::string server_nonce;
+  std::string agent_nonce;
+};
+
+RendezvousServer::RendezvousServer(asio::io_context& io, const asio::ip::tcp::endpoint& endpoint,
+                                   std::string secret, Callbacks callbacks, Options options)
+    : io_(io),
+      acceptor_(io),
+      secret_(std::move(secret)),
+      callbacks_(std::move(callbacks)),
+      options_(options) {
+  acceptor_.open(endpoint.protocol());
+  acceptor_.set_option(asio::socket_base::reuse_address(true));
+  if (endpoint.protocol() == asio::ip::tcp::v6()) {
+    asio::error_code ec;
+    acceptor_.set_option(asio::ip::v6_only(false), ec);
+  }
+  acceptor_.bind(endpoint);
+  acceptor_.listen(asio::socket_base::max_listen_connections);
+  port_ = acceptor_.local_endpoint().port();
+  accept();
+}
+
+RendezvousServer::~RendezvousServer() { stop(); }
+
+void RendezvousServer::accept() {
+  acceptor_.async_accept([this](const asio::error_code& ec, asio::ip::tcp::socket socket) {
+    if (stopped_) return;
+    if (ec) {
+      // Out of descriptors or a transient error: keep accepting, briefly later.
+      if (ec != asio::error::operation_aborted) log::warn("rendezvous accept: ", ec.message());
+      if (ec == asio::error::operation_aborted) return;
+    } else {
+      std::size_t pending = 0;
+      for (const auto& [id, s] : sessions_) pending += s->phase != Session::Phase::joined;
+      if (pending >= options_.max_pending) {
+        ++rejected_;
+        asio::error_code ignored;
+        socket.close(ignored);
+      } else {
+        auto session = std::make_shared<Session>();
+        session->id = next_id_++;
+        session->connection = std::make_shared<Connection>(std::move(socket), kMaxPreAuthFrame);
+        sessions_[session->id] = session;
+        std::weak_ptr<Session> weak = session;
+        session->connection->set_receive_timeout(options_.handshake_timeout);
+        session->connection->start(
+            {[this, weak](proto::Message&& m) {
+               auto s = weak.lock();
+               if (!s) return;
+               if (s->phase == Session::Phase::joined) {
+                 if (callbacks_.on_message) callbacks_.on_message(s->id, std::move(m));
+               } else {
+                 on_handshake_message(s, std::move(m));
+               }
+             },
+             [this, weak](const std::string& reason) {
+               auto s = weak.lock();
+               if (!s) return;
+               const bool joined = s->phase == Session::Phase::joined;
+               sessions_.erase(s->id);
+               if (joined) {
+                 if (callbacks_.on_close) callbacks_.on_close(s->id, reason);
+               } else {
+                 ++rejected_;
+                 log::debug("rendezvous: dropped ", s->connection->remote(), " before joining: ",
+                            reason);
+               }
+             }});
+      }
+    }
+    accept();
+  });
+}
+
+void RendezvousServer::on_handshake_message(const std::shared_ptr<Session>& session,
+                                            proto::Message&& message) {
+  if (session->phase == Session::Phase::hello) {
+    auto* hello = std::get_if<proto::Hello>(&message);
+    if (hello == nullptr) return drop(session, "expected hello");
+    if (hello->magic != proto::kMagic) return drop(session, "bad magic");
+    if (hello->version != proto::kVersion) {
+      session->connection->send(proto::Reject{
+          "protocol version " + std::to_string(hello->version) + " is not supported (this " +
+          "coordinator speaks version " + std::to_string(proto::kVersion) +
+          "); use the same dlaunch release everywhere"});
+      session->connection->close_after_flush("wrong protocol version");
+      return;
+    }
+    if (hello->agent_nonce.size() != proto::kNonceSize) return drop(session, "bad nonce");
+    session->agent_nonce = hello->agent_nonce;
+    session->server_nonce = auth::random_bytes(proto::kNonceSize);
+    session->phase = Session::Phase::join;
+    session->connection->send(proto::Challenge{proto::kMagic, proto::kVersion,
+                                               session->server_nonce});
+    return;
+  }
+  auto* join = std::get_if<proto::Join>(&message);
+  if (join == nullptr) return drop(session, "expected join");
+  const auto expected = auth::join_proof(secret_, session->server_nonce, session->agent_nonce);
+  if (!auth::constant_time_equal(join->proof, expected)) {
+    log::warn("rendezvous: ", session->connection->remote(),
+              " failed to prove the job's secret; dropped");
+    session->phase = Session::Phase::hello;  // nothing more is accepted from it
+    session->connection->send(proto::Reject{
+        "wrong job secret (in manual mode every node needs the same --secret-file)"});
+    session->connection->close_after_flush("wrong secret");
+    return;
+  }
+  session->phase = Session::Phase::joined;
+  session->connection->set_max_frame(kMaxFrame);
+  session->connection->set_receive_timeout(options_.heartbeat_timeout);
+  session->connection->enable_heartbeat(options_.heartbeat_timeout / 3);
+  session->connection->send(
+      proto::Welcome{auth::welcome_proof(secret_, session->server_nonce, session->agent_nonce)});
+  if (callbacks_.on_join) callbacks_.on_join(session->id, *join);
+}
+
+void RendezvousServer::drop(const std::shared_ptr<Session>& session, const std::string& reason) {
+  session->connection->close(reason);
+}
+
+void RendezvousServer::send(ConnId id, const proto::Message& message) {
+  auto it = sessions_.find(id);
+  if (it != sessions_.end()) it->second->connection->send(message);
+}
+
+void RendezvousServer::close(ConnId id, const std::string& reason) {
+  auto it = sessions_.find(id);
+  if (it != sessions_.end()) it->second->connection->close_after_flush(reason);
+}
+
+void RendezvousServer::stop() {
+  if (stopped_) return;
+  stopped_ = true;
+  asio::error_code ec;
+  acceptor_.close(ec);
+  auto sessions = std::move(sessions_);
+  sessions_.clear();
+  for (auto& [id, s] : sessions) s->connection->close("server stopped");
+}
+
+}  // namespace dlaunch

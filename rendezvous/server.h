@@ -1,0 +1,64 @@
+// The rendezvous TCP server. It owns the acceptor and every session; it runs the
+// handshake itself (magic, version, HMAC proof of the job's secret) and only then
+// tells its owner about the peer. A peer that misbehaves before or after that is
+// logged and dropped; the server keeps serving everyone else.
+#pragma once
+
+#include <asio.hpp>
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <string>
+#include <unordered_map>
+
+#include "rendezvous/connection.h"
+#include "rendezvous/state.h"
+
+namespace dlaunch {
+
+class RendezvousServer {
+ public:
+  struct Callbacks {
+    // An authenticated agent asked to join.
+    std::function<void(ConnId, const proto::Join&)> on_join;
+    // Any later message of an authenticated agent.
+    std::function<void(ConnId, proto::Message&&)> on_message;
+    // An authenticated agent's connection closed.
+    std::function<void(ConnId, const std::string& reason)> on_close;
+  };
+  struct Options {
+    std::chrono::milliseconds handshake_timeout{10'000};
+    std::chrono::milliseconds heartbeat_timeout{15'000};
+    std::size_t max_pending = 1024;  // connections still in the handshake
+  };
+
+  RendezvousServer(asio::io_context& io, const asio::ip::tcp::endpoint& endpoint,
+                   std::string secret, Callbacks callbacks, Options options);
+  ~RendezvousServer();
+
+  std::uint16_t port() const { return port_; }
+  void send(ConnId id, const proto::Message& message);
+  void close(ConnId id, const std::string& reason);
+  // Stop accepting and close every connection.
+  void stop();
+  std::size_t rejected_count() const { return rejected_; }
+
+ private:
+  struct Session;
+  void accept();
+  void on_handshake_message(const std::shared_ptr<Session>& session, proto::Message&& message);
+  void drop(const std::shared_ptr<Session>& session, const std::string& reason);
+
+  asio::io_context& io_;
+  asio::ip::tcp::acceptor acceptor_;
+  std::string secret_;
+  Callbacks callbacks_;
+  Options options_;
+  std::uint16_t port_ = 0;
+  ConnId next_id_ = 1;
+  std::unordered_map<ConnId, std::shared_ptr<Session>> sessions_;
+  std::size_t rejected_ = 0;
+  bool stopped_ = false;
+};
+
+}  // namespace dlaunch

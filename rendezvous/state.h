@@ -1,0 +1,87 @@
+// The rendezvous state machine: agents join with a node rank and a rank count;
+// when every node has joined it hands each one its assignment (contiguous global
+// ranks in node-rank order, one MASTER_ADDR/PORT for all). Restart rounds wait
+// for every agent to report its ranks stopped, then assign again with the round
+// number incremented and a fresh port. No sockets here: messages in, messages out.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "rendezvous/messages.h"
+
+namespace dlaunch {
+
+using ConnId = std::uint64_t;
+
+struct Outbound {
+  ConnId to = 0;
+  proto::Message message;
+};
+
+class RendezvousState {
+ public:
+  struct Config {
+    int nnodes = 1;
+    std::string job;
+    int max_restarts = 0;
+    std::string master_addr;
+    int fixed_master_port = 0;            // 0: the port node 0 found free
+    std::vector<std::string> node_names;  // expected host name per node rank; empty: any
+  };
+
+  struct Member {
+    ConnId conn = 0;
+    std::int32_t node_rank = 0;
+    std::int32_t nproc = 0;
+    std::string host;
+    std::int32_t master_port = 0;
+    bool done = false;  // reported AgentDone for the current round
+  };
+
+  explicit RendezvousState(Config config);
+
+  // An authenticated agent's Join. Rejects a node rank out of range, taken, or
+  // not matching the plan's host name; assigns everyone once the last arrives.
+  std::vector<Outbound> on_join(ConnId conn, const proto::Join& join);
+  // A connection closed. Before assignment its slot is freed for a retry.
+  void on_leave(ConnId conn);
+  // An agent's ranks have all exited for the current round.
+  std::vector<Outbound> on_agent_done(ConnId conn, const proto::AgentDone& done);
+  // Starts the next round: assignments go out once every agent reports done.
+  std::vector<Outbound> begin_restart();
+
+  bool assigned() const { return assigned_; }
+  bool all_done() const;
+  int round() const { return round_; }
+  int world_size() const { return world_size_; }
+  int master_port() const { return master_port_; }
+  const Config& config() const { return config_; }
+  const std::vector<std::optional<Member>>& members() const { return members_; }
+  const Member* member(ConnId conn) const;
+  // Whether global rank `rank` belongs to the agent on `conn` (peers' rank
+  // numbers are checked against the assignment, never trusted).
+  bool owns_rank(ConnId conn, int rank) const;
+  // The member holding a global rank, if assigned.
+  const Member* member_of_rank(int rank) const;
+  int rank_offset(int node_rank) const;
+
+ private:
+  std::vector<Outbound> assign_all();
+
+  Config config_;
+  std::vector<std::optional<Member>> members_;
+  int joined_ = 0;
+  bool assigned_ = false;
+  bool restart_pending_ = false;
+  int round_ = 0;
+  int world_size_ = 0;
+  int master_port_ = 0;
+  std::vector<int> offsets_;
+  std::unordered_map<ConnId, std::int32_t> node_of_conn_;
+};
+
+}  // namespace dlaunch

@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Installs the Debian packages dlaunch needs to build and test, skipping what
+# is already present. Run as root (CI does); otherwise it re-runs under sudo.
+set -euo pipefail
+
+build_pkgs=(build-essential cmake ninja-build pkg-config clang-format
+  libasio-dev libssh2-1-dev libcli11-dev libtomlplusplus-dev libspdlog-dev
+  doctest-dev libssl-dev libtorch-dev libgloo-dev)
+test_pkgs=(openssh-server openssh-client iproute2 procps python3)
+
+want=("${build_pkgs[@]}")
+if [[ "${1:-}" != "--build-only" ]]; then want+=("${test_pkgs[@]}"); fi
+
+missing=()
+for p in "${want[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]} == 0)); then
+  echo "install-deps: all ${#want[@]} packages present"
+  exit 0
+fi
+echo "install-deps: installing ${missing[*]}"
+SUDO=""
+if [[ $(id -u) -ne 0 ]]; then SUDO=sudo; fi
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -q
+$SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"
