@@ -338,7 +338,7 @@ void Agent::lose_coordinator(const std::string& why) {
   if (finished_ || lost_coordinator_) return;
   lost_coordinator_ = true;
   if (!final_stop_) {
-    log::error(why, "; stopping this node's ranks");
+    log::error(why, round_active_ ? "; stopping this node's ranks" : "");
     final_stop_ = true;
     final_code_ = 1;
   }

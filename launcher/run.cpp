@@ -1,5 +1,6 @@
 #include "launcher/run.h"
 
+#include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
@@ -27,7 +28,9 @@ void error_line(const std::string& message) {
 }
 
 void setup_logging(const Options& o) {
-  spdlog::set_pattern("dlaunch: %l: %v");
+  // Diagnostics go to stderr: stdout carries only the ranks' own output.
+  spdlog::set_default_logger(spdlog::stderr_color_mt("dlaunch"));
+  spdlog::set_pattern("dlaunch: %^%l%$: %v");
   const auto level = o.verbose >= 2 ? log::Level::debug
                      : o.verbose == 1 ? log::Level::info
                                       : log::Level::warn;

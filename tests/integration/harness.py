@@ -1,0 +1,122 @@
+"""Shared helpers for dlaunch's integration tests: where the binaries are,
+running dlaunch with a private state dir, and scanning /proc for processes that
+still carry a job's DLAUNCH_JOB marker."""
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+
+BIN_DIR = os.environ.get(
+    "DLAUNCH_BIN_DIR",
+    os.path.join(os.path.dirname(__file__), "..", "..", "build", "bin"))
+DLAUNCH = os.path.join(BIN_DIR, "dlaunch")
+AGENT = os.path.join(BIN_DIR, "dlaunch-agent")
+SKIP = 77
+
+
+def require_binaries(*names):
+    """Exit with the skip code when a binary this test file needs is missing."""
+    for name in names or ("dlaunch", "dlaunch-agent"):
+        path = os.path.join(BIN_DIR, name)
+        if not os.access(path, os.X_OK):
+            print(f"SKIP: {path} is not built")
+            sys.exit(SKIP)
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def processes_with_marker(job):
+    """PIDs whose environment holds DLAUNCH_JOB=<job> (every namespace shares /proc)."""
+    marker = f"DLAUNCH_JOB={job}".encode()
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/environ", "rb") as f:
+                env = f.read().split(b"\0")
+        except OSError:
+            continue
+        if marker in env:
+            found.append(int(entry))
+    return found
+
+
+def wait_no_marker(job, timeout=10.0):
+    """Waits until no process carries the marker; returns those left at the end."""
+    deadline = time.monotonic() + timeout
+    left = processes_with_marker(job)
+    while left and time.monotonic() < deadline:
+        time.sleep(0.05)
+        left = processes_with_marker(job)
+    return left
+
+
+def kill_marker(job):
+    for pid in processes_with_marker(job):
+        try:
+            os.kill(pid, 9)
+        except OSError:
+            pass
+
+
+class DlaunchTestCase(unittest.TestCase):
+    """Gives each test a temp dir and state dir, and kills anything of its jobs
+    left behind, also when the test fails."""
+
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp(prefix="dlaunch-test-")
+        self.state = os.path.join(self.tmp, "state")
+        self.jobs = []
+        self.procs = []
+
+    def tearDown(self):
+        for p in self.procs:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+        for job in self.jobs:
+            kill_marker(job)
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+    def job_name(self, base):
+        name = f"{base}-{os.getpid()}-{len(self.jobs)}-{int(time.time() * 1000) % 100000}"
+        self.jobs.append(name)
+        return name
+
+    def env(self, **extra):
+        env = dict(os.environ)
+        env["DLAUNCH_STATE_DIR"] = self.state
+        env.update(extra)
+        return env
+
+    def run_dlaunch(self, args, timeout=120, **kwargs):
+        return subprocess.run([DLAUNCH] + list(args), capture_output=True, text=True,
+                              timeout=timeout, env=kwargs.pop("env", self.env()), **kwargs)
+
+    def start_dlaunch(self, args, **kwargs):
+        p = subprocess.Popen([DLAUNCH] + list(args), stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True,
+                             env=kwargs.pop("env", self.env()), **kwargs)
+        self.procs.append(p)
+        return p
+
+    def write(self, name, text, mode=0o644):
+        path = os.path.join(self.tmp, name)
+        with open(path, "w") as f:
+            f.write(text)
+        os.chmod(path, mode)
+        return path
+
+    def assertNothingLeft(self, job, timeout=10.0):
+        left = wait_no_marker(job, timeout)
+        self.assertEqual(left, [], f"processes of job {job} still running: {left}")

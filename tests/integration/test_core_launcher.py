@@ -1,0 +1,241 @@
+"""The core launcher end to end on one machine: real dlaunch, dlaunch-agent and
+rank processes. Covers the env contract, manual mode with three dlaunch
+processes, a hosts file with two local hosts, exit codes, logs and cleanup."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import unittest
+
+sys.path.insert(0, os.path.dirname(__file__))
+import harness  # noqa: E402
+from harness import DlaunchTestCase, free_port  # noqa: E402
+
+ENV_KEYS = ["RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "GROUP_RANK",
+            "GROUP_WORLD_SIZE", "ROLE_RANK", "ROLE_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT",
+            "TORCHELASTIC_RESTART_COUNT", "TORCHELASTIC_MAX_RESTARTS", "TORCHELASTIC_RUN_ID",
+            "DLAUNCH_JOB", "DLAUNCH_HOST", "OMP_NUM_THREADS"]
+
+# A rank that records its environment in <dir>/rank-<RANK>.json.
+DUMP_ENV = ("import json, os, sys; keys = sys.argv[2].split(','); "
+            "d = {k: os.environ.get(k) for k in keys}; "
+            "open(os.path.join(sys.argv[1], 'rank-%s.json' % os.environ['RANK']), 'w')"
+            ".write(json.dumps(d)); print('rank', os.environ['RANK'], 'ok')")
+
+
+class CoreLauncherTest(DlaunchTestCase):
+    def dump_cmd(self, out_dir):
+        os.makedirs(out_dir, exist_ok=True)
+        return [sys.executable, "-c", DUMP_ENV, out_dir, ",".join(ENV_KEYS)]
+
+    def read_envs(self, out_dir):
+        envs = {}
+        for name in os.listdir(out_dir):
+            with open(os.path.join(out_dir, name)) as f:
+                d = json.load(f)
+            envs[int(d["RANK"])] = d
+        return envs
+
+    def test_standalone_env_contract_for_four_ranks(self):
+        job = self.job_name("env")
+        out = os.path.join(self.tmp, "env")
+        r = self.run_dlaunch(["--nproc-per-node", "4", "--name", job, "--"] + self.dump_cmd(out))
+        self.assertEqual(r.returncode, 0, r.stderr)
+        envs = self.read_envs(out)
+        self.assertEqual(sorted(envs), [0, 1, 2, 3])
+        ports = {e["MASTER_PORT"] for e in envs.values()}
+        self.assertEqual(len(ports), 1)
+        for rank, e in envs.items():
+            for k in ENV_KEYS:
+                self.assertIsNotNone(e[k], f"rank {rank} lacks {k}")
+            self.assertEqual(e["LOCAL_RANK"], str(rank))
+            self.assertEqual(e["WORLD_SIZE"], "4")
+            self.assertEqual(e["LOCAL_WORLD_SIZE"], "4")
+            self.assertEqual(e["GROUP_RANK"], "0")
+            self.assertEqual(e["GROUP_WORLD_SIZE"], "1")
+            self.assertEqual(e["ROLE_RANK"], str(rank))
+            self.assertEqual(e["MASTER_ADDR"], "127.0.0.1")
+            self.assertEqual(e["TORCHELASTIC_RESTART_COUNT"], "0")
+            self.assertEqual(e["TORCHELASTIC_MAX_RESTARTS"], "0")
+            self.assertEqual(e["TORCHELASTIC_RUN_ID"], job)
+            self.assertEqual(e["DLAUNCH_JOB"], job)
+            self.assertEqual(e["OMP_NUM_THREADS"], "1")
+        port = int(ports.pop())
+        self.assertTrue(1024 <= port <= 65535)
+        for rank in range(4):
+            self.assertIn(f"[{rank}] rank {rank} ok", r.stdout)
+        # every line reaches the terminal once, and the rank's file raw
+        self.assertEqual(r.stdout.count("ok\n"), 4)
+        with open(os.path.join(self.state, job, "rank-2.log")) as f:
+            self.assertEqual(f.read(), "rank 2 ok\n")
+        self.assertEqual(os.stat(os.path.join(self.state, job)).st_mode & 0o777, 0o700)
+        self.assertEqual(os.stat(os.path.join(self.state, job, "rank-2.log")).st_mode & 0o777, 0o600)
+
+    def test_master_port_flag_and_user_omp_threads_win(self):
+        out = os.path.join(self.tmp, "env")
+        port = free_port()
+        r = self.run_dlaunch(["-n", "2", "--master-port", str(port), "--"] + self.dump_cmd(out),
+                             env=self.env(OMP_NUM_THREADS="3"))
+        self.assertEqual(r.returncode, 0, r.stderr)
+        envs = self.read_envs(out)
+        self.assertEqual({e["MASTER_PORT"] for e in envs.values()}, {str(port)})
+        self.assertEqual({e["OMP_NUM_THREADS"] for e in envs.values()}, {"3"})
+
+    def test_manual_mode_three_nodes_uneven(self):
+        rdzv = free_port()
+        secret = self.write("secret", "s3cr3t-shared\n", 0o600)
+        job_out = os.path.join(self.tmp, "manual")
+        procs = []
+        for node, nproc in [(2, 3), (1, 1), (0, 2)]:  # node 0 last: others must wait for it
+            procs.append(self.start_dlaunch(
+                ["--nnodes", "3", "--node-rank" if node != 1 else "--rank", str(node),
+                 "--master-addr", "127.0.0.1", "--rdzv-port", str(rdzv),
+                 "--nproc-per-node", str(nproc), "--secret-file", secret, "--"]
+                + self.dump_cmd(job_out)))
+            if node == 2:
+                time.sleep(0.5)
+        outs = [p.communicate(timeout=120) for p in procs]
+        for p, (o, e) in zip(procs, outs):
+            self.assertEqual(p.returncode, 0, e)
+        envs = self.read_envs(job_out)
+        self.assertEqual(sorted(envs), list(range(6)))
+        self.assertEqual(len({(e["MASTER_ADDR"], e["MASTER_PORT"]) for e in envs.values()}), 1)
+        self.assertEqual({e["WORLD_SIZE"] for e in envs.values()}, {"6"})
+        self.assertEqual(len({e["TORCHELASTIC_RUN_ID"] for e in envs.values()}), 1)
+        # contiguous per node, in node-rank order
+        self.assertEqual([envs[r]["GROUP_RANK"] for r in range(6)], ["0", "0", "1", "2", "2", "2"])
+        self.assertEqual([envs[r]["LOCAL_RANK"] for r in range(6)], ["0", "1", "0", "0", "1", "2"])
+        node0_out, node2_out = outs[2][0], outs[0][0]
+        for rank in range(6):
+            self.assertIn(f"rank {rank} ok", node0_out)  # node 0 shows everyone
+        for rank in (3, 4, 5):
+            self.assertIn(f"[{rank}] rank {rank} ok", node2_out)  # each node its own
+        self.assertNotIn("rank 0 ok", node2_out)
+
+    def test_manual_mode_wrong_secret_is_refused(self):
+        rdzv = free_port()
+        good = self.write("good", "one\n", 0o600)
+        bad = self.write("bad", "two\n", 0o600)
+        node0 = self.start_dlaunch(["--nnodes", "2", "--node-rank", "0", "--master-addr",
+                                    "127.0.0.1", "--rdzv-port", str(rdzv), "--rdzv-timeout", "5",
+                                    "--secret-file", good, "--", "true"])
+        r = self.run_dlaunch(["--nnodes", "2", "--node-rank", "1", "--master-addr", "127.0.0.1",
+                              "--rdzv-port", str(rdzv), "--secret-file", bad, "--", "true"])
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("secret", r.stderr)
+        _, err0 = node0.communicate(timeout=60)
+        self.assertEqual(node0.returncode, 1)
+        self.assertIn("timed out", err0)
+
+    def test_hosts_file_with_two_local_hosts(self):
+        hosts = self.write("hosts.toml", """
+[[host]]
+name = "alpha"
+address = "127.0.0.1"
+slots = 2
+[[host]]
+name = "beta"
+address = "localhost"
+slots = 1
+env = { EXTRA = "from-hosts-file" }
+""")
+        out = os.path.join(self.tmp, "h")
+        r = self.run_dlaunch(["--hosts", hosts, "--"] + self.dump_cmd(out)
+                             + [] , env=self.env())
+        self.assertEqual(r.returncode, 0, r.stderr)
+        envs = self.read_envs(out)
+        self.assertEqual(sorted(envs), [0, 1, 2])
+        self.assertEqual([envs[r]["DLAUNCH_HOST"] for r in range(3)], ["alpha", "alpha", "beta"])
+        self.assertEqual([envs[r]["GROUP_RANK"] for r in range(3)], ["0", "0", "1"])
+        self.assertIn("[alpha:0] rank 0 ok", r.stdout)
+        self.assertIn("[beta:2] rank 2 ok", r.stdout)
+
+    def test_failing_rank_decides_exit_code_and_nothing_is_left(self):
+        job = self.job_name("fail")
+        script = ("import os, sys, time\n"
+                  "if os.environ['RANK'] == '2':\n"
+                  "    print('about to fail'); sys.stdout.flush(); sys.exit(3)\n"
+                  "time.sleep(120)\n")
+        start = time.monotonic()
+        r = self.run_dlaunch(["--nproc-per-node", "4", "--name", job, "--grace", "3", "--",
+                              sys.executable, "-c", script])
+        elapsed = time.monotonic() - start
+        self.assertEqual(r.returncode, 3, r.stderr)
+        self.assertIn("rank 2 on localhost exited with code 3", r.stderr)
+        self.assertIn("| about to fail", r.stderr)
+        self.assertLess(elapsed, 60)
+        self.assertNothingLeft(job)
+        with open(os.path.join(self.state, job, "result.json")) as f:
+            result = json.load(f)
+        self.assertEqual(result["exit_code"], 3)
+        self.assertIn("rank 2", result["root_cause"])
+
+    def test_rank_killed_by_signal_gives_128_plus_n(self):
+        r = self.run_dlaunch(["-n", "2", "--", "sh", "-c",
+                              'if [ "$RANK" = 1 ]; then kill -9 $$; fi; sleep 60'])
+        self.assertEqual(r.returncode, 137, r.stderr)
+        self.assertIn("SIGKILL", r.stderr)
+
+    def test_missing_program_is_reported(self):
+        r = self.run_dlaunch(["-n", "1", "--", "/nonexistent/prog"])
+        self.assertEqual(r.returncode, 127)
+        self.assertIn("cannot run /nonexistent/prog", r.stderr)
+
+    def test_ctrl_c_stops_everything_and_exits_130(self):
+        job = self.job_name("int")
+        p = self.start_dlaunch(["-n", "3", "--name", job, "--", "sh", "-c",
+                                "echo started; sleep 100"])
+        deadline = time.monotonic() + 30
+        while len(harness.processes_with_marker(job)) < 3 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        p.send_signal(signal.SIGINT)
+        _, err = p.communicate(timeout=60)
+        self.assertEqual(p.returncode, 130, err)
+        self.assertNothingLeft(job)
+
+    def test_sighup_does_not_kill_the_job(self):
+        p = self.start_dlaunch(["-n", "1", "--", "sh", "-c", "sleep 1; echo survived"])
+        time.sleep(0.3)
+        p.send_signal(signal.SIGHUP)
+        out, err = p.communicate(timeout=60)
+        self.assertEqual(p.returncode, 0, err)
+        self.assertIn("survived", out)
+
+    def test_long_and_partial_lines_are_kept_whole(self):
+        job = self.job_name("lines")
+        script = "import sys; sys.stdout.write('x' * 150000 + '\\nlast-no-newline')"
+        r = self.run_dlaunch(["-n", "1", "--name", job, "--", sys.executable, "-c", script])
+        self.assertEqual(r.returncode, 0, r.stderr)
+        with open(os.path.join(self.state, job, "rank-0.log")) as f:
+            lines = f.read().split("\n")
+        self.assertEqual("".join(lines[:-2]), "x" * 150000)
+        self.assertTrue(all(len(l) <= 65536 for l in lines))
+        self.assertEqual(lines[-2], "last-no-newline")
+        self.assertIn("[0] last-no-newline", r.stdout)
+
+    def test_ranks_filter_limits_terminal_not_files(self):
+        job = self.job_name("filter")
+        r = self.run_dlaunch(["-n", "3", "--ranks-filter", "1", "--name", job, "--", "sh", "-c",
+                              'echo "hi from $RANK"'])
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(r.stdout.strip(), "[1] hi from 1")
+        for rank in range(3):
+            with open(os.path.join(self.state, job, f"rank-{rank}.log")) as f:
+                self.assertEqual(f.read(), f"hi from {rank}\n")
+
+    def test_dry_run_prints_plan_and_starts_nothing(self):
+        marker = os.path.join(self.tmp, "ran")
+        r = self.run_dlaunch(["--dry-run", "-n", "2", "--", "touch", marker])
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("local rank 1:", r.stdout)
+        self.assertIn("WORLD_SIZE=2", r.stdout)
+        self.assertFalse(os.path.exists(marker))
+        self.assertFalse(os.path.exists(self.state))
+
+
+if __name__ == "__main__":
+    harness.require_binaries()
+    unittest.main(verbosity=2)

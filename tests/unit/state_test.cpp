@@ -1,0 +1,120 @@
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <random>
+#include <set>
+
+#include "rendezvous/state.h"
+
+using namespace dlaunch;
+
+namespace {
+proto::Join join_as(int node, int nproc, int port = 30000) {
+  proto::Join j;
+  j.node_rank = node;
+  j.nproc = nproc;
+  j.host = "host" + std::to_string(node);
+  j.master_port = port + node;
+  return j;
+}
+}  // namespace
+
+TEST_CASE("1,000 agents joining in random order with uneven slots get contiguous ranks") {
+  constexpr int kNodes = 1000;
+  RendezvousState state({kNodes, "job", 0, "10.0.0.1", 0, {}});
+  std::vector<int> order(kNodes);
+  for (int i = 0; i < kNodes; ++i) order[i] = i;
+  std::mt19937 rng(7);
+  std::shuffle(order.begin(), order.end(), rng);
+  auto slots = [](int node) { return 1 + node % 8; };
+  std::vector<Outbound> out;
+  for (int i = 0; i < kNodes; ++i) {
+    const int node = order[i];
+    auto o = state.on_join(static_cast<ConnId>(node + 100), join_as(node, slots(node)));
+    if (i + 1 < kNodes) {
+      CHECK(o.empty());
+    } else {
+      out = o;
+    }
+  }
+  REQUIRE(out.size() == kNodes);
+  REQUIRE(state.assigned());
+  int expected_world = 0;
+  for (int n = 0; n < kNodes; ++n) expected_world += slots(n);
+  CHECK(state.world_size() == expected_world);
+
+  std::vector<int> seen(expected_world, 0);
+  for (const auto& o : out) {
+    const auto& a = std::get<proto::Assign>(o.message);
+    CHECK(o.to == static_cast<ConnId>(a.node_rank + 100));
+    CHECK(a.local_world_size == slots(a.node_rank));
+    CHECK(a.world_size == expected_world);
+    CHECK(a.master_addr == "10.0.0.1");
+    CHECK(a.master_port == 30000);  // node 0's free port
+    CHECK(a.nnodes == kNodes);
+    for (int r = a.rank_offset; r < a.rank_offset + a.local_world_size; ++r) ++seen[r];
+    // contiguous in node-rank order
+    if (a.node_rank > 0) {
+      const auto* prev = state.member_of_rank(a.rank_offset - 1);
+      REQUIRE(prev != nullptr);
+      CHECK(prev->node_rank == a.node_rank - 1);
+    }
+  }
+  CHECK(std::all_of(seen.begin(), seen.end(), [](int c) { return c == 1; }));
+  CHECK(state.owns_rank(100, 0));
+  CHECK_FALSE(state.owns_rank(101, 0));
+  CHECK(state.member_of_rank(expected_world) == nullptr);
+}
+
+TEST_CASE("duplicate, out-of-range and misnamed node ranks are refused") {
+  RendezvousState state({2, "job", 0, "a", 0, {"host0", "host1"}});
+  auto r = state.on_join(1, join_as(5, 1));
+  REQUIRE(r.size() == 1);
+  CHECK(std::holds_alternative<proto::Reject>(r[0].message));
+  CHECK(state.on_join(1, join_as(0, 1)).empty());
+  r = state.on_join(2, join_as(0, 1));
+  REQUIRE(r.size() == 1);
+  CHECK(std::get<proto::Reject>(r[0].message).reason.find("already taken by host host0") !=
+        std::string::npos);
+  auto wrong = join_as(1, 1);
+  wrong.host = "intruder";
+  r = state.on_join(3, wrong);
+  REQUIRE(r.size() == 1);
+  CHECK(std::get<proto::Reject>(r[0].message).reason.find("belongs to host host1") != std::string::npos);
+  CHECK(state.on_join(4, join_as(1, 2)).size() == 2);
+  CHECK(state.world_size() == 3);
+}
+
+TEST_CASE("a node that leaves before assignment frees its slot") {
+  RendezvousState state({2, "job", 0, "a", 0, {}});
+  CHECK(state.on_join(1, join_as(0, 1)).empty());
+  state.on_leave(1);
+  CHECK(state.on_join(2, join_as(0, 1)).empty());
+  CHECK(state.on_join(3, join_as(1, 1)).size() == 2);
+}
+
+TEST_CASE("a fixed master port wins over node 0's free port") {
+  RendezvousState state({1, "job", 0, "a", 29500, {}});
+  auto out = state.on_join(1, join_as(0, 2));
+  REQUIRE(out.size() == 1);
+  CHECK(std::get<proto::Assign>(out[0].message).master_port == 29500);
+}
+
+TEST_CASE("restart rounds wait for every agent and bump the round with a fresh port") {
+  RendezvousState state({2, "job", 3, "a", 0, {}});
+  state.on_join(1, join_as(0, 1));
+  state.on_join(2, join_as(1, 1));
+  REQUIRE(state.assigned());
+  CHECK(state.on_agent_done(1, proto::AgentDone{0, 41000}).empty());
+  CHECK(state.begin_restart().empty());  // node 1 still running
+  auto out = state.on_agent_done(2, proto::AgentDone{0, 42000});
+  REQUIRE(out.size() == 2);
+  const auto& a = std::get<proto::Assign>(out[0].message);
+  CHECK(a.round == 1);
+  CHECK(a.max_restarts == 3);
+  CHECK(a.master_port == 41000);
+  CHECK(state.round() == 1);
+  // stale AgentDone of an old round does not count
+  CHECK(state.on_agent_done(1, proto::AgentDone{0, 0}).empty());
+  CHECK_FALSE(state.all_done());
+}
