@@ -5,6 +5,7 @@
 #include <string>
 
 #include "agent/agent.h"
+#include "agent/guardian.h"
 #include "agent/launch_spec.h"
 
 int main(int argc, char** argv) {
@@ -18,5 +19,5 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "dlaunch-agent: %s\n", error.c_str());
     return 2;
   }
-  return dlaunch::run_agent(std::move(*spec), 0);
+  return dlaunch::run_guarded([&spec] { return dlaunch::run_agent(std::move(*spec), 0); });
 }

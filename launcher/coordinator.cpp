@@ -241,16 +241,9 @@ void Coordinator::on_message(ConnId conn, proto::Message&& message) {
     }
     on_rank_exit(conn, *exit);
   } else if (auto* done = std::get_if<proto::AgentDone>(&message)) {
-    auto out = state_->on_agent_done(conn, *done);
-    if (!out.empty()) {
-      sink_.mark_round(state_->round());
-      failed_this_round_ = false;
-      phase_ = Phase::running;
-      say("restart " + std::to_string(state_->round()) + " of " +
-          std::to_string(s_.options.max_restarts) + ": starting all ranks again");
-      send_all(out);
-      return;
-    }
+    // Restart rounds are begun by begin_next_round() once all are done, so
+    // this never yields assignments by itself.
+    send_all(state_->on_agent_done(conn, *done));
     if (state_->all_done() && phase_ == Phase::running && !failed_this_round_) {
       stop_job(0, "");
     } else if (state_->all_done() && phase_ == Phase::restarting) {
@@ -278,14 +271,17 @@ void Coordinator::fail(int code, const std::string& what, int rank) {
   failed_this_round_ = true;
   result_.root_cause = what;
   result_.root_cause_tail = rank >= 0 ? sink_.tail(rank) : std::vector<std::string>{};
-  say("job " + s_.plan.job + " failed: " + what);
+  const bool restartable =
+      rank >= 0 && state_->assigned() && state_->round() < s_.options.max_restarts && interrupts_ == 0;
+  say(restartable ? what + "; restarting all ranks (restart " + std::to_string(state_->round() + 1) +
+                        " of " + std::to_string(s_.options.max_restarts) + ")"
+                  : "job " + s_.plan.job + " failed: " + what);
   if (!result_.root_cause_tail.empty()) {
     std::string block = "last lines of rank " + std::to_string(rank) + ":";
     for (const auto& l : result_.root_cause_tail) block += "\n  | " + l;
     say(block);
   }
-  const bool restartable = rank >= 0 && state_->assigned() && state_->round() < s_.options.max_restarts;
-  if (restartable && interrupts_ == 0) {
+  if (restartable) {
     phase_ = Phase::restarting;
     result_.restarts = state_->round() + 1;
     proto::Stop stop;
@@ -311,8 +307,7 @@ void Coordinator::begin_next_round() {
     sink_.mark_round(state_->round());
     failed_this_round_ = false;
     phase_ = Phase::running;
-    say("restart " + std::to_string(state_->round()) + " of " +
-        std::to_string(s_.options.max_restarts) + ": starting all ranks again");
+    log::info("restart ", state_->round(), " of ", s_.options.max_restarts, ": starting all ranks");
     send_all(out);
   });
 }
@@ -355,7 +350,7 @@ void Coordinator::on_close(ConnId conn, const std::string& reason) {
     check_finished();
     return;
   }
-  fail(kLauncherFailure, "lost node " + std::to_string(node->plan.node_rank) + " (" +
+  fail(kLauncherFailure, "lost the agent of node " + std::to_string(node->plan.node_rank) + " (" +
                              node->host_label + "): " + reason, -1);
 }
 

@@ -9,6 +9,7 @@
 #include <filesystem>
 
 #include "agent/agent.h"
+#include "agent/guardian.h"
 #include "agent/launch_spec.h"
 #include "launcher/coordinator.h"
 #include "launcher/hosts_file.h"
@@ -110,7 +111,7 @@ int run_manual_worker(const Options& o, std::string secret) {
   spec.rdzv_timeout_s = o.rdzv_timeout_s;
   spec.grace_s = o.grace_s;
   spec.heartbeat_timeout_s = o.heartbeat_timeout_s;
-  return run_agent(std::move(spec), -1);
+  return run_guarded([&spec] { return run_agent(std::move(spec), -1); });
 }
 
 }  // namespace

@@ -83,7 +83,7 @@ class DlaunchTestCase(unittest.TestCase):
         for p in self.procs:
             if p.poll() is None:
                 p.kill()
-                p.wait()
+            p.communicate()
         for job in self.jobs:
             kill_marker(job)
         shutil.rmtree(self.tmp, ignore_errors=True)
@@ -120,3 +120,43 @@ class DlaunchTestCase(unittest.TestCase):
     def assertNothingLeft(self, job, timeout=10.0):
         left = wait_no_marker(job, timeout)
         self.assertEqual(left, [], f"processes of job {job} still running: {left}")
+
+
+def children_of(pid):
+    try:
+        with open(f"/proc/{pid}/task/{pid}/children") as f:
+            return [int(x) for x in f.read().split()]
+    except OSError:
+        return []
+
+
+def exe_name(pid):
+    try:
+        return os.path.basename(os.readlink(f"/proc/{pid}/exe"))
+    except OSError:
+        return ""
+
+
+def wait_for(predicate, timeout=30.0, interval=0.05):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(interval)
+    return predicate()
+
+
+# A rank that, on every rank, leaves a setsid grandchild that ignores SIGTERM,
+# ignores SIGTERM itself, prints "ready" and sleeps. Rank $FAIL_RANK exits 4
+# after $FAIL_AFTER seconds when set.
+STUBBORN_RANK = r"""
+import os, signal, subprocess, sys, time
+subprocess.Popen(["sh", "-c", "trap '' TERM; sleep 300"], start_new_session=True)
+signal.signal(signal.SIGTERM, signal.SIG_IGN)
+print("ready", os.environ["RANK"], flush=True)
+if os.environ.get("FAIL_RANK") == os.environ["RANK"]:
+    time.sleep(float(os.environ.get("FAIL_AFTER", "0.5")))
+    sys.exit(4)
+time.sleep(300)
+"""

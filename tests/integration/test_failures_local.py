@@ -1,0 +1,123 @@
+"""Failure paths on one machine (local agents): whatever dies, nothing of the
+job is left running afterwards. Each test ends with a /proc scan for the job's
+DLAUNCH_JOB marker."""
+
+import os
+import signal
+import sys
+import time
+import unittest
+
+sys.path.insert(0, os.path.dirname(__file__))
+import harness  # noqa: E402
+from harness import DlaunchTestCase, STUBBORN_RANK, wait_for  # noqa: E402
+
+
+class LocalFailureTest(DlaunchTestCase):
+    def start_stubborn(self, job, nranks=2, extra_env=None, extra_args=()):
+        env = self.env(**(extra_env or {}))
+        p = self.start_dlaunch(["-n", str(nranks), "--name", job, "--grace", "2",
+                                *extra_args, "--", sys.executable, "-c", STUBBORN_RANK], env=env)
+        # every rank and its grandchild are up
+        self.assertTrue(wait_for(lambda: len(harness.processes_with_marker(job)) >= 2 * nranks),
+                        "ranks did not start")
+        return p
+
+    def agent_pids(self, dlaunch_pid):
+        guardian = [c for c in harness.children_of(dlaunch_pid)
+                    if harness.exe_name(c) == "dlaunch-agent"]
+        self.assertEqual(len(guardian), 1)
+        workers = [c for c in harness.children_of(guardian[0])
+                   if harness.exe_name(c) == "dlaunch-agent"]
+        self.assertEqual(len(workers), 1)
+        return guardian[0], workers[0]
+
+    def test_stubborn_rank_and_setsid_grandchild_are_killed_after_failure(self):
+        job = self.job_name("stubborn")
+        p = self.start_stubborn(job, 3, {"FAIL_RANK": "1", "FAIL_AFTER": "1"})
+        _, err = p.communicate(timeout=60)
+        self.assertEqual(p.returncode, 4, err)
+        self.assertIn("rank 1 on localhost exited with code 4", err)
+        self.assertNothingLeft(job)
+
+    def test_kill_9_of_one_rank(self):
+        job = self.job_name("killrank")
+        p = self.start_stubborn(job)
+        rank_pids = [pid for pid in harness.processes_with_marker(job)
+                     if harness.exe_name(pid).startswith("python")]
+        os.kill(rank_pids[0], signal.SIGKILL)
+        _, err = p.communicate(timeout=60)
+        self.assertEqual(p.returncode, 137, err)
+        self.assertIn("SIGKILL", err)
+        self.assertNothingLeft(job)
+
+    def test_kill_9_of_the_agent_worker(self):
+        job = self.job_name("killworker")
+        p = self.start_stubborn(job)
+        _, worker = self.agent_pids(p.pid)
+        os.kill(worker, signal.SIGKILL)
+        _, err = p.communicate(timeout=60)
+        self.assertNotEqual(p.returncode, 0)
+        self.assertIn("lost the agent of node 0 (localhost)", err)
+        self.assertNothingLeft(job)
+
+    def test_kill_9_of_the_agent_guardian(self):
+        job = self.job_name("killguardian")
+        p = self.start_stubborn(job)
+        guardian, _ = self.agent_pids(p.pid)
+        os.kill(guardian, signal.SIGKILL)
+        p.communicate(timeout=60)
+        self.assertNotEqual(p.returncode, 0)
+        self.assertNothingLeft(job)
+
+    def test_kill_9_of_the_coordinator(self):
+        job = self.job_name("killcoord")
+        p = self.start_stubborn(job)
+        os.kill(p.pid, signal.SIGKILL)
+        p.wait()
+        # agents see their stdin close, stop ranks within --grace, then sweep
+        self.assertNothingLeft(job, timeout=20)
+
+    def test_sigterm_exits_143_and_cleans_up(self):
+        job = self.job_name("term")
+        p = self.start_stubborn(job)
+        p.send_signal(signal.SIGTERM)
+        _, err = p.communicate(timeout=60)
+        self.assertEqual(p.returncode, 143, err)
+        self.assertNothingLeft(job)
+
+    def test_second_ctrl_c_kills_at_once(self):
+        job = self.job_name("twice")
+        p = self.start_dlaunch(["-n", "2", "--name", job, "--grace", "60", "--", sys.executable,
+                                "-c", STUBBORN_RANK])
+        self.assertTrue(wait_for(lambda: len(harness.processes_with_marker(job)) >= 4))
+        start = time.monotonic()
+        p.send_signal(signal.SIGINT)
+        time.sleep(0.5)
+        p.send_signal(signal.SIGINT)
+        _, err = p.communicate(timeout=60)
+        self.assertEqual(p.returncode, 130, err)
+        self.assertLess(time.monotonic() - start, 30)  # not the 60 s grace
+        self.assertNothingLeft(job)
+
+    def test_restart_on_failure(self):
+        script = ('echo "round $TORCHELASTIC_RESTART_COUNT"; '
+                  'if [ "$TORCHELASTIC_RESTART_COUNT" = 0 ] && [ "$RANK" = 1 ]; then exit 5; fi')
+        r = self.run_dlaunch(["-n", "2", "--", "sh", "-c", script])
+        self.assertEqual(r.returncode, 5, r.stderr)
+        job = self.job_name("restart")
+        r = self.run_dlaunch(["-n", "2", "--max-restarts", "1", "--name", job, "--", "sh", "-c",
+                              script])
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("[0] round 1", r.stdout)
+        self.assertIn("[1] round 1", r.stdout)
+        self.assertIn("restarting all ranks (restart 1 of 1)", r.stderr)
+        with open(os.path.join(self.state, job, "rank-1.log")) as f:
+            log = f.read()
+        self.assertIn("round 0", log)
+        self.assertIn("round 1", log)
+
+
+if __name__ == "__main__":
+    harness.require_binaries()
+    unittest.main(verbosity=2)
