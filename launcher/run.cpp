@@ -2,6 +2,7 @@
 
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -114,9 +115,20 @@ int run_manual_worker(const Options& o, std::string secret) {
   return run_guarded([&spec] { return run_agent(std::move(spec), -1); });
 }
 
+// One descriptor per agent connection and per rank pipe: a large job needs more
+// than the usual soft limit of 1024, and the hard limit is ours to take.
+void raise_fd_limit() {
+  rlimit limit{};
+  if (::getrlimit(RLIMIT_NOFILE, &limit) == 0 && limit.rlim_cur < limit.rlim_max) {
+    limit.rlim_cur = limit.rlim_max;
+    ::setrlimit(RLIMIT_NOFILE, &limit);
+  }
+}
+
 }  // namespace
 
 int run_dlaunch(int argc, const char* const* argv) {
+  raise_fd_limit();
   ParseResult parsed = parse_options(argc, argv);
   if (!parsed.options) {
     if (parsed.exit_code == 0) {

@@ -17,6 +17,7 @@ RendezvousServer::RendezvousServer(asio::io_context& io, const asio::ip::tcp::en
                                    std::string secret, Callbacks callbacks, Options options)
     : io_(io),
       acceptor_(io),
+      retry_timer_(io),
       secret_(std::move(secret)),
       callbacks_(std::move(callbacks)),
       options_(options) {
@@ -36,52 +37,64 @@ RendezvousServer::~RendezvousServer() { stop(); }
 
 void RendezvousServer::accept() {
   acceptor_.async_accept([this](const asio::error_code& ec, asio::ip::tcp::socket socket) {
-    if (stopped_) return;
+    if (stopped_ || ec == asio::error::operation_aborted) return;
     if (ec) {
-      // Out of descriptors or a transient error: keep accepting, briefly later.
-      if (ec != asio::error::operation_aborted) log::warn("rendezvous accept: ", ec.message());
-      if (ec == asio::error::operation_aborted) return;
-    } else {
-      std::size_t pending = 0;
-      for (const auto& [id, s] : sessions_) pending += s->phase != Session::Phase::joined;
-      if (pending >= options_.max_pending) {
-        ++rejected_;
-        asio::error_code ignored;
-        socket.close(ignored);
-      } else {
-        auto session = std::make_shared<Session>();
-        session->id = next_id_++;
-        session->connection = std::make_shared<Connection>(std::move(socket), kMaxPreAuthFrame);
-        sessions_[session->id] = session;
-        std::weak_ptr<Session> weak = session;
-        session->connection->set_receive_timeout(options_.handshake_timeout);
-        session->connection->start(
-            {[this, weak](proto::Message&& m) {
-               auto s = weak.lock();
-               if (!s) return;
-               if (s->phase == Session::Phase::joined) {
-                 if (callbacks_.on_message) callbacks_.on_message(s->id, std::move(m));
-               } else {
-                 on_handshake_message(s, std::move(m));
-               }
-             },
-             [this, weak](const std::string& reason) {
-               auto s = weak.lock();
-               if (!s) return;
-               const bool joined = s->phase == Session::Phase::joined;
-               sessions_.erase(s->id);
-               if (joined) {
-                 if (callbacks_.on_close) callbacks_.on_close(s->id, reason);
-               } else {
-                 ++rejected_;
-                 log::debug("rendezvous: dropped ", s->connection->remote(), " before joining: ",
-                            reason);
-               }
-             }});
-      }
+      // Out of descriptors (a flood) or a transient error: try again shortly
+      // instead of spinning on an acceptor that fails at once.
+      log::warn("rendezvous accept: ", ec.message());
+      retry_timer_.expires_after(std::chrono::milliseconds(50));
+      retry_timer_.async_wait([this](const asio::error_code& e) {
+        if (!e && !stopped_) accept();
+      });
+      return;
     }
+    admit(std::move(socket));
     accept();
   });
+}
+
+void RendezvousServer::admit(asio::ip::tcp::socket socket) {
+  // Too many connections still in the handshake: drop the oldest one. A real
+  // agent finishes its handshake in milliseconds, so a flood of idle or slow
+  // peers evicts itself instead of locking agents out.
+  while (pending_.size() >= options_.max_pending) {
+    const ConnId oldest = pending_.front();
+    pending_.pop_front();
+    auto it = sessions_.find(oldest);
+    if (it != sessions_.end() && it->second->phase != Session::Phase::joined) {
+      it->second->connection->close("evicted: too many connections in the handshake");
+    }
+  }
+  auto session = std::make_shared<Session>();
+  session->id = next_id_++;
+  session->connection = std::make_shared<Connection>(std::move(socket), kMaxPreAuthFrame);
+  sessions_[session->id] = session;
+  pending_.push_back(session->id);
+  std::weak_ptr<Session> weak = session;
+  session->connection->set_receive_timeout(options_.handshake_timeout);
+  session->connection->start(
+      {[this, weak](proto::Message&& m) {
+         auto s = weak.lock();
+         if (!s) return;
+         if (s->phase == Session::Phase::joined) {
+           if (callbacks_.on_message) callbacks_.on_message(s->id, std::move(m));
+         } else {
+           on_handshake_message(s, std::move(m));
+         }
+       },
+       [this, weak](const std::string& reason) {
+         auto s = weak.lock();
+         if (!s) return;
+         const bool joined = s->phase == Session::Phase::joined;
+         sessions_.erase(s->id);
+         if (joined) {
+           if (callbacks_.on_close) callbacks_.on_close(s->id, reason);
+         } else {
+           std::erase(pending_, s->id);
+           ++rejected_;
+           log::debug("rendezvous: dropped ", s->connection->remote(), " before joining: ", reason);
+         }
+       }});
 }
 
 void RendezvousServer::on_handshake_message(const std::shared_ptr<Session>& session,
@@ -119,6 +132,7 @@ void RendezvousServer::on_handshake_message(const std::shared_ptr<Session>& sess
     return;
   }
   session->phase = Session::Phase::joined;
+  std::erase(pending_, session->id);
   session->connection->set_max_frame(kMaxFrame);
   session->connection->set_receive_timeout(options_.heartbeat_timeout);
   session->connection->enable_heartbeat(options_.heartbeat_timeout / 3);
@@ -146,6 +160,8 @@ void RendezvousServer::stop() {
   stopped_ = true;
   asio::error_code ec;
   acceptor_.close(ec);
+  retry_timer_.cancel();
+  pending_.clear();
   auto sessions = std::move(sessions_);
   sessions_.clear();
   for (auto& [id, s] : sessions) s->connection->close("server stopped");

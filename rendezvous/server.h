@@ -6,6 +6,7 @@
 
 #include <asio.hpp>
 #include <chrono>
+#include <deque>
 #include <functional>
 #include <memory>
 #include <string>
@@ -46,17 +47,20 @@ class RendezvousServer {
  private:
   struct Session;
   void accept();
+  void admit(asio::ip::tcp::socket socket);
   void on_handshake_message(const std::shared_ptr<Session>& session, proto::Message&& message);
   void drop(const std::shared_ptr<Session>& session, const std::string& reason);
 
   asio::io_context& io_;
   asio::ip::tcp::acceptor acceptor_;
+  asio::steady_timer retry_timer_;
   std::string secret_;
   Callbacks callbacks_;
   Options options_;
   std::uint16_t port_ = 0;
   ConnId next_id_ = 1;
   std::unordered_map<ConnId, std::shared_ptr<Session>> sessions_;
+  std::deque<ConnId> pending_;  // sessions still in the handshake, oldest first
   std::size_t rejected_ = 0;
   bool stopped_ = false;
 };
