@@ -62,11 +62,12 @@ std::optional<LaunchSpec> decode_launch_spec_body(std::string_view body) {
   s.env = r.string_map();
   s.interface = r.str(256);
   s.workdir = r.str(4096);
-  s.echo = r.u8() != 0;
+  const auto echo = r.u8();
+  s.echo = echo == 1;
   s.rdzv_timeout_s = r.i32();
   s.grace_s = r.i32();
   s.heartbeat_timeout_s = r.i32();
-  if (!r.done() || s.argv.empty() || s.node_rank < 0 || s.nproc < 0) return std::nullopt;
+  if (!r.done() || echo > 1 || s.argv.empty() || s.node_rank < 0 || s.nproc < 0) return std::nullopt;
   return s;
 }
 

@@ -137,7 +137,8 @@ std::optional<Message> get(Type type, wire::Reader& r) {
       m.master_port = r.i32();
       if (m.nnodes < 1 || m.node_rank < 0 || m.node_rank >= m.nnodes || m.rank_offset < 0 ||
           m.local_world_size < 1 || m.world_size < 1 ||
-          m.rank_offset + m.local_world_size > m.world_size || !valid_port(m.master_port)) {
+          std::int64_t{m.rank_offset} + m.local_world_size > m.world_size ||
+          !valid_port(m.master_port)) {
         return std::nullopt;
       }
       return m;
@@ -168,7 +169,9 @@ std::optional<Message> get(Type type, wire::Reader& r) {
     case Type::stop: {
       Stop m;
       m.exit_code = r.i32();
-      m.restart = r.u8() != 0;
+      const auto restart = r.u8();
+      if (restart > 1) return std::nullopt;  // one encoding per value
+      m.restart = restart == 1;
       m.grace_s = r.i32();
       m.reason = r.str(4096);
       return m;

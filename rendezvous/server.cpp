@@ -15,8 +15,7 @@ struct RendezvousServer::Session {
 
 RendezvousServer::RendezvousServer(asio::io_context& io, const asio::ip::tcp::endpoint& endpoint,
                                    std::string secret, Callbacks callbacks, Options options)
-    : io_(io),
-      acceptor_(io),
+    : acceptor_(io),
       retry_timer_(io),
       secret_(std::move(secret)),
       callbacks_(std::move(callbacks)),

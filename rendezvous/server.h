@@ -51,7 +51,6 @@ class RendezvousServer {
   void on_handshake_message(const std::shared_ptr<Session>& session, proto::Message&& message);
   void drop(const std::shared_ptr<Session>& session, const std::string& reason);
 
-  asio::io_context& io_;
   asio::ip::tcp::acceptor acceptor_;
   asio::steady_timer retry_timer_;
   std::string secret_;

@@ -1,9 +1,34 @@
 #!/usr/bin/env bash
-# Builds everything with warnings as errors and runs every test: doctest units,
-# integration tests with real dlaunch processes, sshd servers and LibTorch ranks.
+# Builds everything with warnings as errors and runs every test:
+#   1. libFuzzer targets (frame decoder, hosts-file loader), FUZZ_SECONDS each
+#   2. the rendezvous server tests built with ThreadSanitizer
+#   3. unit and integration tests built with AddressSanitizer + UBSan
+#   4. the normal build: doctest units, integration tests with real dlaunch
+#      processes, sshd servers and LibTorch ranks
+# DLAUNCH_QUICK=1 runs step 4 only.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 jobs=$(nproc)
-cmake -S . -B build -G Ninja -DDLAUNCH_WERROR=ON
+common=(-G Ninja -DDLAUNCH_WERROR=ON)
+
+if [[ -z "${DLAUNCH_QUICK:-}" ]]; then
+  echo "== fuzzing"
+  FUZZ_SECONDS=${FUZZ_SECONDS:-60} ./scripts/fuzz.sh
+
+  echo "== ThreadSanitizer: rendezvous server"
+  cmake -S . -B build-tsan "${common[@]}" -DDLAUNCH_SANITIZE=thread -DDLAUNCH_BUILD_EXAMPLES=OFF >/dev/null
+  cmake --build build-tsan -j "$jobs" --target dlaunch_unit_tests
+  TSAN_OPTIONS=halt_on_error=1 ./build-tsan/bin/dlaunch_unit_tests --test-case='*over TCP*'
+
+  echo "== AddressSanitizer + UBSan: units and integration tests"
+  cmake -S . -B build-asan "${common[@]}" -DDLAUNCH_SANITIZE=address,undefined \
+    -DDLAUNCH_BUILD_EXAMPLES=OFF >/dev/null
+  cmake --build build-asan -j "$jobs"
+  ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+    ctest --test-dir build-asan --output-on-failure -j "$jobs" -E 'mnist'
+fi
+
+echo "== build and test"
+cmake -S . -B build "${common[@]}" >/dev/null
 cmake --build build -j "$jobs"
 ctest --test-dir build --output-on-failure -j "$jobs"

@@ -1,0 +1,118 @@
+// The rendezvous server and clients over real loopback TCP, on two threads with
+// separate io_contexts (this is what the TSan build exercises).
+#include <doctest/doctest.h>
+
+#include <atomic>
+#include <mutex>
+#include <set>
+#include <thread>
+
+#include "rendezvous/client.h"
+#include "rendezvous/server.h"
+#include "rendezvous/state.h"
+
+using namespace dlaunch;
+
+namespace {
+
+struct ServerHarness {
+  asio::io_context io;
+  std::optional<RendezvousState> state;
+  std::unique_ptr<RendezvousServer> server;
+  std::thread thread;
+  std::atomic<int> joined{0};
+  std::atomic<int> lines{0};
+
+  ServerHarness(int nnodes, std::string secret) {
+    state.emplace(RendezvousState::Config{nnodes, "job", 0, "127.0.0.1", 0, {}});
+    server = std::make_unique<RendezvousServer>(
+        io, asio::ip::tcp::endpoint(asio::ip::make_address("127.0.0.1"), 0), std::move(secret),
+        RendezvousServer::Callbacks{
+            [this](ConnId c, const proto::Join& j) {
+              ++joined;
+              for (auto& o : state->on_join(c, j)) server->send(o.to, o.message);
+            },
+            [this](ConnId c, proto::Message&& m) {
+              if (auto* l = std::get_if<proto::LogLine>(&m)) {
+                if (state->owns_rank(c, l->rank)) ++lines;
+              }
+            },
+            [](ConnId, const std::string&) {}},
+        RendezvousServer::Options{});
+    thread = std::thread([this] { io.run(); });
+  }
+  ~ServerHarness() {
+    asio::post(io, [this] { server->stop(); });
+    io.stop();
+    thread.join();
+  }
+};
+
+}  // namespace
+
+TEST_CASE("many agents join over TCP, get assignments, and send lines; a wrong secret is refused") {
+  constexpr int kAgents = 50;
+  ServerHarness harness(kAgents, "right");
+  const auto port = harness.server->port();
+
+  asio::io_context io;
+  std::vector<std::unique_ptr<RendezvousClient>> clients;
+  clients.reserve(kAgents + 1);  // callbacks keep pointers to the slots
+  std::mutex mutex;
+  std::vector<proto::Assign> assigns;
+  std::string refused;
+  for (int i = 0; i < kAgents + 1; ++i) {
+    const bool intruder = i == kAgents;
+    proto::Join join;
+    join.node_rank = intruder ? 0 : i;
+    join.nproc = 2;
+    join.host = "h" + std::to_string(i);
+    join.master_port = 1000 + i;
+    RendezvousClient::Options options{"127.0.0.1", port, std::chrono::seconds(10),
+                                      std::chrono::seconds(15)};
+    auto* slot = &clients.emplace_back();
+    *slot = std::make_unique<RendezvousClient>(
+        io, options, intruder ? "wrong" : "right", join,
+        RendezvousClient::Callbacks{
+            [] {},
+            [&, slot](proto::Message&& m) {
+              if (auto* a = std::get_if<proto::Assign>(&m)) {
+                (*slot)->send(proto::LogLine{a->rank_offset, proto::Stream::out, "hi"});
+                (*slot)->send(proto::LogLine{a->rank_offset + 5000, proto::Stream::out, "forged"});
+                std::lock_guard lock(mutex);
+                assigns.push_back(*a);
+              }
+            },
+            [&](const std::string& reason) {
+              std::lock_guard lock(mutex);
+              refused += reason;
+            }});
+    (*slot)->start();
+  }
+  std::thread client_thread([&] {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    while (std::chrono::steady_clock::now() < deadline) {
+      io.run_for(std::chrono::milliseconds(20));
+      std::lock_guard lock(mutex);
+      if (static_cast<int>(assigns.size()) == kAgents && !refused.empty() &&
+          harness.lines.load() == kAgents) {
+        break;
+      }
+    }
+  });
+  client_thread.join();
+  std::lock_guard lock(mutex);
+  CHECK(assigns.size() == kAgents);
+  CHECK(harness.joined.load() == kAgents);
+  CHECK(harness.lines.load() == kAgents);  // the forged ranks were not counted
+  CHECK(refused.find("wrong job secret") != std::string::npos);
+  std::set<int> offsets;
+  for (const auto& a : assigns) {
+    CHECK(a.world_size == 2 * kAgents);
+    CHECK(a.master_port == 1000);
+    offsets.insert(a.rank_offset);
+  }
+  CHECK(offsets.size() == kAgents);
+  for (auto& c : clients) c->close("done");
+  io.run_for(std::chrono::milliseconds(50));
+}
