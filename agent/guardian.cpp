@@ -6,7 +6,6 @@
 
 #include <cerrno>
 #include <csignal>
-#include <thread>
 
 #include "agent/process.h"
 
@@ -17,23 +16,6 @@ volatile sig_atomic_t g_worker = 0;
 
 void forward_signal(int signal) {
   if (g_worker > 0) ::kill(static_cast<pid_t>(g_worker), signal);
-}
-
-void reap_all() {
-  while (::waitpid(-1, nullptr, WNOHANG) > 0) {
-  }
-}
-
-// Ends whatever of the job outlived the worker: SIGTERM, then SIGKILL.
-void sweep_descendants() {
-  for (int step = 0; step < 200; ++step) {
-    reap_all();
-    const auto left = descendants_of(::getpid());
-    if (left.empty()) return;
-    signal_all(left, step < 20 ? SIGTERM : SIGKILL);
-    if (step == 0) signal_all(left, SIGCONT);
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
 }
 
 }  // namespace
@@ -68,7 +50,7 @@ int run_guarded(const std::function<int()>& work) {
     }
   }
   g_worker = 0;
-  sweep_descendants();
+  end_descendants();
   return code;
 }
 

@@ -182,10 +182,25 @@ std::string describe_status(int wait_status) {
 
 }  // namespace dlaunch
 
+#include <sys/wait.h>
 #include <netinet/in.h>
+
+#include <thread>
 #include <sys/socket.h>
 
 namespace dlaunch {
+
+void end_descendants() {
+  for (int step = 0; step < 200; ++step) {
+    while (::waitpid(-1, nullptr, WNOHANG) > 0) {
+    }
+    const auto left = descendants_of(::getpid());
+    if (left.empty()) return;
+    signal_all(left, step < 20 ? SIGTERM : SIGKILL);
+    if (step == 0) signal_all(left, SIGCONT);
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+}
 
 std::string signal_name(int signal) {
   const char* name = ::sigabbrev_np(signal);

@@ -47,6 +47,11 @@ std::string describe_status(int wait_status);
 }  // namespace dlaunch
 
 namespace dlaunch {
+// Ends every descendant of this process that is still alive: SIGCONT and
+// SIGTERM, then SIGKILL after about a second, reaping as it goes. Blocking;
+// for a subreaper's last act, when orphans of the job may be re-parented to it.
+void end_descendants();
+
 // "SIGTERM" for 15; the number as text when unknown.
 std::string signal_name(int signal);
 // A TCP port that was free on this host a moment ago (bind to port 0).

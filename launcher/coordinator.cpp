@@ -1,5 +1,6 @@
 #include "launcher/coordinator.h"
 
+#include <sys/prctl.h>
 #include <unistd.h>
 
 #include <csignal>
@@ -54,6 +55,8 @@ Coordinator::~Coordinator() = default;
 int Coordinator::run() {
   std::signal(SIGHUP, SIG_IGN);  // a closed terminal or cron must not kill the job
   std::signal(SIGPIPE, SIG_IGN);
+  // Local agents' orphans come to us if an agent is killed outright.
+  ::prctl(PR_SET_CHILD_SUBREAPER, 1);
   watch_signals();
   try {
     start_server();
@@ -69,6 +72,8 @@ int Coordinator::run() {
     if (!ec) on_rendezvous_timeout();
   });
   io_.run();
+  // Orphans of killed local agents were re-parented to us (we are a subreaper).
+  if (local_) end_descendants();
   sink_.flush();
   result_.exit_code = exit_code_;
   return exit_code_;

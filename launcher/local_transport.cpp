@@ -99,8 +99,13 @@ class LocalAgent : public AgentHandle, public std::enable_shared_from_this<Local
     stdin_.close(ignored);
   }
 
+  // The agent's guardian and worker share a process group of their own: kill
+  // both, so that a frozen worker cannot keep its ranks alive.
   void kill() override {
-    if (pid_ > 0 && !gone_) ::kill(pid_, SIGKILL);
+    if (pid_ > 0 && !gone_) {
+      ::kill(-pid_, SIGKILL);
+      ::kill(pid_, SIGKILL);
+    }
   }
 
  private:

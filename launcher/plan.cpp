@@ -109,21 +109,22 @@ std::string describe_plan(const Plan& plan, const Options& o) {
   out << "rendezvous: listens on " << plan.rdzv_bind << ":"
       << (plan.rdzv_port ? std::to_string(plan.rdzv_port) : std::string("<any free port>"))
       << (plan.coordinator ? "" : " (on node 0)") << "\n";
+  int total = 0;
+  bool known = plan.mode != Mode::manual;
+  for (const auto& node : plan.nodes) {
+    total += node.nproc;
+    known = known && node.nproc > 0;
+  }
   int offset = 0;
-  bool known = true;
   for (const auto& node : plan.nodes) {
     out << "node " << node.node_rank << ": " << (node.host.name.empty() ? "this host" : node.host.name)
         << " (" << node.host.address << ", " << (node.local ? "local" : "ssh") << "), ";
-    if (node.nproc > 0) {
-      if (known && plan.mode != Mode::manual) {
-        out << "ranks " << offset << ".." << offset + node.nproc - 1;
-      } else {
-        out << node.nproc << " ranks";
-      }
-      offset += node.nproc;
+    if (node.nproc > 0 && known) {
+      out << "ranks " << offset << ".." << offset + node.nproc - 1;
+    } else if (node.nproc > 0) {
+      out << node.nproc << " ranks";
     } else {
       out << "one rank per GPU found there (else 1)";
-      known = false;
     }
     out << "\n";
     const int shown = node.nproc > 0 ? node.nproc : 1;
@@ -133,9 +134,9 @@ std::string describe_plan(const Plan& plan, const Options& o) {
       a.max_restarts = o.max_restarts;
       a.node_rank = node.node_rank;
       a.nnodes = plan.nnodes;
-      a.rank_offset = known && plan.mode != Mode::manual ? offset - shown : 0;
+      a.rank_offset = known ? offset : 0;
       a.local_world_size = shown;
-      a.world_size = known && plan.mode != Mode::manual ? offset : shown;
+      a.world_size = known ? total : shown;
       a.master_addr = plan.master_addr.empty() ? "<this host>" : plan.master_addr;
       LaunchSpec spec;
       spec.host_name = node.host.name;
@@ -144,18 +145,19 @@ std::string describe_plan(const Plan& plan, const Options& o) {
       const EnvMap env = rank_environment(a, local, spec, {});
       out << "  local rank " << local << ":";
       for (const auto& [k, v] : env) {
-        if (k == "MASTER_PORT") {
+        if (!known && (k == "RANK" || k == "ROLE_RANK" || k == "WORLD_SIZE" ||
+                       k == "ROLE_WORLD_SIZE" || k == "LOCAL_WORLD_SIZE")) {
+          out << " " << k << "=<at rendezvous>";
+        } else if (k == "MASTER_PORT") {
           out << " MASTER_PORT=" << (plan.master_port ? std::to_string(*plan.master_port)
                                                       : std::string("<free port on node 0>"));
-        } else if (plan.mode == Mode::manual && (k == "RANK" || k == "ROLE_RANK" ||
-                                                 k == "WORLD_SIZE" || k == "ROLE_WORLD_SIZE")) {
-          out << " " << k << "=<at rendezvous>";
         } else {
           out << " " << k << "=" << v;
         }
       }
       out << "\n";
     }
+    offset += node.nproc;
   }
   return out.str();
 }

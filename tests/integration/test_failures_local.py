@@ -78,6 +78,25 @@ class LocalFailureTest(DlaunchTestCase):
         # agents see their stdin close, stop ranks within --grace, then sweep
         self.assertNothingLeft(job, timeout=20)
 
+    def test_frozen_agent_is_declared_dead_after_heartbeat_timeout(self):
+        job = self.job_name("frozenagent")
+        p = self.start_stubborn(job, extra_args=("--heartbeat-timeout", "3"))
+        _, worker = self.agent_pids(p.pid)
+        os.kill(worker, signal.SIGSTOP)
+        _, err = p.communicate(timeout=60)
+        self.assertEqual(p.returncode, 1, err)
+        self.assertIn("no message for 3 s", err)
+        self.assertNothingLeft(job)
+
+    def test_frozen_coordinator_makes_agents_stop_their_ranks(self):
+        job = self.job_name("frozencoord")
+        p = self.start_stubborn(job, extra_args=("--heartbeat-timeout", "3"))
+        os.kill(p.pid, signal.SIGSTOP)
+        try:
+            self.assertNothingLeft(job, timeout=30)
+        finally:
+            os.kill(p.pid, signal.SIGKILL)
+
     def test_sigterm_exits_143_and_cleans_up(self):
         job = self.job_name("term")
         p = self.start_stubborn(job)
