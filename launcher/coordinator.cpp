@@ -355,6 +355,10 @@ void Coordinator::on_close(ConnId conn, const std::string& reason) {
     check_finished();
     return;
   }
+  // The agent is dead to us (silent, frozen, or its link is cut): end it now
+  // rather than after the grace period; over SSH this closes its channel, so a
+  // live agent behind a broken rendezvous link still stops its ranks.
+  if (node->handle && !node->agent_gone) node->handle->kill();
   fail(kLauncherFailure, "lost the agent of node " + std::to_string(node->plan.node_rank) + " (" +
                              node->host_label + "): " + reason, -1);
 }
