@@ -15,7 +15,7 @@ namespace dlaunch {
 namespace {
 constexpr auto kDrainAfterExit = std::chrono::milliseconds(500);
 constexpr auto kSweepStep = std::chrono::milliseconds(50);
-constexpr int kSweepTermSteps = 20;    // SIGTERM leftovers, SIGKILL after ~1 s
+constexpr int kSweepTermSteps = 20;     // SIGTERM leftovers, SIGKILL after ~1 s
 constexpr int kSweepGiveUpSteps = 200;  // unkillable (D state): give up after ~10 s
 }  // namespace
 
@@ -59,7 +59,8 @@ void Agent::start() {
   // coordinator's stdin and the TCP link decide that.
   std::signal(SIGHUP, SIG_IGN);
   std::signal(SIGPIPE, SIG_IGN);
-  if (!become_subreaper()) log::warn("cannot become a child subreaper; setsid grandchildren may escape");
+  if (!become_subreaper())
+    log::warn("cannot become a child subreaper; setsid grandchildren may escape");
   inherited_env_ = current_environment();
   gpus_ = count_gpus();
   nproc_ = spec_.nproc > 0 ? spec_.nproc : std::max(1, gpus_);
@@ -107,17 +108,17 @@ void Agent::watch_signals() {
 
 void Agent::watch_stdin() {
   if (!stdin_) return;
-  stdin_->async_read_some(asio::buffer(stdin_buffer_), [this](const asio::error_code& ec,
-                                                              std::size_t) {
-    if (ec == asio::error::operation_aborted || finished_) return;
-    if (ec) {
-      lose_coordinator(
-          "the coordinator closed this agent's input (dlaunch exited or its SSH connection "
-          "dropped)");
-      return;
-    }
-    watch_stdin();
-  });
+  stdin_->async_read_some(
+      asio::buffer(stdin_buffer_), [this](const asio::error_code& ec, std::size_t) {
+        if (ec == asio::error::operation_aborted || finished_) return;
+        if (ec) {
+          lose_coordinator(
+              "the coordinator closed this agent's input (dlaunch exited or its SSH connection "
+              "dropped)");
+          return;
+        }
+        watch_stdin();
+      });
 }
 
 void Agent::on_message(proto::Message&& message) {
@@ -201,22 +202,22 @@ void Agent::start_round(const proto::Assign& assign) {
 void Agent::read_stream(Rank& rank, bool err) {
   auto& stream = err ? *rank.err : *rank.out;
   auto& buffer = err ? rank.err_buffer : rank.out_buffer;
-  stream.async_read_some(asio::buffer(buffer), [this, &rank, err](const asio::error_code& ec,
-                                                                  std::size_t n) {
-    auto& lines = err ? rank.err_lines : rank.out_lines;
-    const auto kind = err ? proto::Stream::err : proto::Stream::out;
-    auto sink = [this, &rank, kind](std::string_view line) { on_line(rank, kind, line); };
-    if (!ec) {
-      lines.feed(std::string_view((err ? rank.err_buffer : rank.out_buffer).data(), n), sink);
-      read_stream(rank, err);
-      return;
-    }
-    lines.finish(sink);
-    (err ? rank.err_open : rank.out_open) = false;
-    asio::error_code ignored;
-    (err ? rank.err : rank.out)->close(ignored);
-    maybe_report_exit(rank);
-  });
+  stream.async_read_some(
+      asio::buffer(buffer), [this, &rank, err](const asio::error_code& ec, std::size_t n) {
+        auto& lines = err ? rank.err_lines : rank.out_lines;
+        const auto kind = err ? proto::Stream::err : proto::Stream::out;
+        auto sink = [this, &rank, kind](std::string_view line) { on_line(rank, kind, line); };
+        if (!ec) {
+          lines.feed(std::string_view((err ? rank.err_buffer : rank.out_buffer).data(), n), sink);
+          read_stream(rank, err);
+          return;
+        }
+        lines.finish(sink);
+        (err ? rank.err_open : rank.out_open) = false;
+        asio::error_code ignored;
+        (err ? rank.err : rank.out)->close(ignored);
+        maybe_report_exit(rank);
+      });
 }
 
 void Agent::on_line(const Rank& rank, proto::Stream stream, std::string_view line) {
@@ -368,7 +369,8 @@ void Agent::drain_and_stop(std::chrono::steady_clock::time_point deadline) {
   // Pending writes (the last log lines, AgentDone) get until `deadline` to flush.
   if (client_ && client_->connected() && std::chrono::steady_clock::now() < deadline) {
     sweep_timer_.expires_after(std::chrono::milliseconds(5));
-    sweep_timer_.async_wait([this, deadline](const asio::error_code&) { drain_and_stop(deadline); });
+    sweep_timer_.async_wait(
+        [this, deadline](const asio::error_code&) { drain_and_stop(deadline); });
     return;
   }
   io_.stop();

@@ -64,8 +64,8 @@ class Agent {
   std::vector<std::unique_ptr<Rank>> ranks_;
   proto::Assign assign_;
   bool round_active_ = false;
-  bool stopping_ = false;        // ranks are being terminated
-  bool final_stop_ = false;      // no further round will come
+  bool stopping_ = false;    // ranks are being terminated
+  bool final_stop_ = false;  // no further round will come
   bool lost_coordinator_ = false;
   bool finished_ = false;
   int exit_code_ = 0;

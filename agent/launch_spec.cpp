@@ -67,7 +67,8 @@ std::optional<LaunchSpec> decode_launch_spec_body(std::string_view body) {
   s.rdzv_timeout_s = r.i32();
   s.grace_s = r.i32();
   s.heartbeat_timeout_s = r.i32();
-  if (!r.done() || echo > 1 || s.argv.empty() || s.node_rank < 0 || s.nproc < 0) return std::nullopt;
+  if (!r.done() || echo > 1 || s.argv.empty() || s.node_rank < 0 || s.nproc < 0)
+    return std::nullopt;
   return s;
 }
 

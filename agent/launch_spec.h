@@ -14,17 +14,17 @@
 namespace dlaunch {
 
 struct LaunchSpec {
-  std::string secret;           // the job's 256-bit secret (raw bytes)
-  std::string rdzv_host;        // where the rendezvous listens, as this host reaches it
+  std::string secret;     // the job's 256-bit secret (raw bytes)
+  std::string rdzv_host;  // where the rendezvous listens, as this host reaches it
   std::uint16_t rdzv_port = 0;
   std::int32_t node_rank = 0;
-  std::int32_t nproc = 0;       // 0: one per GPU found, else 1
-  std::string host_name;        // the host's name in the plan, for prefixes and errors
-  std::vector<std::string> argv;               // the program and its arguments, byte for byte
-  std::map<std::string, std::string> env;      // extra environment (hosts file `env`)
-  std::string interface;        // NCCL_SOCKET_IFNAME / GLOO_SOCKET_IFNAME when known
-  std::string workdir;          // ranks' working directory; empty: the agent's own
-  bool echo = false;            // also print this node's rank output locally (manual mode)
+  std::int32_t nproc = 0;                  // 0: one per GPU found, else 1
+  std::string host_name;                   // the host's name in the plan, for prefixes and errors
+  std::vector<std::string> argv;           // the program and its arguments, byte for byte
+  std::map<std::string, std::string> env;  // extra environment (hosts file `env`)
+  std::string interface;                   // NCCL_SOCKET_IFNAME / GLOO_SOCKET_IFNAME when known
+  std::string workdir;                     // ranks' working directory; empty: the agent's own
+  bool echo = false;  // also print this node's rank output locally (manual mode)
   std::int32_t rdzv_timeout_s = 600;
   std::int32_t grace_s = 10;
   std::int32_t heartbeat_timeout_s = 15;

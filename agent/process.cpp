@@ -36,14 +36,16 @@ void close_fds_from(int lowest) {
 
 // PATH lookup against the rank's own PATH, done in the parent so that the
 // child does no allocation between fork and exec.
-std::string resolve_program(const std::string& program, const std::map<std::string, std::string>& env) {
+std::string resolve_program(const std::string& program,
+                            const std::map<std::string, std::string>& env) {
   if (program.find('/') != std::string::npos) return program;
   auto it = env.find("PATH");
   const std::string path = it != env.end() ? it->second : "/usr/local/bin:/usr/bin:/bin";
   std::size_t start = 0;
   while (start <= path.size()) {
     const auto end = path.find(':', start);
-    std::string dir = path.substr(start, end == std::string::npos ? std::string::npos : end - start);
+    std::string dir =
+        path.substr(start, end == std::string::npos ? std::string::npos : end - start);
     if (dir.empty()) dir = ".";
     const std::string candidate = dir + "/" + program;
     if (::access(candidate.c_str(), X_OK) == 0) return candidate;
@@ -119,7 +121,9 @@ SpawnedProcess spawn_process(const SpawnRequest& request) {
   return {pid, out[0], err[0]};
 }
 
-bool become_subreaper() { return ::prctl(PR_SET_CHILD_SUBREAPER, 1) == 0; }
+bool become_subreaper() {
+  return ::prctl(PR_SET_CHILD_SUBREAPER, 1) == 0;
+}
 
 std::vector<pid_t> descendants_of(pid_t root) {
   std::unordered_multimap<pid_t, pid_t> children;
@@ -182,11 +186,11 @@ std::string describe_status(int wait_status) {
 
 }  // namespace dlaunch
 
-#include <sys/wait.h>
 #include <netinet/in.h>
+#include <sys/wait.h>
 
-#include <thread>
 #include <sys/socket.h>
+#include <thread>
 
 namespace dlaunch {
 

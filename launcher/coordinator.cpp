@@ -122,7 +122,8 @@ void Coordinator::start_server() {
 }
 
 void Coordinator::start_agents() {
-  for (const auto& planned : s_.plan.nodes) start_agent(nodes_[static_cast<std::size_t>(planned.node_rank)]);
+  for (const auto& planned : s_.plan.nodes)
+    start_agent(nodes_[static_cast<std::size_t>(planned.node_rank)]);
 }
 
 void Coordinator::start_agent(Node& node) {
@@ -174,8 +175,9 @@ void Coordinator::start_agent(Node& node) {
     while (!rest.empty()) {
       const auto nl = rest.find('\n');
       const std::string_view line = rest.substr(0, nl);
-      if (!line.empty()) std::fprintf(stderr, "[%s agent] %.*s\n", n.host_label.c_str(),
-                                      static_cast<int>(line.size()), line.data());
+      if (!line.empty())
+        std::fprintf(stderr, "[%s agent] %.*s\n", n.host_label.c_str(),
+                     static_cast<int>(line.size()), line.data());
       if (nl == std::string_view::npos) break;
       rest.remove_prefix(nl + 1);
     }
@@ -201,8 +203,8 @@ void Coordinator::on_join(ConnId conn, const proto::Join& join) {
     phase_ = Phase::running;
     rdzv_timer_.cancel();
     log::info("job ", s_.plan.job, ": ", state_->world_size(), " ranks on ", s_.plan.nnodes,
-              " nodes, MASTER_ADDR=", state_->config().master_addr, " MASTER_PORT=",
-              state_->master_port());
+              " nodes, MASTER_ADDR=", state_->config().master_addr,
+              " MASTER_PORT=", state_->master_port());
   }
 }
 
@@ -262,7 +264,8 @@ void Coordinator::on_rank_exit(ConnId conn, const proto::RankExit& exit) {
   const bool failed = exit.signal != 0 || exit.exit_code != 0;
   if (s_.options.verbose > 0) {
     say(rank_label(exit.rank) + " exited with " +
-        (exit.signal ? "signal " + signal_name(exit.signal) : "code " + std::to_string(exit.exit_code)));
+        (exit.signal ? "signal " + signal_name(exit.signal)
+                     : "code " + std::to_string(exit.exit_code)));
   }
   if (!failed || phase_ != Phase::running || failed_this_round_) return;
   const int code = exit.signal ? 128 + exit.signal : exit.exit_code;
@@ -276,11 +279,12 @@ void Coordinator::fail(int code, const std::string& what, int rank) {
   failed_this_round_ = true;
   result_.root_cause = what;
   result_.root_cause_tail = rank >= 0 ? sink_.tail(rank) : std::vector<std::string>{};
-  const bool restartable =
-      rank >= 0 && state_->assigned() && state_->round() < s_.options.max_restarts && interrupts_ == 0;
-  say(restartable ? what + "; restarting all ranks (restart " + std::to_string(state_->round() + 1) +
-                        " of " + std::to_string(s_.options.max_restarts) + ")"
-                  : "job " + s_.plan.job + " failed: " + what);
+  const bool restartable = rank >= 0 && state_->assigned() &&
+                           state_->round() < s_.options.max_restarts && interrupts_ == 0;
+  say(restartable
+          ? what + "; restarting all ranks (restart " + std::to_string(state_->round() + 1) +
+                " of " + std::to_string(s_.options.max_restarts) + ")"
+          : "job " + s_.plan.job + " failed: " + what);
   if (!result_.root_cause_tail.empty()) {
     std::string block = "last lines of rank " + std::to_string(rank) + ":";
     for (const auto& l : result_.root_cause_tail) block += "\n  | " + l;
@@ -359,8 +363,10 @@ void Coordinator::on_close(ConnId conn, const std::string& reason) {
   // rather than after the grace period; over SSH this closes its channel, so a
   // live agent behind a broken rendezvous link still stops its ranks.
   if (node->handle && !node->agent_gone) node->handle->kill();
-  fail(kLauncherFailure, "lost the agent of node " + std::to_string(node->plan.node_rank) + " (" +
-                             node->host_label + "): " + reason, -1);
+  fail(kLauncherFailure,
+       "lost the agent of node " + std::to_string(node->plan.node_rank) + " (" + node->host_label +
+           "): " + reason,
+       -1);
 }
 
 void Coordinator::on_agent_exit(Node& node, int code, const std::string& error) {
@@ -437,10 +443,12 @@ void Coordinator::on_rendezvous_timeout() {
   for (std::size_t i = 0; i < nodes_.size(); ++i) {
     if (!nodes_[i].conn) missing += (missing.empty() ? "" : ", ") + nodes_[i].host_label;
   }
-  fail(kLauncherFailure, "timed out after " + std::to_string(s_.options.rdzv_timeout_s) +
-                             " s waiting for nodes to join: " + missing +
-                             " (raise --rdzv-timeout, or check that they can reach the "
-                             "rendezvous port)", -1);
+  fail(kLauncherFailure,
+       "timed out after " + std::to_string(s_.options.rdzv_timeout_s) +
+           " s waiting for nodes to join: " + missing +
+           " (raise --rdzv-timeout, or check that they can reach the "
+           "rendezvous port)",
+       -1);
 }
 
 }  // namespace dlaunch

@@ -53,11 +53,21 @@ std::string json_escape(const std::string& s) {
   std::string out;
   for (unsigned char c : s) {
     switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\t': out += "\\t"; break;
-      case '\r': out += "\\r"; break;
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
+      case '\r':
+        out += "\\r";
+        break;
       default:
         if (c < 0x20) {
           char buf[8];
@@ -102,10 +112,11 @@ void write_job_started(const std::string& job_dir, const std::string& job,
 }
 
 void write_job_finished(const std::string& job_dir, const JobResult& result) {
-  std::string json = "{\n  \"finished\": \"" + now_iso() + "\",\n  \"exit_code\": " +
-                     std::to_string(result.exit_code) + ",\n  \"restarts\": " +
-                     std::to_string(result.restarts) + ",\n  \"root_cause\": \"" +
-                     json_escape(result.root_cause) + "\",\n  \"root_cause_tail\": [";
+  std::string json = "{\n  \"finished\": \"" + now_iso() +
+                     "\",\n  \"exit_code\": " + std::to_string(result.exit_code) +
+                     ",\n  \"restarts\": " + std::to_string(result.restarts) +
+                     ",\n  \"root_cause\": \"" + json_escape(result.root_cause) +
+                     "\",\n  \"root_cause_tail\": [";
   for (std::size_t i = 0; i < result.root_cause_tail.size(); ++i) {
     json += (i ? ", \"" : "\"") + json_escape(result.root_cause_tail[i]) + "\"";
   }

@@ -53,7 +53,8 @@ class ChildWatcher {
 
 class LocalAgent : public AgentHandle, public std::enable_shared_from_this<LocalAgent> {
  public:
-  LocalAgent(asio::io_context& io, AgentEvents events) : stdin_(io), stderr_(io), events_(std::move(events)) {}
+  LocalAgent(asio::io_context& io, AgentEvents events)
+      : stdin_(io), stderr_(io), events_(std::move(events)) {}
 
   void launch(ChildWatcher& watcher, const AgentLaunch& launch) {
     int in[2];
@@ -110,16 +111,17 @@ class LocalAgent : public AgentHandle, public std::enable_shared_from_this<Local
 
  private:
   void read_stderr() {
-    stderr_.async_read_some(asio::buffer(buffer_), [self = shared_from_this()](
-                                                      const asio::error_code& ec, std::size_t n) {
-      if (ec) {
-        self->stderr_open_ = false;
-        self->maybe_report();
-        return;
-      }
-      if (self->events_.on_stderr) self->events_.on_stderr(std::string_view(self->buffer_.data(), n));
-      self->read_stderr();
-    });
+    stderr_.async_read_some(asio::buffer(buffer_),
+                            [self = shared_from_this()](const asio::error_code& ec, std::size_t n) {
+                              if (ec) {
+                                self->stderr_open_ = false;
+                                self->maybe_report();
+                                return;
+                              }
+                              if (self->events_.on_stderr)
+                                self->events_.on_stderr(std::string_view(self->buffer_.data(), n));
+                              self->read_stderr();
+                            });
   }
 
   void exited(int code) {

@@ -23,7 +23,8 @@ std::FILE* LogSink::file_for(int rank) {
     const std::string path = settings_.job_dir + "/rank-" + std::to_string(rank) + ".log";
     const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
     if (fd >= 0) f = ::fdopen(fd, "a");
-    if (!f) log::warn("cannot write ", path, "; rank ", rank, "'s output goes to the terminal only");
+    if (!f)
+      log::warn("cannot write ", path, "; rank ", rank, "'s output goes to the terminal only");
   }
   files_[rank] = f;
   return f;

@@ -18,9 +18,9 @@ namespace dlaunch {
 class LogSink {
  public:
   struct Settings {
-    std::string job_dir;          // empty: no files
+    std::string job_dir;  // empty: no files
     bool host_in_prefix = false;
-    std::set<int> ranks_filter;   // empty: all
+    std::set<int> ranks_filter;  // empty: all
     bool quiet = false;
     std::size_t tail_lines = 20;
   };

@@ -2,4 +2,6 @@
 // launcher library; this file only wires the pieces in order.
 #include "launcher/run.h"
 
-int main(int argc, char** argv) { return dlaunch::run_dlaunch(argc, argv); }
+int main(int argc, char** argv) {
+  return dlaunch::run_dlaunch(argc, argv);
+}

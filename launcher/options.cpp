@@ -75,7 +75,8 @@ ParseResult parse_options(int argc, const char* const* argv) {
       ->check(CLI::ExistingFile);
   app.add_option("--nproc-per-node,--nproc_per_node,-n", nproc_text,
                  "ranks per node: a number, or 'auto' (one per GPU, else 1)");
-  app.add_option("--nnodes", o.nnodes, "number of nodes (manual mode)")->check(CLI::Range(1, 1 << 20));
+  app.add_option("--nnodes", o.nnodes, "number of nodes (manual mode)")
+      ->check(CLI::Range(1, 1 << 20));
   app.add_option("--node-rank,--node_rank,--rank", node_rank, "this node's rank (manual mode)")
       ->check(CLI::NonNegativeNumber);
   app.add_option("--master-addr,--master_addr", o.master_addr,
@@ -134,8 +135,11 @@ ParseResult parse_options(int argc, const char* const* argv) {
     for (auto& rest : app.remaining()) o.command.push_back(rest);
   }
 
-  auto usage_error = [](std::string message) { return ParseResult{std::nullopt, 2, std::move(message)}; };
-  if (o.command.empty()) return usage_error("no program given: dlaunch [OPTIONS] -- PROG [ARGS...]");
+  auto usage_error = [](std::string message) {
+    return ParseResult{std::nullopt, 2, std::move(message)};
+  };
+  if (o.command.empty())
+    return usage_error("no program given: dlaunch [OPTIONS] -- PROG [ARGS...]");
   if (!nproc_text.empty() && nproc_text != "auto" && nproc_text != "gpu") {
     try {
       std::size_t used = 0;

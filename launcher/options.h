@@ -47,8 +47,8 @@ struct Options {
 
 struct ParseResult {
   std::optional<Options> options;
-  int exit_code = 0;       // when options is empty: 0 for --help/--version, 2 for usage errors
-  std::string message;     // help text or the error
+  int exit_code = 0;    // when options is empty: 0 for --help/--version, 2 for usage errors
+  std::string message;  // help text or the error
 };
 
 ParseResult parse_options(int argc, const char* const* argv);

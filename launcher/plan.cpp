@@ -117,8 +117,9 @@ std::string describe_plan(const Plan& plan, const Options& o) {
   }
   int offset = 0;
   for (const auto& node : plan.nodes) {
-    out << "node " << node.node_rank << ": " << (node.host.name.empty() ? "this host" : node.host.name)
-        << " (" << node.host.address << ", " << (node.local ? "local" : "ssh") << "), ";
+    out << "node " << node.node_rank << ": "
+        << (node.host.name.empty() ? "this host" : node.host.name) << " (" << node.host.address
+        << ", " << (node.local ? "local" : "ssh") << "), ";
     if (node.nproc > 0 && known) {
       out << "ranks " << offset << ".." << offset + node.nproc - 1;
     } else if (node.nproc > 0) {
@@ -149,8 +150,9 @@ std::string describe_plan(const Plan& plan, const Options& o) {
                        k == "ROLE_WORLD_SIZE" || k == "LOCAL_WORLD_SIZE")) {
           out << " " << k << "=<at rendezvous>";
         } else if (k == "MASTER_PORT") {
-          out << " MASTER_PORT=" << (plan.master_port ? std::to_string(*plan.master_port)
-                                                      : std::string("<free port on node 0>"));
+          out << " MASTER_PORT="
+              << (plan.master_port ? std::to_string(*plan.master_port)
+                                   : std::string("<free port on node 0>"));
         } else {
           out << " " << k << "=" << v;
         }

@@ -15,8 +15,8 @@ namespace dlaunch {
 struct PlannedNode {
   int node_rank = 0;
   HostEntry host;
-  bool local = true;          // started by fork/exec, not SSH
-  int nproc = 0;              // 0: decided by the agent (one per GPU, else 1)
+  bool local = true;  // started by fork/exec, not SSH
+  int nproc = 0;      // 0: decided by the agent (one per GPU, else 1)
 };
 
 struct Plan {
@@ -29,13 +29,13 @@ struct Plan {
   std::vector<PlannedNode> nodes;
   bool hosts_in_prefix = false;  // several hosts: prefix lines with the host too
 
-  std::string master_addr;       // empty: this machine's name (decided at start)
+  std::string master_addr;  // empty: this machine's name (decided at start)
   std::optional<int> master_port;
-  std::string rdzv_bind;         // address the rendezvous listens on
-  int rdzv_port = 0;             // 0: any free port
-  std::string rdzv_connect;      // what agents connect to; empty: per host (SSH local address)
-  bool coordinator = true;       // false: manual mode node > 0 (runs only an agent)
-  int node_rank = 0;             // manual mode: this node
+  std::string rdzv_bind;     // address the rendezvous listens on
+  int rdzv_port = 0;         // 0: any free port
+  std::string rdzv_connect;  // what agents connect to; empty: per host (SSH local address)
+  bool coordinator = true;   // false: manual mode node > 0 (runs only an agent)
+  int node_rank = 0;         // manual mode: this node
 };
 
 Plan make_plan(const Options& options, const HostsFile* hosts, const std::string& job);

@@ -33,19 +33,27 @@ void setup_logging(const Options& o) {
   // Diagnostics go to stderr: stdout carries only the ranks' own output.
   spdlog::set_default_logger(spdlog::stderr_color_mt("dlaunch"));
   spdlog::set_pattern("dlaunch: %^%l%$: %v");
-  const auto level = o.verbose >= 2 ? log::Level::debug
+  const auto level = o.verbose >= 2   ? log::Level::debug
                      : o.verbose == 1 ? log::Level::info
                                       : log::Level::warn;
-  spdlog::set_level(o.verbose >= 2 ? spdlog::level::debug
+  spdlog::set_level(o.verbose >= 2   ? spdlog::level::debug
                     : o.verbose == 1 ? spdlog::level::info
                                      : spdlog::level::warn);
   log::set_level(level);
   log::set_sink([](log::Level l, const std::string& message) {
     switch (l) {
-      case log::Level::debug: spdlog::debug("{}", message); break;
-      case log::Level::info: spdlog::info("{}", message); break;
-      case log::Level::warn: spdlog::warn("{}", message); break;
-      case log::Level::error: spdlog::error("{}", message); break;
+      case log::Level::debug:
+        spdlog::debug("{}", message);
+        break;
+      case log::Level::info:
+        spdlog::info("{}", message);
+        break;
+      case log::Level::warn:
+        spdlog::warn("{}", message);
+        break;
+      case log::Level::error:
+        spdlog::error("{}", message);
+        break;
     }
   });
 }
@@ -72,7 +80,8 @@ std::string find_agent_binary() {
 bool valid_job_name(const std::string& name) {
   if (name.empty() || name.size() > 200 || name[0] == '.' || name[0] == '-') return false;
   for (char c : name) {
-    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '_' && c != '.') return false;
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '_' && c != '.')
+      return false;
   }
   return true;
 }
@@ -187,7 +196,9 @@ int run_dlaunch(int argc, const char* const* argv) {
     error_line(std::string(e.what()) + " (set --log-dir or DLAUNCH_STATE_DIR)");
     return kExitFailure;
   }
-  const char* mode = o.mode == Mode::standalone ? "standalone" : o.mode == Mode::hosts ? "hosts" : "manual";
+  const char* mode = o.mode == Mode::standalone ? "standalone"
+                     : o.mode == Mode::hosts    ? "hosts"
+                                                : "manual";
   write_job_started(job_dir, plan.job, plan.command, mode, plan.nnodes);
 
   LogSink sink({job_dir, plan.hosts_in_prefix, o.ranks_filter, o.quiet, 20});
@@ -198,7 +209,8 @@ int run_dlaunch(int argc, const char* const* argv) {
   JobResult result = coordinator.result();
   result.exit_code = code;
   write_job_finished(job_dir, result);
-  if (code != 0) std::fprintf(stderr, "dlaunch: logs of job %s are in %s\n", plan.job.c_str(), job_dir.c_str());
+  if (code != 0)
+    std::fprintf(stderr, "dlaunch: logs of job %s are in %s\n", plan.job.c_str(), job_dir.c_str());
   return code;
 }
 

@@ -19,9 +19,11 @@ std::optional<std::string> read_secret_file(const std::string& path, std::string
   std::ostringstream content;
   content << in.rdbuf();
   std::string secret = content.str();
-  while (!secret.empty() && std::isspace(static_cast<unsigned char>(secret.back()))) secret.pop_back();
+  while (!secret.empty() && std::isspace(static_cast<unsigned char>(secret.back())))
+    secret.pop_back();
   if (secret.empty()) {
-    *error = "secret file " + path + " is empty (e.g. head -c 32 /dev/urandom | base64 > " + path + ")";
+    *error =
+        "secret file " + path + " is empty (e.g. head -c 32 /dev/urandom | base64 > " + path + ")";
     return std::nullopt;
   }
   struct stat st {};

@@ -29,8 +29,8 @@ class RendezvousClient {
     std::chrono::milliseconds heartbeat_timeout{15'000};
   };
 
-  RendezvousClient(asio::io_context& io, Options options, std::string secret,
-                   proto::Join join, Callbacks callbacks);
+  RendezvousClient(asio::io_context& io, Options options, std::string secret, proto::Join join,
+                   Callbacks callbacks);
 
   void start();
   void send(const proto::Message& message);

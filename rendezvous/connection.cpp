@@ -40,7 +40,9 @@ void Connection::start(Handler handler) {
   read_more();
 }
 
-void Connection::send(const proto::Message& message) { send_raw(proto::encode(message)); }
+void Connection::send(const proto::Message& message) {
+  send_raw(proto::encode(message));
+}
 
 void Connection::send_raw(std::string bytes) {
   if (closed_ || closing_after_flush_) return;

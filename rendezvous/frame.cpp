@@ -25,8 +25,10 @@ FrameDecoder::Result FrameDecoder::next() {
   const std::uint32_t length = header.u32();
   if (length == 0) return {Status::bad, {}, "empty frame"};
   if (length > max_frame_) {
-    return {Status::bad, {}, "frame of " + std::to_string(length) + " bytes exceeds limit of " +
-                                 std::to_string(max_frame_)};
+    return {Status::bad,
+            {},
+            "frame of " + std::to_string(length) + " bytes exceeds limit of " +
+                std::to_string(max_frame_)};
   }
   if (avail.size() < 4 + static_cast<std::size_t>(length)) return {Status::need_more, {}, {}};
   Frame frame;

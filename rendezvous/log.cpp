@@ -26,8 +26,12 @@ void set_sink(Sink sink) {
   current_sink() = std::move(sink);
 }
 
-void set_level(Level level) { current_level() = level; }
-bool enabled(Level level) { return level >= current_level(); }
+void set_level(Level level) {
+  current_level() = level;
+}
+bool enabled(Level level) {
+  return level >= current_level();
+}
 
 void write(Level level, const std::string& message) {
   std::lock_guard lock(sink_mutex());

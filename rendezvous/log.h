@@ -26,12 +26,20 @@ void emit(Level level, const Args&... args) {
 }
 
 template <class... Args>
-void debug(const Args&... args) { emit(Level::debug, args...); }
+void debug(const Args&... args) {
+  emit(Level::debug, args...);
+}
 template <class... Args>
-void info(const Args&... args) { emit(Level::info, args...); }
+void info(const Args&... args) {
+  emit(Level::info, args...);
+}
 template <class... Args>
-void warn(const Args&... args) { emit(Level::warn, args...); }
+void warn(const Args&... args) {
+  emit(Level::warn, args...);
+}
 template <class... Args>
-void error(const Args&... args) { emit(Level::error, args...); }
+void error(const Args&... args) {
+  emit(Level::error, args...);
+}
 
 }  // namespace dlaunch::log

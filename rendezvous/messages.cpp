@@ -32,7 +32,9 @@ void put(wire::Writer& w, const Join& m) {
   w.i32(m.master_port);
   w.i64(m.pid);
 }
-void put(wire::Writer& w, const Welcome& m) { w.str(m.proof); }
+void put(wire::Writer& w, const Welcome& m) {
+  w.str(m.proof);
+}
 void put(wire::Writer& w, const Assign& m) {
   w.str(m.job);
   w.i32(m.round);
@@ -66,27 +68,30 @@ void put(wire::Writer& w, const Stop& m) {
   w.str(m.reason);
 }
 void put(wire::Writer&, const Heartbeat&) {}
-void put(wire::Writer& w, const Reject& m) { w.str(m.reason); }
-
-Type type_of(const Message& m) {
-  return std::visit(
-      Overloaded{
-          [](const Hello&) { return Type::hello; },
-          [](const Challenge&) { return Type::challenge; },
-          [](const Join&) { return Type::join; },
-          [](const Welcome&) { return Type::welcome; },
-          [](const Assign&) { return Type::assign; },
-          [](const LogLine&) { return Type::log_line; },
-          [](const RankExit&) { return Type::rank_exit; },
-          [](const AgentDone&) { return Type::agent_done; },
-          [](const Stop&) { return Type::stop; },
-          [](const Heartbeat&) { return Type::heartbeat; },
-          [](const Reject&) { return Type::reject; },
-      },
-      m);
+void put(wire::Writer& w, const Reject& m) {
+  w.str(m.reason);
 }
 
-bool valid_port(std::int32_t p) { return p >= 0 && p <= 65535; }
+Type type_of(const Message& m) {
+  return std::visit(Overloaded{
+                        [](const Hello&) { return Type::hello; },
+                        [](const Challenge&) { return Type::challenge; },
+                        [](const Join&) { return Type::join; },
+                        [](const Welcome&) { return Type::welcome; },
+                        [](const Assign&) { return Type::assign; },
+                        [](const LogLine&) { return Type::log_line; },
+                        [](const RankExit&) { return Type::rank_exit; },
+                        [](const AgentDone&) { return Type::agent_done; },
+                        [](const Stop&) { return Type::stop; },
+                        [](const Heartbeat&) { return Type::heartbeat; },
+                        [](const Reject&) { return Type::reject; },
+                    },
+                    m);
+}
+
+bool valid_port(std::int32_t p) {
+  return p >= 0 && p <= 65535;
+}
 
 std::optional<Message> get(Type type, wire::Reader& r) {
   switch (type) {
@@ -207,9 +212,9 @@ std::optional<Message> decode(std::uint8_t type, std::string_view payload) {
 }
 
 std::string_view type_name(const Message& m) {
-  static constexpr std::string_view names[] = {"hello",     "challenge", "join",       "welcome",
-                                               "assign",    "log_line",  "rank_exit",  "agent_done",
-                                               "stop",      "heartbeat", "reject"};
+  static constexpr std::string_view names[] = {"hello",  "challenge", "join",      "welcome",
+                                               "assign", "log_line",  "rank_exit", "agent_done",
+                                               "stop",   "heartbeat", "reject"};
   return names[m.index()];
 }
 

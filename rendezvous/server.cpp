@@ -32,7 +32,9 @@ RendezvousServer::RendezvousServer(asio::io_context& io, const asio::ip::tcp::en
   accept();
 }
 
-RendezvousServer::~RendezvousServer() { stop(); }
+RendezvousServer::~RendezvousServer() {
+  stop();
+}
 
 void RendezvousServer::accept() {
   acceptor_.async_accept([this](const asio::error_code& ec, asio::ip::tcp::socket socket) {
@@ -71,29 +73,30 @@ void RendezvousServer::admit(asio::ip::tcp::socket socket) {
   pending_.push_back(session->id);
   std::weak_ptr<Session> weak = session;
   session->connection->set_receive_timeout(options_.handshake_timeout);
-  session->connection->start(
-      {[this, weak](proto::Message&& m) {
-         auto s = weak.lock();
-         if (!s) return;
-         if (s->phase == Session::Phase::joined) {
-           if (callbacks_.on_message) callbacks_.on_message(s->id, std::move(m));
-         } else {
-           on_handshake_message(s, std::move(m));
-         }
-       },
-       [this, weak](const std::string& reason) {
-         auto s = weak.lock();
-         if (!s) return;
-         const bool joined = s->phase == Session::Phase::joined;
-         sessions_.erase(s->id);
-         if (joined) {
-           if (callbacks_.on_close) callbacks_.on_close(s->id, reason);
-         } else {
-           std::erase(pending_, s->id);
-           ++rejected_;
-           log::debug("rendezvous: dropped ", s->connection->remote(), " before joining: ", reason);
-         }
-       }});
+  session->connection->start({[this, weak](proto::Message&& m) {
+                                auto s = weak.lock();
+                                if (!s) return;
+                                if (s->phase == Session::Phase::joined) {
+                                  if (callbacks_.on_message)
+                                    callbacks_.on_message(s->id, std::move(m));
+                                } else {
+                                  on_handshake_message(s, std::move(m));
+                                }
+                              },
+                              [this, weak](const std::string& reason) {
+                                auto s = weak.lock();
+                                if (!s) return;
+                                const bool joined = s->phase == Session::Phase::joined;
+                                sessions_.erase(s->id);
+                                if (joined) {
+                                  if (callbacks_.on_close) callbacks_.on_close(s->id, reason);
+                                } else {
+                                  std::erase(pending_, s->id);
+                                  ++rejected_;
+                                  log::debug("rendezvous: dropped ", s->connection->remote(),
+                                             " before joining: ", reason);
+                                }
+                              }});
 }
 
 void RendezvousServer::on_handshake_message(const std::shared_ptr<Session>& session,
@@ -114,8 +117,8 @@ void RendezvousServer::on_handshake_message(const std::shared_ptr<Session>& sess
     session->agent_nonce = hello->agent_nonce;
     session->server_nonce = auth::random_bytes(proto::kNonceSize);
     session->phase = Session::Phase::join;
-    session->connection->send(proto::Challenge{proto::kMagic, proto::kVersion,
-                                               session->server_nonce});
+    session->connection->send(
+        proto::Challenge{proto::kMagic, proto::kVersion, session->server_nonce});
     return;
   }
   auto* join = std::get_if<proto::Join>(&message);
@@ -125,8 +128,8 @@ void RendezvousServer::on_handshake_message(const std::shared_ptr<Session>& sess
     log::warn("rendezvous: ", session->connection->remote(),
               " failed to prove the job's secret; dropped");
     session->phase = Session::Phase::hello;  // nothing more is accepted from it
-    session->connection->send(proto::Reject{
-        "wrong job secret (in manual mode every node needs the same --secret-file)"});
+    session->connection->send(
+        proto::Reject{"wrong job secret (in manual mode every node needs the same --secret-file)"});
     session->connection->close_after_flush("wrong secret");
     return;
   }

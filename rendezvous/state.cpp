@@ -116,8 +116,8 @@ std::vector<Outbound> RendezvousState::assign_all() {
     total += members_[i]->nproc;
   }
   world_size_ = total;
-  master_port_ = config_.fixed_master_port != 0 ? config_.fixed_master_port
-                                                : members_[0]->master_port;
+  master_port_ =
+      config_.fixed_master_port != 0 ? config_.fixed_master_port : members_[0]->master_port;
   assigned_ = true;
   std::vector<Outbound> out;
   out.reserve(members_.size());

@@ -8,7 +8,8 @@
 using namespace dlaunch;
 
 namespace {
-std::vector<std::string> split(const std::vector<std::string>& chunks, std::size_t max, bool finish = true) {
+std::vector<std::string> split(const std::vector<std::string>& chunks, std::size_t max,
+                               bool finish = true) {
   LineSplitter s(max);
   std::vector<std::string> lines;
   auto sink = [&](std::string_view l) { lines.emplace_back(l); };

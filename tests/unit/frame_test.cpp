@@ -84,7 +84,8 @@ TEST_CASE("decoding rejects truncated, padded and out-of-range messages") {
   CHECK_FALSE(proto::decode(type, bad.substr(5)).has_value());
   // an assignment whose ranks do not fit the world
   const std::string assign = proto::encode(proto::Assign{"j", 0, 0, 0, 1, 3, 2, 4, "a", 1});
-  CHECK_FALSE(proto::decode(static_cast<std::uint8_t>(proto::Type::assign), assign.substr(5)).has_value());
+  CHECK_FALSE(
+      proto::decode(static_cast<std::uint8_t>(proto::Type::assign), assign.substr(5)).has_value());
 }
 
 TEST_CASE("random garbage never crashes the decoder") {
@@ -104,12 +105,14 @@ TEST_CASE("random garbage never crashes the decoder") {
 TEST_CASE("regression: an assignment with huge rank numbers is rejected without overflow") {
   const std::string a =
       proto::encode(proto::Assign{"j", 0, 0, 0, 1, 0x7fffffff, 0x7fffffff, 0x7fffffff, "a", 1});
-  CHECK_FALSE(proto::decode(static_cast<std::uint8_t>(proto::Type::assign), a.substr(5)).has_value());
+  CHECK_FALSE(
+      proto::decode(static_cast<std::uint8_t>(proto::Type::assign), a.substr(5)).has_value());
 }
 
 // Found by frame_fuzz: a flag byte of 3 decoded as true and re-encoded as 1.
 TEST_CASE("regression: boolean fields accept only 0 and 1") {
   std::string stop = proto::encode(proto::Stop{3, true, -1, "x"});
   stop[5 + 4] = 3;
-  CHECK_FALSE(proto::decode(static_cast<std::uint8_t>(proto::Type::stop), stop.substr(5)).has_value());
+  CHECK_FALSE(
+      proto::decode(static_cast<std::uint8_t>(proto::Type::stop), stop.substr(5)).has_value());
 }

@@ -48,8 +48,10 @@ TEST_CASE("usage errors exit 2 with a message") {
   check_error({"--nproc-per-node", "0", "--", "p"}, "--nproc-per-node");
   check_error({"--nproc-per-node", "x", "--", "p"}, "--nproc-per-node");
   check_error({"--nnodes", "2", "--node-rank", "1", "--", "p"}, "--master-addr");
-  check_error({"--nnodes", "2", "--node-rank", "2", "--master-addr", "a", "--", "p"}, "below --nnodes");
-  check_error({"--hosts", "/dev/null", "--nnodes", "2", "--master-addr", "a", "--", "p"}, "cannot be combined");
+  check_error({"--nnodes", "2", "--node-rank", "2", "--master-addr", "a", "--", "p"},
+              "below --nnodes");
+  check_error({"--hosts", "/dev/null", "--nnodes", "2", "--master-addr", "a", "--", "p"},
+              "cannot be combined");
   check_error({"--ranks-filter", "1,,2", "--", "p"}, "--ranks-filter");
   check_error({"--bogus", "--", "p"}, "bogus");
 }

@@ -27,17 +27,17 @@ struct ServerHarness {
     state.emplace(RendezvousState::Config{nnodes, "job", 0, "127.0.0.1", 0, {}});
     server = std::make_unique<RendezvousServer>(
         io, asio::ip::tcp::endpoint(asio::ip::make_address("127.0.0.1"), 0), std::move(secret),
-        RendezvousServer::Callbacks{
-            [this](ConnId c, const proto::Join& j) {
-              ++joined;
-              for (auto& o : state->on_join(c, j)) server->send(o.to, o.message);
-            },
-            [this](ConnId c, proto::Message&& m) {
-              if (auto* l = std::get_if<proto::LogLine>(&m)) {
-                if (state->owns_rank(c, l->rank)) ++lines;
-              }
-            },
-            [](ConnId, const std::string&) {}},
+        RendezvousServer::Callbacks{[this](ConnId c, const proto::Join& j) {
+                                      ++joined;
+                                      for (auto& o : state->on_join(c, j))
+                                        server->send(o.to, o.message);
+                                    },
+                                    [this](ConnId c, proto::Message&& m) {
+                                      if (auto* l = std::get_if<proto::LogLine>(&m)) {
+                                        if (state->owns_rank(c, l->rank)) ++lines;
+                                      }
+                                    },
+                                    [](ConnId, const std::string&) {}},
         RendezvousServer::Options{});
     thread = std::thread([this] { io.run(); });
   }

@@ -80,7 +80,8 @@ TEST_CASE("duplicate, out-of-range and misnamed node ranks are refused") {
   wrong.host = "intruder";
   r = state.on_join(3, wrong);
   REQUIRE(r.size() == 1);
-  CHECK(std::get<proto::Reject>(r[0].message).reason.find("belongs to host host1") != std::string::npos);
+  CHECK(std::get<proto::Reject>(r[0].message).reason.find("belongs to host host1") !=
+        std::string::npos);
   CHECK(state.on_join(4, join_as(1, 2)).size() == 2);
   CHECK(state.world_size() == 3);
 }
