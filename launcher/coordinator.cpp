@@ -48,7 +48,8 @@ Coordinator::Coordinator(asio::io_context& io, Settings settings, LogSink& sink)
       signals_(io, SIGINT, SIGTERM),
       rdzv_timer_(io),
       stop_deadline_(io),
-      restart_timer_(io) {}
+      restart_timer_(io),
+      flush_timer_(io) {}
 
 Coordinator::~Coordinator() = default;
 
@@ -67,6 +68,7 @@ int Coordinator::run() {
     return kLauncherFailure;
   }
   start_agents();
+  flush_logs_periodically();
   rdzv_timer_.expires_after(std::chrono::seconds(s_.options.rdzv_timeout_s));
   rdzv_timer_.async_wait([this](const asio::error_code& ec) {
     if (!ec) on_rendezvous_timeout();
@@ -76,7 +78,19 @@ int Coordinator::run() {
   if (local_) end_descendants();
   sink_.flush();
   result_.exit_code = exit_code_;
+  result_.world_size = state_ ? state_->world_size() : 0;
   return exit_code_;
+}
+
+// Rank files are block-buffered for throughput; flushing them a few times a
+// second keeps `dlaunch logs -f` and `tail -f` current.
+void Coordinator::flush_logs_periodically() {
+  flush_timer_.expires_after(std::chrono::milliseconds(250));
+  flush_timer_.async_wait([this](const asio::error_code& ec) {
+    if (ec) return;
+    sink_.flush();
+    flush_logs_periodically();
+  });
 }
 
 void Coordinator::start_server() {
@@ -397,6 +411,7 @@ void Coordinator::check_finished() {
   }
   finished_ = true;
   stop_deadline_.cancel();
+  flush_timer_.cancel();
   signals_.cancel();
   server_->stop();
   io_.stop();

@@ -50,6 +50,7 @@ class Coordinator {
   enum class Phase { starting, running, restarting, stopping };
 
   void start_server();
+  void flush_logs_periodically();
   void start_agents();
   void start_agent(Node& node);
   void on_join(ConnId conn, const proto::Join& join);
@@ -86,6 +87,7 @@ class Coordinator {
   asio::steady_timer rdzv_timer_;
   asio::steady_timer stop_deadline_;
   asio::steady_timer restart_timer_;
+  asio::steady_timer flush_timer_;
 };
 
 }  // namespace dlaunch

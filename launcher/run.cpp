@@ -14,6 +14,7 @@
 #include "agent/launch_spec.h"
 #include "launcher/coordinator.h"
 #include "launcher/hosts_file.h"
+#include "launcher/job_commands.h"
 #include "launcher/job_record.h"
 #include "launcher/log_sink.h"
 #include "launcher/options.h"
@@ -137,6 +138,7 @@ void raise_fd_limit() {
 }  // namespace
 
 int run_dlaunch(int argc, const char* const* argv) {
+  if (argc > 1 && is_job_command(argv[1])) return run_job_command(argc - 1, argv + 1);
   raise_fd_limit();
   ParseResult parsed = parse_options(argc, argv);
   if (!parsed.options) {
@@ -196,10 +198,17 @@ int run_dlaunch(int argc, const char* const* argv) {
     error_line(std::string(e.what()) + " (set --log-dir or DLAUNCH_STATE_DIR)");
     return kExitFailure;
   }
-  const char* mode = o.mode == Mode::standalone ? "standalone"
-                     : o.mode == Mode::hosts    ? "hosts"
-                                                : "manual";
-  write_job_started(job_dir, plan.job, plan.command, mode, plan.nnodes);
+  JobInfo info;
+  info.name = plan.job;
+  info.mode = o.mode == Mode::standalone ? "standalone"
+              : o.mode == Mode::hosts    ? "hosts"
+                                         : "manual";
+  info.nnodes = plan.nnodes;
+  info.command = plan.command;
+  info.coordinator_pid = ::getpid();
+  info.started = std::time(nullptr);
+  for (const auto& n : plan.nodes) info.hosts.push_back(n.host.name);
+  write_job_info(job_dir, info);
 
   LogSink sink({job_dir, plan.hosts_in_prefix, o.ranks_filter, o.quiet, 20});
   asio::io_context io;
@@ -208,7 +217,8 @@ int run_dlaunch(int argc, const char* const* argv) {
   sink.flush();
   JobResult result = coordinator.result();
   result.exit_code = code;
-  write_job_finished(job_dir, result);
+  result.finished = std::time(nullptr);
+  write_job_result(job_dir, result);
   if (code != 0)
     std::fprintf(stderr, "dlaunch: logs of job %s are in %s\n", plan.job.c_str(), job_dir.c_str());
   return code;

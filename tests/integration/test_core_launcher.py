@@ -168,10 +168,12 @@ env = { EXTRA = "from-hosts-file" }
         self.assertIn("| about to fail", r.stderr)
         self.assertLess(elapsed, 60)
         self.assertNothingLeft(job)
-        with open(os.path.join(self.state, job, "result.json")) as f:
-            result = json.load(f)
-        self.assertEqual(result["exit_code"], 3)
-        self.assertIn("rank 2", result["root_cause"])
+        # the root cause is stored with the job and shown by `dlaunch get`
+        r = self.run_dlaunch(["get", job])
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("failed (exit code 3)", r.stdout)
+        self.assertIn("rank 2 on localhost exited with code 3", r.stdout)
+        self.assertIn("about to fail", r.stdout)
 
     def test_rank_killed_by_signal_gives_128_plus_n(self):
         r = self.run_dlaunch(["-n", "2", "--", "sh", "-c",
