@@ -1,0 +1,31 @@
+// Command-line flags of mnist_dist, with the defaults of the classic PyTorch
+// MNIST example.
+#pragma once
+
+#include <optional>
+#include <string>
+
+namespace mnist {
+
+struct Options {
+  int epochs = 1;
+  int batch_size = 64;  // per rank
+  int test_batch_size = 1000;
+  double lr = 0.01;
+  double momentum = 0.5;
+  std::uint64_t seed = 1;
+  int log_interval = 10;
+  std::string data = "data";
+  std::string dir;      // TensorBoard event files; empty: none
+  std::string backend;  // gloo | nccl; empty: nccl with CUDA, else gloo
+  bool no_cuda = false;
+  std::string save_model;
+  std::string resume;
+  int synthetic = 0;         // > 0: generate this many training samples instead of reading MNIST
+  std::string dump_weights;  // raw float32 parameters at the end; "{rank}" is replaced
+};
+
+// Parses argv; on a bad flag prints usage to stderr and exits 2.
+Options parse_options(int argc, char** argv);
+
+}  // namespace mnist
