@@ -12,10 +12,10 @@
 namespace dlaunch {
 
 struct SshOptions {
-  int parallel = 64;              // connections being set up at once (--ssh-parallel)
-  int connect_timeout_s = 10;     // --ssh-timeout
+  int parallel = 64;                  // connections being set up at once (--ssh-parallel)
+  int connect_timeout_s = 10;         // --ssh-timeout
   bool accept_new_host_keys = false;  // --accept-new-host-keys (OpenSSH's accept-new)
-  std::string home;               // the user's home; empty: $HOME
+  std::string home;                   // the user's home; empty: $HOME
   // Agent binary hash cache directory on the remote host, relative to its home.
   std::string remote_cache_dir = ".cache/dlaunch";
 };

@@ -1,0 +1,119 @@
+#include "launcher/ssh_upload.h"
+
+#include <libssh2_sftp.h>
+#include <openssl/evp.h>
+
+#include <fstream>
+#include <vector>
+
+#include "launcher/shell_quote.h"
+#include "rendezvous/auth.h"
+
+namespace dlaunch {
+namespace {
+
+// Exit status 0 only when the file is there and runs here (not noexec).
+bool agent_runs(SshSession& s, const std::string& path) {
+  std::string out;
+  const std::string q = shell_quote(path);
+  return s.run("test -x " + q + " && " + q + " --version", &out) == 0 &&
+         out.find("dlaunch-agent") != std::string::npos;
+}
+
+void upload(SshSession& s, const std::string& local, const std::string& remote) {
+  const std::string dir = remote.substr(0, remote.rfind('/'));
+  std::string err;
+  if (s.run("umask 077 && mkdir -p " + shell_quote(dir), nullptr, &err) != 0) {
+    throw SshError(s.target().label + ": cannot create " + dir + ": " + err);
+  }
+  std::ifstream in(local, std::ios::binary);
+  std::vector<char> data((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (data.empty()) throw SshError("cannot read " + local);
+  LIBSSH2_SFTP* sftp = libssh2_sftp_init(s.get());
+  if (sftp == nullptr)
+    throw SshError(s.target().label + ": SFTP is not available: " + s.last_error());
+  struct SftpGuard {
+    LIBSSH2_SFTP* p;
+    ~SftpGuard() { libssh2_sftp_shutdown(p); }
+  } guard{sftp};
+  const std::string tmp = remote + ".tmp-" + auth::to_hex(auth::random_bytes(6));
+  LIBSSH2_SFTP_HANDLE* file = libssh2_sftp_open(
+      sftp, tmp.c_str(), LIBSSH2_FXF_WRITE | LIBSSH2_FXF_CREAT | LIBSSH2_FXF_TRUNC,
+      LIBSSH2_SFTP_S_IRWXU | LIBSSH2_SFTP_S_IRGRP | LIBSSH2_SFTP_S_IXGRP | LIBSSH2_SFTP_S_IROTH |
+          LIBSSH2_SFTP_S_IXOTH);
+  if (file == nullptr) {
+    throw SshError(s.target().label + ": cannot write " + tmp + " over SFTP: " + s.last_error());
+  }
+  std::size_t sent = 0;
+  while (sent < data.size()) {
+    const ssize_t n = libssh2_sftp_write(file, data.data() + sent, data.size() - sent);
+    if (n <= 0) {
+      libssh2_sftp_close(file);
+      throw SshError(s.target().label + ": upload of the agent failed: " + s.last_error());
+    }
+    sent += static_cast<std::size_t>(n);
+  }
+  libssh2_sftp_close(file);
+  // Hosts running another job may upload the same file at once: the rename is
+  // atomic and either copy is the same bytes.
+  if (libssh2_sftp_rename_ex(sftp, tmp.c_str(), static_cast<unsigned>(tmp.size()), remote.c_str(),
+                             static_cast<unsigned>(remote.size()),
+                             LIBSSH2_SFTP_RENAME_OVERWRITE | LIBSSH2_SFTP_RENAME_ATOMIC |
+                                 LIBSSH2_SFTP_RENAME_NATIVE) != 0) {
+    s.run("mv -f " + shell_quote(tmp) + " " + shell_quote(remote), nullptr);
+  }
+}
+
+}  // namespace
+
+std::string file_sha256(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw SshError("cannot read " + path);
+  EVP_MD_CTX* ctx = EVP_MD_CTX_new();
+  EVP_DigestInit_ex(ctx, EVP_sha256(), nullptr);
+  char buffer[1 << 16];
+  while (in.read(buffer, sizeof buffer) || in.gcount() > 0) {
+    EVP_DigestUpdate(ctx, buffer, static_cast<std::size_t>(in.gcount()));
+  }
+  unsigned char digest[32];
+  unsigned int len = 0;
+  EVP_DigestFinal_ex(ctx, digest, &len);
+  EVP_MD_CTX_free(ctx);
+  return auth::to_hex(std::string_view(reinterpret_cast<char*>(digest), len));
+}
+
+AgentUpload ensure_agent(SshSession& session, const std::string& local_agent,
+                         const std::string& sha256, const std::string& cache_dir) {
+  AgentUpload result;
+  result.remote_path = cache_dir + "/agent-" + sha256;
+  if (agent_runs(session, result.remote_path)) return result;
+  try {
+    upload(session, local_agent, result.remote_path);
+    result.uploaded = true;
+    if (agent_runs(session, result.remote_path)) return result;
+  } catch (const SshError&) {
+    // fall through to /tmp
+  }
+  std::string dir;
+  session.run(
+      "d=/tmp/dlaunch-$(id -u); umask 077; mkdir -p \"$d\" && test -O \"$d\" && printf %s \"$d\"",
+      &dir);
+  if (dir.empty()) {
+    throw SshError(session.target().label + ": cannot install the agent in " + cache_dir +
+                   " nor in /tmp/dlaunch-<uid> on the host");
+  }
+  result.remote_path = dir + "/agent-" + sha256;
+  result.warning = session.target().label + ": " + cache_dir +
+                   " is not writable or is mounted noexec; using " + result.remote_path;
+  if (!agent_runs(session, result.remote_path)) {
+    upload(session, local_agent, result.remote_path);
+    result.uploaded = true;
+    if (!agent_runs(session, result.remote_path)) {
+      throw SshError(session.target().label + ": the uploaded agent does not run on the host (" +
+                     result.remote_path + "); is it x86-64 Linux with glibc 2.34 or newer?");
+    }
+  }
+  return result;
+}
+
+}  // namespace dlaunch

@@ -1,0 +1,220 @@
+"""Real OpenSSH servers for dlaunch's SSH tests, started by the test itself:
+each with its own host key and authorized_keys, and a temporary HOME for the
+client (its key, known_hosts and ssh config). When root and `ip netns` work,
+every host is a network namespace with a 198.18.0.0/15 address on a private
+bridge, its sshd listening on port 22 there; otherwise every sshd listens on
+its own loopback port. Everything started is stopped again, also on failure."""
+
+import atexit
+import os
+import random
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+
+SSHD = "/usr/sbin/sshd"
+
+
+def have_sshd():
+    return os.access(SSHD, os.X_OK) and shutil.which("ssh-keygen") is not None
+
+
+def can_use_netns():
+    if os.geteuid() != 0 or shutil.which("ip") is None:
+        return False
+    name = f"dlprobe{os.getpid()}"
+    ok = subprocess.run(["ip", "netns", "add", name], capture_output=True).returncode == 0
+    if ok:
+        subprocess.run(["ip", "netns", "del", name], capture_output=True)
+    return ok
+
+
+def sh(*args, check=True):
+    return subprocess.run(list(args), check=check, capture_output=True, text=True)
+
+
+class SshHosts:
+    """`n` sshd hosts. Use as a context manager."""
+
+    def __init__(self, n, netns=None):
+        self.n = n
+        self.netns = can_use_netns() if netns is None else netns
+        self.tmp = tempfile.mkdtemp(prefix="dlaunch-sshd-")
+        self.home = os.path.join(self.tmp, "home")
+        self.remote_cache = os.path.join(self.tmp, "remote-cache")
+        self.procs = []
+        self.namespaces = []
+        self.links = []
+        self.hosts = []  # dicts: name, address, port, host_key_pub, ns
+        self.tag = f"{os.getpid() % 10000}{random.randint(0, 99)}"
+        self.subnet = f"198.18.{random.randint(1, 250)}"
+        atexit.register(self.close)
+
+    def __enter__(self):
+        try:
+            self._start()
+        except BaseException:
+            self.close()
+            raise
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    # -- set-up ---------------------------------------------------------------
+    def _start(self):
+        ssh_dir = os.path.join(self.home, ".ssh")
+        os.makedirs(ssh_dir, mode=0o700)
+        self.client_key = os.path.join(ssh_dir, "id_ed25519")
+        sh("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", self.client_key)
+        self.authorized = os.path.join(self.tmp, "authorized_keys")
+        shutil.copy(self.client_key + ".pub", self.authorized)
+        os.chmod(self.authorized, 0o600)
+        os.makedirs("/run/sshd", exist_ok=True)
+        if self.netns:
+            self._make_bridge()
+        for i in range(self.n):
+            self._start_host(i)
+        for h in self.hosts:
+            self._wait_listening(h)
+
+    def _make_bridge(self):
+        self.bridge = f"dlbr{self.tag}"
+        sh("ip", "link", "add", self.bridge, "type", "bridge")
+        self.links.append(self.bridge)
+        sh("ip", "addr", "add", f"{self.subnet}.254/24", "dev", self.bridge)
+        sh("ip", "link", "set", self.bridge, "up")
+
+    def _start_host(self, i):
+        name = f"h{i + 1}"
+        key = os.path.join(self.tmp, f"{name}_host_key")
+        sh("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", key)
+        if self.netns:
+            ns = f"dl{self.tag}{name}"
+            veth = f"dv{self.tag}{name}"
+            sh("ip", "netns", "add", ns)
+            self.namespaces.append(ns)
+            sh("ip", "link", "add", veth, "type", "veth", "peer", "name", "eth0", "netns", ns)
+            self.links.append(veth)
+            sh("ip", "link", "set", veth, "master", self.bridge)
+            sh("ip", "link", "set", veth, "up")
+            address = f"{self.subnet}.{i + 1}"
+            for cmd in (["ip", "addr", "add", f"{address}/24", "dev", "eth0"],
+                        ["ip", "link", "set", "eth0", "up"], ["ip", "link", "set", "lo", "up"]):
+                sh("ip", "netns", "exec", ns, *cmd)
+            port = 22
+        else:
+            ns = None
+            address = "127.0.0.1"
+            with __import__("socket").socket() as s:
+                s.bind(("127.0.0.1", 0))
+                port = s.getsockname()[1]
+        config = os.path.join(self.tmp, f"{name}_sshd_config")
+        with open(config, "w") as f:
+            f.write(f"""Port {port}
+ListenAddress {address}
+HostKey {key}
+PidFile {self.tmp}/{name}.pid
+AuthorizedKeysFile {self.authorized}
+PermitRootLogin prohibit-password
+PasswordAuthentication no
+KbdInteractiveAuthentication no
+UsePAM no
+StrictModes no
+Subsystem sftp internal-sftp
+LogLevel ERROR
+MaxStartups 200
+MaxSessions 50
+""")
+        cmd = [SSHD, "-D", "-e", "-f", config]
+        if ns:
+            cmd = ["ip", "netns", "exec", ns] + cmd
+        log = open(os.path.join(self.tmp, f"{name}_sshd.log"), "w")
+        proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        self.procs.append(proc)
+        with open(key + ".pub") as f:
+            host_key_pub = " ".join(f.read().split()[:2])
+        self.hosts.append({"name": name, "address": address, "port": port, "ns": ns,
+                           "host_key_pub": host_key_pub, "key_file": key, "proc": proc})
+
+    def _wait_listening(self, h, timeout=15):
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if h["proc"].poll() is not None:
+                raise RuntimeError(f"sshd for {h['name']} exited: "
+                                   + open(os.path.join(self.tmp, f"{h['name']}_sshd.log")).read())
+            cmd = ["bash", "-c", f"exec 3<>/dev/tcp/{h['address']}/{h['port']}"]
+            if subprocess.run(cmd, capture_output=True).returncode == 0:
+                return
+            time.sleep(0.05)
+        raise RuntimeError(f"sshd for {h['name']} did not start listening")
+
+    # -- helpers for tests ------------------------------------------------------
+    def known_hosts_name(self, h):
+        return h["address"] if h["port"] == 22 else f"[{h['address']}]:{h['port']}"
+
+    def write_known_hosts(self, hosts=None):
+        path = os.path.join(self.home, ".ssh", "known_hosts")
+        with open(path, "w") as f:
+            for h in hosts if hosts is not None else self.hosts:
+                f.write(f"{self.known_hosts_name(h)} {h['host_key_pub']}\n")
+        return path
+
+    def hosts_file(self, slots, extra=""):
+        path = os.path.join(self.tmp, "hosts.toml")
+        with open(path, "w") as f:
+            f.write(extra)
+            for h, s in zip(self.hosts, slots):
+                f.write(f'[[host]]\nname = "{h["name"]}"\naddress = "{h["address"]}"\n'
+                        f'port = {h["port"]}\nuser = "root"\nslots = {s}\n\n')
+        return path
+
+    def env(self, **extra):
+        env = dict(os.environ)
+        env["HOME"] = self.home
+        env["DLAUNCH_REMOTE_CACHE"] = self.remote_cache
+        env["DLAUNCH_STATE_DIR"] = os.path.join(self.tmp, "state")
+        env.pop("SSH_AUTH_SOCK", None)
+        env.update(extra)
+        return env
+
+    def restart_with_new_host_key(self, h):
+        """Gives a host a new host key (as after a reinstall) and restarts its sshd."""
+        os.remove(h["key_file"])
+        os.remove(h["key_file"] + ".pub")
+        sh("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", h["key_file"])
+        os.killpg(h["proc"].pid, signal.SIGTERM)
+        h["proc"].wait()
+        cmd = [SSHD, "-D", "-e", "-f", os.path.join(self.tmp, f"{h['name']}_sshd_config")]
+        if h["ns"]:
+            cmd = ["ip", "netns", "exec", h["ns"]] + cmd
+        h["proc"] = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                     start_new_session=True)
+        self.procs.append(h["proc"])
+        self._wait_listening(h)
+
+    def close(self):
+        for p in self.procs:
+            if p.poll() is None:
+                try:
+                    os.killpg(p.pid, signal.SIGKILL)
+                except OSError:
+                    pass
+                p.wait()
+        self.procs = []
+        for ns in self.namespaces:
+            # kill anything still running inside (agents, ranks) before deleting it
+            pids = sh("ip", "netns", "pids", ns, check=False).stdout.split()
+            for pid in pids:
+                try:
+                    os.kill(int(pid), signal.SIGKILL)
+                except OSError:
+                    pass
+            sh("ip", "netns", "del", ns, check=False)
+        self.namespaces = []
+        for link in self.links:
+            sh("ip", "link", "del", link, check=False)
+        self.links = []
+        shutil.rmtree(self.tmp, ignore_errors=True)
