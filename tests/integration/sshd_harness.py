@@ -40,7 +40,9 @@ class SshHosts:
 
     def __init__(self, n, netns=None):
         self.n = n
-        self.netns = can_use_netns() if netns is None else netns
+        if netns is None:  # DLAUNCH_TEST_NO_NETNS=1 forces the loopback variant
+            netns = can_use_netns() and not os.environ.get("DLAUNCH_TEST_NO_NETNS")
+        self.netns = netns
         self.tmp = tempfile.mkdtemp(prefix="dlaunch-sshd-")
         self.home = os.path.join(self.tmp, "home")
         self.remote_cache = os.path.join(self.tmp, "remote-cache")
@@ -133,6 +135,7 @@ MaxSessions 50
             cmd = ["ip", "netns", "exec", ns] + cmd
         log = open(os.path.join(self.tmp, f"{name}_sshd.log"), "w")
         proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        log.close()
         self.procs.append(proc)
         with open(key + ".pub") as f:
             host_key_pub = " ".join(f.read().split()[:2])

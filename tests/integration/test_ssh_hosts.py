@@ -1,0 +1,160 @@
+"""dlaunch over real OpenSSH servers that the test starts itself (one network
+namespace per host with a 198.18.x.x address when root, loopback ports
+otherwise): uneven slots, host key checks, authentication errors, unreachable
+hosts, the cached agent upload, and arguments that reach the rank byte for byte."""
+
+import os
+import random
+import shutil
+import subprocess
+import sys
+import time
+import unittest
+
+sys.path.insert(0, os.path.dirname(__file__))
+import harness  # noqa: E402
+import sshd_harness  # noqa: E402
+
+# A rank that writes its RANK, LOCAL_RANK, WORLD_SIZE, host and argv (hex) to a file.
+DUMP = ("import os, sys\n"
+        "out = os.path.join(sys.argv[1], 'rank-' + os.environ['RANK'])\n"
+        "with open(out, 'w') as f:\n"
+        "    f.write(' '.join([os.environ['RANK'], os.environ['LOCAL_RANK'], os.environ['WORLD_SIZE'],\n"
+        "                      os.environ['DLAUNCH_HOST']] + [os.fsencode(a).hex() for a in sys.argv[2:]]))\n")
+
+
+class SshHostsTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.hosts = sshd_harness.SshHosts(3)
+        cls.hosts.__enter__()
+        if not cls.hosts.netns:
+            print("note: not root or no `ip netns`: sshd servers listen on loopback ports instead")
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.hosts.close()
+
+    def setUp(self):
+        self.hosts.write_known_hosts()
+        self.out = os.path.join(self.hosts.tmp, f"out-{random.randint(0, 1 << 30)}")
+        os.makedirs(self.out)
+
+    def dlaunch(self, args, timeout=120, env=None):
+        return subprocess.run([harness.DLAUNCH] + args, capture_output=True, text=True,
+                              timeout=timeout, env=env or self.hosts.env())
+
+    def dump_cmd(self, *args):
+        return ["/usr/bin/python3", "-c", DUMP, self.out, *args]
+
+    def records(self):
+        recs = {}
+        for name in os.listdir(self.out):
+            with open(os.path.join(self.out, name)) as f:
+                fields = f.read().split(" ")
+            recs[int(fields[0])] = fields
+        return recs
+
+    def test_three_hosts_uneven_slots_every_rank_once(self):
+        hosts_file = self.hosts.hosts_file([1, 2, 3])
+        r = self.dlaunch(["--hosts", hosts_file, "--"] + self.dump_cmd())
+        self.assertEqual(r.returncode, 0, r.stderr)
+        recs = self.records()
+        self.assertEqual(sorted(recs), list(range(6)))
+        self.assertEqual([recs[i][3] for i in range(6)], ["h1", "h2", "h2", "h3", "h3", "h3"])
+        self.assertEqual([recs[i][1] for i in range(6)], ["0", "0", "1", "0", "1", "2"])
+        self.assertEqual({recs[i][2] for i in range(6)}, {"6"})
+
+    def test_arguments_reach_the_rank_byte_for_byte(self):
+        args = ["two words", "it's", 'say "hi"', "$(touch /tmp/pwned)", "`id`", "a\nb", "tab\there",
+                "ünïcødé ✓", "*", "~", ";", "|", "&&", "--", "-n", "", "\\", "$HOME", "'\"'"]
+        rng = random.Random(7)
+        for _ in range(20):  # random byte strings (no NUL: argv cannot hold one)
+            raw = bytes(rng.randrange(1, 256) for _ in range(rng.randrange(1, 40)))
+            args.append(os.fsdecode(raw))
+        r = self.dlaunch(["--hosts", self.hosts.hosts_file([1, 1, 1]), "--"] + self.dump_cmd(*args))
+        self.assertEqual(r.returncode, 0, r.stderr)
+        want = [os.fsencode(a).hex() for a in args]
+        for rank, fields in self.records().items():
+            self.assertEqual(fields[4:], want, f"rank {rank} got different arguments")
+
+    def test_unknown_host_key_refused_then_accepted_with_flag(self):
+        known = self.hosts.write_known_hosts(self.hosts.hosts[:2])  # h3 unknown
+        hosts_file = self.hosts.hosts_file([1, 1, 1])
+        r = self.dlaunch(["--hosts", hosts_file, "--", "true"])
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("h3: unknown host key", r.stderr)
+        self.assertIn("--accept-new-host-keys", r.stderr)
+        self.assertIn("SHA256:", r.stderr)
+        r = self.dlaunch(["--hosts", hosts_file, "--accept-new-host-keys", "--", "true"])
+        self.assertEqual(r.returncode, 0, r.stderr)
+        with open(known) as f:
+            self.assertEqual(len(f.read().splitlines()), 3)
+        r = self.dlaunch(["--hosts", hosts_file, "--", "true"])  # now known
+        self.assertEqual(r.returncode, 0, r.stderr)
+
+    def test_changed_host_key_is_always_refused(self):
+        victim = self.hosts.hosts[1]
+        self.hosts.restart_with_new_host_key(victim)
+        try:
+            hosts_file = self.hosts.hosts_file([1, 1, 1])
+            for flags in ([], ["--accept-new-host-keys"]):
+                r = self.dlaunch(["--hosts", hosts_file, *flags, "--", "true"])
+                self.assertNotEqual(r.returncode, 0)
+                self.assertIn("h2: HOST KEY CHANGED", r.stderr)
+                self.assertIn("ssh-keygen -R", r.stderr)
+        finally:
+            with open(victim["key_file"] + ".pub") as f:
+                victim["host_key_pub"] = " ".join(f.read().split()[:2])
+
+    def test_wrong_client_key_is_refused_with_the_methods_tried(self):
+        home = os.path.join(self.hosts.tmp, "other-home")
+        os.makedirs(os.path.join(home, ".ssh"), exist_ok=True)
+        shutil.copy(os.path.join(self.hosts.home, ".ssh", "known_hosts"), os.path.join(home, ".ssh"))
+        wrong = os.path.join(home, ".ssh", "id_ed25519")
+        if not os.path.exists(wrong):
+            sshd_harness.sh("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", wrong)
+        r = self.dlaunch(["--hosts", self.hosts.hosts_file([1, 1, 1]), "--", "true"],
+                         env=self.hosts.env(HOME=home))
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("authentication as root@", r.stderr)
+        self.assertIn(wrong, r.stderr)
+        self.assertIn("authorized_keys", r.stderr)
+
+    def test_unreachable_host_fails_fast_naming_it(self):
+        hosts_file = self.hosts.hosts_file([1, 1])
+        if self.hosts.netns:
+            dead = f"{self.hosts.subnet}.200"  # on the bridge, nobody there
+            port = 22
+        else:
+            dead, port = "127.0.0.1", harness.free_port()
+        with open(hosts_file, "a") as f:
+            f.write(f'[[host]]\nname = "ghost"\naddress = "{dead}"\nport = {port}\nuser = "root"\n')
+        start = time.monotonic()
+        r = self.dlaunch(["--hosts", hosts_file, "--ssh-timeout", "2", "--", "sleep", "30"])
+        elapsed = time.monotonic() - start
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn(f"ghost: cannot connect to {dead}:{port}", r.stderr)
+        self.assertLess(elapsed, 25)
+
+    def test_agent_upload_is_skipped_on_the_second_run(self):
+        shutil.rmtree(self.hosts.remote_cache, ignore_errors=True)
+        hosts_file = self.hosts.hosts_file([1, 1, 1])
+        r = self.dlaunch(["-v", "--hosts", hosts_file, "--", "true"])
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(r.stderr.count("uploaded the agent"), 3, r.stderr)
+        cached = os.listdir(self.hosts.remote_cache)
+        self.assertEqual(len(cached), 1)
+        self.assertTrue(cached[0].startswith("agent-"))
+        r = self.dlaunch(["-v", "--hosts", hosts_file, "--", "true"])
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(r.stderr.count("uploaded the agent"), 0, r.stderr)
+        self.assertEqual(r.stderr.count("agent already on host"), 3, r.stderr)
+
+
+if __name__ == "__main__":
+    harness.require_binaries()
+    if not sshd_harness.have_sshd():
+        print("SKIP: /usr/sbin/sshd or ssh-keygen missing (apt-get install openssh-server)")
+        sys.exit(harness.SKIP)
+    unittest.main(verbosity=2)
