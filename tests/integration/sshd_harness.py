@@ -165,8 +165,8 @@ MaxSessions 50
                 f.write(f"{self.known_hosts_name(h)} {h['host_key_pub']}\n")
         return path
 
-    def hosts_file(self, slots, extra=""):
-        path = os.path.join(self.tmp, "hosts.toml")
+    def hosts_file(self, slots, extra="", name="hosts.toml"):
+        path = os.path.join(self.tmp, name)
         with open(path, "w") as f:
             f.write(extra)
             for h, s in zip(self.hosts, slots):
