@@ -17,8 +17,8 @@ if [[ -z "${DLAUNCH_QUICK:-}" ]]; then
 
   echo "== ThreadSanitizer: rendezvous server"
   cmake -S . -B build-tsan "${common[@]}" -DDLAUNCH_SANITIZE=thread -DDLAUNCH_BUILD_EXAMPLES=OFF >/dev/null
-  cmake --build build-tsan -j "$jobs" --target dlaunch_unit_tests
-  TSAN_OPTIONS=halt_on_error=1 ./build-tsan/bin/dlaunch_unit_tests --test-case='*over TCP*'
+  cmake --build build-tsan -j "$jobs" --target rendezvous_thread_tests
+  TSAN_OPTIONS=halt_on_error=1 ./build-tsan/bin/rendezvous_thread_tests
 
   echo "== AddressSanitizer + UBSan: units and integration tests"
   cmake -S . -B build-asan "${common[@]}" -DDLAUNCH_SANITIZE=address,undefined \

@@ -93,6 +93,14 @@ class SshHostsTest(unittest.TestCase):
         r = self.dlaunch(["--hosts", hosts_file, "--", "true"])  # now known
         self.assertEqual(r.returncode, 0, r.stderr)
 
+    def test_hashed_known_hosts_entries_are_honoured(self):
+        known = self.hosts.write_known_hosts()
+        sshd_harness.sh("ssh-keygen", "-H", "-f", known)
+        with open(known) as f:
+            self.assertTrue(all(line.startswith("|1|") for line in f.read().splitlines()))
+        r = self.dlaunch(["--hosts", self.hosts.hosts_file([1, 1, 1]), "--", "true"])
+        self.assertEqual(r.returncode, 0, r.stderr)
+
     def test_changed_host_key_is_always_refused(self):
         victim = self.hosts.hosts[1]
         self.hosts.restart_with_new_host_key(victim)
