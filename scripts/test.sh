@@ -10,19 +10,22 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 jobs=$(nproc)
 common=(-G Ninja -DDLAUNCH_WERROR=ON)
+# Sanitizer builds at -O1 -g1 compile 2-3x faster than -O2 -g and still give
+# line numbers in reports.
+sanitized=(-DCMAKE_BUILD_TYPE=None "-DCMAKE_CXX_FLAGS=-O1 -g1" -DDLAUNCH_BUILD_EXAMPLES=OFF)
 
 if [[ -z "${DLAUNCH_QUICK:-}" ]]; then
   echo "== fuzzing"
   FUZZ_SECONDS=${FUZZ_SECONDS:-60} ./scripts/fuzz.sh
 
   echo "== ThreadSanitizer: rendezvous server"
-  cmake -S . -B build-tsan "${common[@]}" -DDLAUNCH_SANITIZE=thread -DDLAUNCH_BUILD_EXAMPLES=OFF >/dev/null
+  cmake -S . -B build-tsan "${common[@]}" "${sanitized[@]}" -DDLAUNCH_SANITIZE=thread >/dev/null
   cmake --build build-tsan -j "$jobs" --target rendezvous_thread_tests
   TSAN_OPTIONS=halt_on_error=1 ./build-tsan/bin/rendezvous_thread_tests
 
   echo "== AddressSanitizer + UBSan: units and integration tests"
-  cmake -S . -B build-asan "${common[@]}" -DDLAUNCH_SANITIZE=address,undefined \
-    -DDLAUNCH_BUILD_EXAMPLES=OFF >/dev/null
+  cmake -S . -B build-asan "${common[@]}" "${sanitized[@]}" -DDLAUNCH_SANITIZE=address,undefined \
+    >/dev/null
   cmake --build build-asan -j "$jobs"
   ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
     ctest --test-dir build-asan --output-on-failure -j "$jobs" -E 'mnist'
