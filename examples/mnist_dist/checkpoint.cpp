@@ -1,6 +1,7 @@
 #include "checkpoint.h"
 
 #include <cstdio>
+#include <filesystem>
 #include <stdexcept>
 
 namespace mnist {
@@ -22,21 +23,26 @@ void save_checkpoint(const std::string& path, Net& model, torch::optim::SGD& opt
 }
 
 int load_checkpoint(const std::string& path, Net& model, torch::optim::SGD& optimizer) {
-  torch::serialize::InputArchive archive;
-  try {
-    archive.load_from(path);
-  } catch (const c10::Error& e) {
-    throw std::runtime_error("cannot read checkpoint " + path + ": not a mnist_dist checkpoint");
+  if (!std::filesystem::exists(path)) {
+    throw std::runtime_error("cannot resume: checkpoint " + path + " does not exist");
   }
-  torch::serialize::InputArchive model_archive;
-  archive.read("model", model_archive);
-  model->load(model_archive);
-  torch::serialize::InputArchive optimizer_archive;
-  archive.read("optimizer", optimizer_archive);
-  optimizer.load(optimizer_archive);
-  torch::Tensor epoch;
-  archive.read("epoch", epoch);
-  return static_cast<int>(epoch.item<std::int64_t>());
+  try {
+    torch::serialize::InputArchive archive;
+    archive.load_from(path);
+    torch::serialize::InputArchive model_archive;
+    archive.read("model", model_archive);
+    model->load(model_archive);
+    torch::serialize::InputArchive optimizer_archive;
+    archive.read("optimizer", optimizer_archive);
+    optimizer.load(optimizer_archive);
+    torch::Tensor epoch;
+    archive.read("epoch", epoch);
+    return static_cast<int>(epoch.item<std::int64_t>());
+  } catch (const c10::Error& e) {
+    // Wrong file, another model or a truncated write: name the file, not the archive key.
+    throw std::runtime_error("cannot resume from " + path + ": not a mnist_dist checkpoint (" +
+                             e.what_without_backtrace() + ")");
+  }
 }
 
 }  // namespace mnist

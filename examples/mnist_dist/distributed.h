@@ -5,7 +5,23 @@
 #pragma once
 
 #include <torch/torch.h>
+#include <torch/version.h>
+
+// LibTorch 2 moved the collectives of ProcessGroupGloo/NCCL into c10d::Backend
+// (ProcessGroup became a dispatcher in front of them); 1.13, which Debian
+// ships, still derives them from ProcessGroup. Either base has the
+// allreduce/broadcast calls used here.
+#if TORCH_VERSION_MAJOR >= 2
+#include <torch/csrc/distributed/c10d/Backend.hpp>
+namespace mnist {
+using Collectives = c10d::Backend;
+}
+#else
 #include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
+namespace mnist {
+using Collectives = c10d::ProcessGroup;
+}
+#endif
 
 #include <string>
 #include <vector>
@@ -16,8 +32,8 @@ struct Distributed {
   int rank = 0;
   int world = 1;
   int local_rank = 0;
-  c10::intrusive_ptr<c10d::ProcessGroup> group;  // null when running alone
-  double allreduce_seconds = 0;                  // time spent in gradient all-reduce
+  c10::intrusive_ptr<Collectives> group;  // null when running alone
+  double allreduce_seconds = 0;           // time spent in gradient all-reduce
   std::int64_t allreduce_calls = 0;
 };
 

@@ -1,25 +1,18 @@
 #include "event_writer.h"
 
-#include <sys/stat.h>
 #include <unistd.h>
 
-#include <array>
+#include <bit>
+#include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <filesystem>
 #include <stdexcept>
+
+#include "crc32c.h"
 
 namespace mnist {
 namespace {
-
-std::array<std::uint32_t, 256> make_table() {
-  std::array<std::uint32_t, 256> table{};
-  for (std::uint32_t i = 0; i < 256; ++i) {
-    std::uint32_t c = i;
-    for (int k = 0; k < 8; ++k) c = (c & 1) ? 0x82F63B78u ^ (c >> 1) : c >> 1;  // Castagnoli
-    table[i] = c;
-  }
-  return table;
-}
 
 void put_varint(std::string& out, std::uint64_t v) {
   while (v >= 0x80) {
@@ -39,10 +32,14 @@ void put_bytes(std::string& out, int field, const std::string& bytes) {
   out += bytes;
 }
 
+// Protobuf fixed32/fixed64 and TFRecord lengths are little-endian: the host's
+// byte order, which the static_assert pins.
+static_assert(std::endian::native == std::endian::little);
+
 template <class T>
 void put_fixed(std::string& out, const T& value) {
   char raw[sizeof(T)];
-  std::memcpy(raw, &value, sizeof(T));  // little-endian on every host we run on
+  std::memcpy(raw, &value, sizeof(T));
   out.append(raw, sizeof(T));
 }
 
@@ -63,21 +60,9 @@ std::string event(double wall_time, std::int64_t step, const std::string& tail) 
 
 }  // namespace
 
-std::uint32_t crc32c(const void* data, std::size_t size) {
-  static const auto table = make_table();
-  std::uint32_t crc = 0xFFFFFFFFu;
-  const auto* p = static_cast<const unsigned char*>(data);
-  for (std::size_t i = 0; i < size; ++i) crc = table[(crc ^ p[i]) & 0xFF] ^ (crc >> 8);
-  return crc ^ 0xFFFFFFFFu;
-}
-
-std::uint32_t masked_crc32c(const void* data, std::size_t size) {
-  const std::uint32_t crc = crc32c(data, size);
-  return ((crc >> 15) | (crc << 17)) + 0xa282ead8u;
-}
-
 EventWriter::EventWriter(const std::string& dir) {
-  ::mkdir(dir.c_str(), 0755);
+  std::error_code ignored;  // fopen below reports a directory we could not make
+  std::filesystem::create_directories(dir, ignored);
   char host[256] = {};
   ::gethostname(host, sizeof host - 1);
   path_ = dir + "/events.out.tfevents." + std::to_string(static_cast<long long>(now_seconds())) +

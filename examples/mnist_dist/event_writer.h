@@ -10,9 +10,6 @@
 
 namespace mnist {
 
-std::uint32_t crc32c(const void* data, std::size_t size);
-std::uint32_t masked_crc32c(const void* data, std::size_t size);
-
 class EventWriter {
  public:
   // Creates <dir>/events.out.tfevents.<unix time>.<hostname> and writes the

@@ -9,6 +9,7 @@
 #include <fstream>
 #include <memory>
 #include <optional>
+#include <stdexcept>
 
 #include "checkpoint.h"
 #include "distributed.h"
@@ -49,6 +50,7 @@ void dump_weights(const std::string& pattern, int rank, const std::vector<torch:
     out.write(static_cast<const char*>(cpu.data_ptr()),
               static_cast<std::streamsize>(cpu.numel() * 4));
   }
+  if (!out.flush()) throw std::runtime_error("cannot write weights to " + path);
 }
 
 // Accuracy over the whole test set: each rank evaluates its slice, the counts
@@ -80,12 +82,16 @@ std::pair<double, double> evaluate(Net& model, const Dataset& test, Distributed&
 int train(const Options& o) {
   const bool cuda = !o.no_cuda && torch::cuda::is_available();
   const std::string backend = o.backend.empty() ? (cuda ? "nccl" : "gloo") : o.backend;
+  if (backend == "nccl" && !cuda) {
+    throw std::runtime_error("--backend nccl needs CUDA (none available or --no-cuda given)");
+  }
+  // Data before the rendezvous: a missing file ends this rank before it makes
+  // the others wait for it.
+  auto [train_set, test_set] = load_data(o);
   Distributed d = init_distributed(backend);
   const torch::Device device =
       cuda ? torch::Device(torch::kCUDA, d.local_rank) : torch::Device(torch::kCPU);
   torch::manual_seed(o.seed);
-
-  auto [train_set, test_set] = load_data(o);
   Net model;
   model->to(device);
   torch::optim::SGD optimizer(model->parameters(),
@@ -172,6 +178,10 @@ int main(int argc, char** argv) {
   } catch (const mnist::DataError& e) {
     std::fprintf(stderr, "mnist_dist: %s\n", e.what());
     return 2;
+  } catch (const c10::Error& e) {
+    // LibTorch's what() carries a C++ backtrace; one line is what users need.
+    std::fprintf(stderr, "mnist_dist: error: %s\n", e.what_without_backtrace());
+    return 1;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "mnist_dist: error: %s\n", e.what());
     return 1;
