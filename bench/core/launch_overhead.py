@@ -48,18 +48,25 @@ def peak_rss(dlaunch, env):
     """Runs 8 ranks of `sleep 2` and samples the coordinator's and agent's VmHWM."""
     p = subprocess.Popen([dlaunch, "-n", "8", "--", "sleep", "2"], env=env,
                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    coord = agent = 0
+    coord = guardian = worker = 0
     while p.poll() is None:
         coord = max(coord, vm_hwm_kib(p.pid) or 0)
         for child in children(p.pid):
-            try:
-                exe = os.readlink(f"/proc/{child}/exe")
-            except OSError:
+            if not is_agent(child):
                 continue
-            if exe.endswith("dlaunch-agent"):
-                agent = max(agent, vm_hwm_kib(child) or 0)
+            guardian = max(guardian, vm_hwm_kib(child) or 0)
+            for grandchild in children(child):
+                if is_agent(grandchild):
+                    worker = max(worker, vm_hwm_kib(grandchild) or 0)
         time.sleep(0.05)
-    return coord, agent
+    return coord, guardian, worker
+
+
+def is_agent(pid):
+    try:
+        return os.readlink(f"/proc/{pid}/exe").endswith("dlaunch-agent")
+    except OSError:
+        return False
 
 
 def main():
@@ -87,8 +94,9 @@ def main():
     print(f"  dlaunch --nproc-per-node 8: {m_dl * 1000:8.1f} ms")
     print(f"  mpirun -np 8:               {m_mpi * 1000:8.1f} ms")
     print(f"  ratio mpirun/dlaunch:       {m_mpi / m_dl:8.2f}x")
-    coord, agent = peak_rss(dlaunch, env)
-    print(f"peak RSS with 8 ranks: coordinator {coord / 1024:.1f} MiB, agent {agent / 1024:.1f} MiB")
+    coord, guardian, worker = peak_rss(dlaunch, env)
+    print(f"peak RSS with 8 ranks: coordinator {coord / 1024:.1f} MiB, agent worker "
+          f"{worker / 1024:.1f} MiB (+ its guardian process {guardian / 1024:.1f} MiB)")
     shutil.rmtree(state, ignore_errors=True)
 
 
