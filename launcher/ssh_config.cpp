@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <charconv>
 #include <fstream>
 #include <sstream>
 
@@ -13,12 +14,15 @@ std::string lower(std::string s) {
   return s;
 }
 
-// Splits a config line into words; "quoted words" keep their spaces.
+// Splits a config line into words; "quoted words" keep their spaces. As in
+// OpenSSH, a word that starts with # begins a comment (a # inside a word, as
+// in a file name, does not).
 std::vector<std::string> words(const std::string& line) {
   std::vector<std::string> out;
   std::string current;
   bool quoted = false, any = false;
   for (char c : line) {
+    if (c == '#' && !quoted && !any) break;
     if (c == '"') {
       quoted = !quoted;
       any = true;
@@ -66,8 +70,6 @@ SshConfig SshConfig::parse(const std::string& text) {
   std::istringstream in(text);
   std::string line;
   while (std::getline(in, line)) {
-    const auto hash = line.find('#');
-    if (hash != std::string::npos) line.erase(hash);
     auto w = words(line);
     if (w.empty()) continue;
     const std::string keyword = lower(w[0]);
@@ -109,9 +111,11 @@ SshHostSettings SshConfig::lookup(const std::string& alias) const {
       } else if (keyword == "user" && s.user.empty()) {
         s.user = value;
       } else if (keyword == "port" && !s.port) {
-        try {
-          s.port = std::stoi(value);
-        } catch (const std::exception&) {
+        // OpenSSH rejects a bad port; we ignore it and keep looking.
+        int port = 0;
+        const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), port);
+        if (ec == std::errc() && end == value.data() + value.size() && port > 0 && port < 65536) {
+          s.port = port;
         }
       } else if (keyword == "identityfile") {
         s.identity_files.push_back(value);

@@ -1,7 +1,8 @@
 // The part of ~/.ssh/config that users rely on to reach their hosts: Host
 // blocks (patterns with * and ?, negation with !) giving HostName, User, Port
 // and IdentityFile. As in OpenSSH, the first value found for a keyword wins.
-// Pure: parse text, then look up an alias.
+// Pure: parse text, then look up an alias. Not evaluated: Match blocks (their
+// settings are skipped), Include, and % tokens other than %h in HostName.
 #pragma once
 
 #include <optional>

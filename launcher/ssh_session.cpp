@@ -7,15 +7,15 @@
 #include <netinet/tcp.h>
 #include <poll.h>
 #include <sys/socket.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
-#include <fstream>
 #include <mutex>
 
 #include <openssl/evp.h>
+
+#include "launcher/ssh_known_hosts.h"
 
 namespace dlaunch {
 namespace {
@@ -28,36 +28,26 @@ std::string base64_unpadded(const unsigned char* data, int n) {
   return out;
 }
 
-int knownhost_key_type(int hostkey_type) {
-  switch (hostkey_type) {
-    case LIBSSH2_HOSTKEY_TYPE_RSA:
-      return LIBSSH2_KNOWNHOST_KEY_SSHRSA;
-    case LIBSSH2_HOSTKEY_TYPE_DSS:
-      return LIBSSH2_KNOWNHOST_KEY_SSHDSS;
-    case LIBSSH2_HOSTKEY_TYPE_ECDSA_256:
-      return LIBSSH2_KNOWNHOST_KEY_ECDSA_256;
-    case LIBSSH2_HOSTKEY_TYPE_ECDSA_384:
-      return LIBSSH2_KNOWNHOST_KEY_ECDSA_384;
-    case LIBSSH2_HOSTKEY_TYPE_ECDSA_521:
-      return LIBSSH2_KNOWNHOST_KEY_ECDSA_521;
-    case LIBSSH2_HOSTKEY_TYPE_ED25519:
-      return LIBSSH2_KNOWNHOST_KEY_ED25519;
-    default:
-      return LIBSSH2_KNOWNHOST_KEY_UNKNOWN;
-  }
-}
-
-// How known_hosts names a host: plain for port 22, "[host]:port" otherwise.
-std::string known_hosts_name(const std::string& host, int port) {
-  return port == 22 ? host : "[" + host + "]:" + std::to_string(port);
-}
-
 std::string expand_home(const std::string& path) {
   if (path.rfind("~/", 0) == 0) {
     const char* home = std::getenv("HOME");
     return std::string(home ? home : "") + path.substr(1);
   }
   return path;
+}
+
+// Why a key file did not log us in. Keys with a passphrase cannot be used
+// without asking for it, and dlaunch runs unattended: they belong in ssh-agent.
+std::string key_failure(int rc) {
+  switch (rc) {
+    case LIBSSH2_ERROR_AUTHENTICATION_FAILED:
+      return "not accepted by the host";
+    case LIBSSH2_ERROR_PUBLICKEY_UNVERIFIED:  // the server took the public key, signing failed
+    case LIBSSH2_ERROR_FILE:
+      return "cannot be read: passphrase-protected? load it into ssh-agent";
+    default:
+      return "error " + std::to_string(rc);
+  }
 }
 
 }  // namespace
@@ -75,28 +65,48 @@ std::string host_key_fingerprint(LIBSSH2_SESSION* session) {
 
 SshSession::SshSession(const SshTarget& target) : target_(target) {
   ensure_libssh2_initialized();
+  try {
+    open();
+  } catch (...) {
+    close();  // a constructor that throws gets no destructor call
+    throw;
+  }
+}
+
+void SshSession::open() {
   connect_socket();
   session_ = libssh2_session_init();
   if (session_ == nullptr) throw SshError(target_.label + ": cannot create an SSH session");
   libssh2_session_set_blocking(session_, 1);
   libssh2_session_set_timeout(session_, static_cast<long>(target_.timeout_s) * 1000);
+  KnownHosts known(session_, target_.known_hosts);
+  if (const std::string prefs = known.preferred_algorithms(target_.hostname, target_.port);
+      !prefs.empty()) {
+    libssh2_session_method_pref(session_, LIBSSH2_METHOD_HOSTKEY, prefs.c_str());
+  }
   if (libssh2_session_handshake(session_, fd_) != 0) {
     throw SshError(target_.label + ": SSH handshake with " + target_.hostname + ":" +
                    std::to_string(target_.port) + " failed: " + last_error() +
                    " (is an SSH server listening there?)");
   }
-  verify_host_key();
+  verify_host_key(known);
   authenticate();
 }
 
 SshSession::~SshSession() {
+  close();
+}
+
+void SshSession::close() {
   if (session_ != nullptr) {
     libssh2_session_set_blocking(session_, 1);
     libssh2_session_set_timeout(session_, 2000);
     libssh2_session_disconnect(session_, "dlaunch done");
     libssh2_session_free(session_);
+    session_ = nullptr;
   }
   if (fd_ >= 0) ::close(fd_);
+  fd_ = -1;
 }
 
 std::string SshSession::last_error() const {
@@ -123,8 +133,13 @@ void SshSession::connect_socket() {
     if (fd < 0) continue;
     int rc = ::connect(fd, ai->ai_addr, ai->ai_addrlen);
     if (rc != 0 && errno == EINPROGRESS) {
-      pollfd p{fd, POLLOUT, 0};
-      rc = ::poll(&p, 1, target_.timeout_s * 1000);
+      pollfd p[2] = {{fd, POLLOUT, 0}, {target_.cancel_fd, POLLIN, 0}};
+      rc = ::poll(p, target_.cancel_fd >= 0 ? 2 : 1, target_.timeout_s * 1000);
+      if (rc > 0 && p[0].revents == 0) {
+        ::close(fd);
+        ::freeaddrinfo(found);
+        throw SshError(target_.label + ": cancelled while connecting");
+      }
       if (rc == 0) {
         why = "timed out after " + std::to_string(target_.timeout_s) + " s";
         rc = -1;
@@ -151,8 +166,16 @@ void SshSession::connect_socket() {
                    " (is the host up and its SSH port reachable? see --ssh-timeout)");
   }
   ::fcntl(fd_, F_SETFL, ::fcntl(fd_, F_GETFL) & ~O_NONBLOCK);
-  int on = 1;
+  // The channel stays open for the whole job. Kernel defaults would notice a
+  // vanished host after two hours of silence, or fifteen minutes of
+  // retransmissions; these notice it within about a minute.
+  const int on = 1, idle_s = 30, interval_s = 10, probes = 3;
+  const unsigned user_timeout_ms = 60'000;
   ::setsockopt(fd_, SOL_SOCKET, SO_KEEPALIVE, &on, sizeof on);
+  ::setsockopt(fd_, IPPROTO_TCP, TCP_KEEPIDLE, &idle_s, sizeof idle_s);
+  ::setsockopt(fd_, IPPROTO_TCP, TCP_KEEPINTVL, &interval_s, sizeof interval_s);
+  ::setsockopt(fd_, IPPROTO_TCP, TCP_KEEPCNT, &probes, sizeof probes);
+  ::setsockopt(fd_, IPPROTO_TCP, TCP_USER_TIMEOUT, &user_timeout_ms, sizeof user_timeout_ms);
   ::setsockopt(fd_, IPPROTO_TCP, TCP_NODELAY, &on, sizeof on);
   sockaddr_storage local{};
   socklen_t len = sizeof local;
@@ -167,63 +190,46 @@ void SshSession::connect_socket() {
   local_address_ = text;
 }
 
-void SshSession::verify_host_key() {
+void SshSession::verify_host_key(KnownHosts& known) {
   std::size_t key_len = 0;
   int key_type = 0;
   const char* key = libssh2_session_hostkey(session_, &key_len, &key_type);
   if (key == nullptr) throw SshError(target_.label + ": the server sent no host key");
   const std::string fingerprint = host_key_fingerprint(session_);
-  LIBSSH2_KNOWNHOSTS* known = libssh2_knownhost_init(session_);
-  struct Guard {
-    LIBSSH2_KNOWNHOSTS* k;
-    ~Guard() { libssh2_knownhost_free(k); }
-  } guard{known};
-  libssh2_knownhost_readfile(known, target_.known_hosts.c_str(), LIBSSH2_KNOWNHOST_FILE_OPENSSH);
-  const int type_mask =
-      LIBSSH2_KNOWNHOST_TYPE_PLAIN | LIBSSH2_KNOWNHOST_KEYENC_RAW | knownhost_key_type(key_type);
-  libssh2_knownhost* entry = nullptr;
-  const int check = libssh2_knownhost_checkp(known, target_.hostname.c_str(), target_.port, key,
-                                             key_len, type_mask, &entry);
   const std::string name = known_hosts_name(target_.hostname, target_.port);
-  if (check == LIBSSH2_KNOWNHOST_CHECK_MATCH) return;
-  if (check == LIBSSH2_KNOWNHOST_CHECK_MISMATCH) {
-    throw SshError(target_.label + ": HOST KEY CHANGED for " + name + " (now " + fingerprint +
-                   "). It does not "
-                   "match the key in " +
-                   target_.known_hosts +
-                   ": someone may be intercepting the connection, "
-                   "or the host was reinstalled. dlaunch refuses it. If the change is legitimate, "
-                   "remove the old "
-                   "key with: ssh-keygen -R '" +
-                   name + "'");
+  const auto check = known.check(target_.hostname, target_.port, key, key_len, key_type);
+  switch (check.result) {
+    case KnownHosts::Result::match:
+      return;
+    case KnownHosts::Result::revoked:
+      throw SshError(target_.label + ": the host key of " + name + " (" + fingerprint +
+                     ") is marked @revoked in " + known.path() + ". dlaunch refuses it");
+    case KnownHosts::Result::mismatch:
+      throw SshError(
+          target_.label + ": HOST KEY CHANGED for " + name + ": it is now " + fingerprint +
+          ", which does not match the key in " + known.path() +
+          (check.line > 0 ? ":" + std::to_string(check.line) : "") +
+          ". Someone may be intercepting the connection, or the host was "
+          "reinstalled; dlaunch refuses it (--accept-new-host-keys does not change "
+          "that). If the change is legitimate, remove the old key with: ssh-keygen -R '" +
+          name + "' -f " + known.path());
+    case KnownHosts::Result::unknown:
+      break;
   }
   if (!target_.accept_new_host_keys) {
     throw SshError(target_.label + ": unknown host key for " + name + " (" + fingerprint +
-                   "), not in " + target_.known_hosts +
-                   ". After checking the fingerprint, accept "
-                   "it with --accept-new-host-keys, or: ssh-keyscan -p " +
-                   std::to_string(target_.port) + " " + target_.hostname + " >> " +
-                   target_.known_hosts);
+                   "), not in " + known.path() +
+                   ". After checking the fingerprint, accept it with --accept-new-host-keys, or: "
+                   "ssh-keyscan -p " +
+                   std::to_string(target_.port) + " " + target_.hostname + " >> " + known.path());
   }
-  // OpenSSH's accept-new: record the key, append one line to known_hosts.
-  libssh2_knownhost* added = nullptr;
-  if (libssh2_knownhost_addc(known, name.c_str(), nullptr, key, key_len, nullptr, 0, type_mask,
-                             &added) != 0) {
-    throw SshError(target_.label + ": cannot record the host key of " + name);
+  try {
+    known.append(target_.hostname, target_.port, key, key_len, key_type);
+  } catch (const SshError& e) {
+    throw SshError(target_.label + ": " + e.what());
   }
-  char line[16384];
-  std::size_t out_len = 0;
-  if (libssh2_knownhost_writeline(known, added, line, sizeof line, &out_len,
-                                  LIBSSH2_KNOWNHOST_FILE_OPENSSH) != 0) {
-    throw SshError(target_.label + ": cannot format the host key of " + name);
-  }
-  const std::string dir = target_.known_hosts.substr(0, target_.known_hosts.rfind('/'));
-  ::mkdir(dir.c_str(), 0700);
-  std::ofstream out(target_.known_hosts, std::ios::app);
-  out.write(line, static_cast<std::streamsize>(out_len));
-  if (!out) throw SshError(target_.label + ": cannot write " + target_.known_hosts);
   std::fprintf(stderr, "dlaunch: %s: added host key %s for %s to %s\n", target_.label.c_str(),
-               fingerprint.c_str(), name.c_str(), target_.known_hosts.c_str());
+               fingerprint.c_str(), name.c_str(), known.path().c_str());
 }
 
 void SshSession::authenticate() {
@@ -231,48 +237,64 @@ void SshSession::authenticate() {
   const char* methods =
       libssh2_userauth_list(session_, user.c_str(), static_cast<unsigned>(user.size()));
   if (methods == nullptr && libssh2_userauth_authenticated(session_)) return;
-  std::vector<std::string> tried;
+  const std::string offered = methods ? methods : "none (" + last_error() + ")";
+  std::vector<std::string> tried, missing;
   const bool publickey = methods != nullptr && std::strstr(methods, "publickey") != nullptr;
   if (publickey && std::getenv("SSH_AUTH_SOCK") != nullptr) {
-    if (LIBSSH2_AGENT* agent = libssh2_agent_init(session_)) {
-      if (libssh2_agent_connect(agent) == 0 && libssh2_agent_list_identities(agent) == 0) {
-        libssh2_agent_publickey* identity = nullptr;
-        libssh2_agent_publickey* previous = nullptr;
-        while (libssh2_agent_get_identity(agent, &identity, previous) == 0) {
-          if (libssh2_agent_userauth(agent, user.c_str(), identity) == 0) {
-            libssh2_agent_disconnect(agent);
-            libssh2_agent_free(agent);
-            return;
-          }
-          previous = identity;
-        }
-      }
-      libssh2_agent_disconnect(agent);
-      libssh2_agent_free(agent);
-      tried.push_back("ssh-agent");
-    }
+    if (authenticate_with_agent(&tried)) return;
   }
-  if (publickey) {
-    for (const auto& raw : target_.identity_files) {
-      const std::string key = expand_home(raw);
-      if (::access(key.c_str(), R_OK) != 0) continue;
-      const std::string pub = key + ".pub";
-      const bool has_pub = ::access(pub.c_str(), R_OK) == 0;
-      if (libssh2_userauth_publickey_fromfile_ex(
-              session_, user.c_str(), static_cast<unsigned>(user.size()),
-              has_pub ? pub.c_str() : nullptr, key.c_str(), "") == 0) {
-        return;
-      }
-      tried.push_back(key);
+  for (const auto& raw : publickey ? target_.identity_files : std::vector<std::string>{}) {
+    const std::string key = expand_home(raw);
+    if (::access(key.c_str(), R_OK) != 0) {
+      missing.push_back(key);
+      continue;
     }
+    const std::string pub = key + ".pub";
+    const bool has_pub = ::access(pub.c_str(), R_OK) == 0;
+    const int rc = libssh2_userauth_publickey_fromfile_ex(
+        session_, user.c_str(), static_cast<unsigned>(user.size()), has_pub ? pub.c_str() : nullptr,
+        key.c_str(), "");
+    if (rc == 0) return;
+    tried.push_back(key + " (" + key_failure(rc) + ")");
   }
-  std::string list;
-  for (const auto& t : tried) list += (list.empty() ? "" : ", ") + t;
+  auto join = [](const std::vector<std::string>& items) {
+    std::string out;
+    for (const auto& item : items) out += (out.empty() ? "" : ", ") + item;
+    return out;
+  };
+  std::string detail =
+      "server accepts: " + offered + "; tried: " + (tried.empty() ? "nothing usable" : join(tried));
+  if (!missing.empty()) detail += "; no such key file: " + join(missing);
   throw SshError(target_.label + ": authentication as " + user + "@" + target_.hostname +
-                 " failed (server accepts: " + (methods ? methods : "?") +
-                 "; tried: " + (list.empty() ? "no usable key" : list) +
+                 " failed (" + detail +
                  "). Set `identity` in the hosts file, load your key into ssh-agent, or add your "
                  "public key to the host's ~/.ssh/authorized_keys");
+}
+
+bool SshSession::authenticate_with_agent(std::vector<std::string>* tried) {
+  LIBSSH2_AGENT* agent = libssh2_agent_init(session_);
+  if (agent == nullptr) return false;
+  int offered = 0;
+  bool ok = false;
+  std::string failure;
+  if (libssh2_agent_connect(agent) != 0) {
+    failure = "cannot connect to $SSH_AUTH_SOCK";
+  } else if (libssh2_agent_list_identities(agent) != 0) {
+    failure = "cannot list its keys";
+  } else {
+    libssh2_agent_publickey* identity = nullptr;
+    libssh2_agent_publickey* previous = nullptr;
+    while (!ok && libssh2_agent_get_identity(agent, &identity, previous) == 0) {
+      ++offered;
+      ok = libssh2_agent_userauth(agent, target_.user.c_str(), identity) == 0;
+      previous = identity;
+    }
+    failure = std::to_string(offered) + (offered == 1 ? " key rejected" : " keys rejected");
+  }
+  libssh2_agent_disconnect(agent);
+  libssh2_agent_free(agent);
+  if (!ok) tried->push_back("ssh-agent (" + failure + ")");
+  return ok;
 }
 
 int SshSession::run(const std::string& command, std::string* out, std::string* err) {

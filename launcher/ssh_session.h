@@ -12,6 +12,8 @@
 
 namespace dlaunch {
 
+class KnownHosts;
+
 class SshError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
@@ -25,6 +27,7 @@ struct SshTarget {
   std::string known_hosts;                  // path of the user's known_hosts
   bool accept_new_host_keys = false;
   int timeout_s = 10;
+  int cancel_fd = -1;  // when readable, stop waiting for the TCP connection: the job is stopping
 };
 
 class SshSession {
@@ -46,9 +49,12 @@ class SshSession {
   int run(const std::string& command, std::string* out, std::string* err = nullptr);
 
  private:
+  void open();
+  void close();
   void connect_socket();
-  void verify_host_key();
+  void verify_host_key(KnownHosts& known);
   void authenticate();
+  bool authenticate_with_agent(std::vector<std::string>* tried);
 
   SshTarget target_;
   int fd_ = -1;

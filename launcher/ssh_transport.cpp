@@ -5,6 +5,7 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <asio.hpp>
 #include <atomic>
 #include <condition_variable>
@@ -15,7 +16,7 @@
 #include <thread>
 
 #include "agent/process.h"
-#include "launcher/shell_quote.h"
+#include "launcher/ssh_agent_start.h"
 #include "launcher/ssh_config.h"
 #include "launcher/ssh_session.h"
 #include "launcher/ssh_upload.h"
@@ -81,6 +82,12 @@ std::string local_user() {
   return user ? user : "root";
 }
 
+std::string local_home() {
+  if (const char* home = std::getenv("HOME"); home && *home) return home;
+  if (const passwd* pw = ::getpwuid(::getuid())) return pw->pw_dir;
+  return "";
+}
+
 int exit_code_of(LIBSSH2_CHANNEL* channel) {
   char* signal = nullptr;
   libssh2_channel_get_exit_signal(channel, &signal, nullptr, nullptr, nullptr, nullptr, nullptr);
@@ -98,9 +105,8 @@ int exit_code_of(LIBSSH2_CHANNEL* channel) {
 class SshTransport : public Transport {
  public:
   SshTransport(asio::io_context& io, SshOptions options)
-      : io_(io), options_(std::move(options)), slots_(options_.parallel) {
-    const char* home_env = std::getenv("HOME");
-    home_ = !options_.home.empty() ? options_.home : (home_env ? home_env : "");
+      : io_(io), options_(std::move(options)), slots_(std::max(1, options_.parallel)) {
+    home_ = !options_.home.empty() ? options_.home : local_home();
     config_ = SshConfig::load(home_ + "/.ssh/config");
     if (const char* cache = std::getenv("DLAUNCH_REMOTE_CACHE"); cache && *cache) {
       options_.remote_cache_dir = cache;
@@ -149,12 +155,6 @@ class SshTransport : public Transport {
     return t;
   }
 
-  std::string agent_sha(const std::string& path) {
-    std::lock_guard lock(sha_mutex_);
-    if (sha_.empty()) sha_ = file_sha256(path);
-    return sha_;
-  }
-
   void post_exit(const AgentEvents& events, int code, std::string error) {
     asio::post(io_, [events, code, error] {
       if (events.on_exit) events.on_exit(code, error);
@@ -182,41 +182,61 @@ class SshTransport : public Transport {
 
   void run_host(const HostEntry& host, const AgentLaunch& launch, const AgentEvents& events,
                 Control& control) {
-    const SshTarget target = target_for(host);
+    SshTarget target = target_for(host);
+    target.cancel_fd = control.wake_fd;
     std::unique_ptr<SshSession> session;
-    std::string remote_agent;
+    AgentStart started;
     slots_.acquire();
+    if (control.kill || control.close_stdin) {  // stopped while waiting for a slot
+      slots_.release();
+      return post_exit(events, -1, target.label + ": cancelled");
+    }
     try {
       session = std::make_unique<SshSession>(target);
-      const AgentUpload up = ensure_agent(
-          *session, launch.agent_binary, agent_sha(launch.agent_binary), options_.remote_cache_dir);
-      if (!up.warning.empty()) post_stderr(events, "warning: " + up.warning + "\n");
-      log::info(target.label,
-                up.uploaded ? ": uploaded the agent to " : ": agent already on host at ",
-                up.remote_path);
-      remote_agent = up.remote_path;
+      started = start_agent(*session, launch, events);
     } catch (const std::exception& e) {
       slots_.release();
-      post_exit(events, -1, e.what());
-      return;
+      return post_exit(events, -1, e.what());
     }
     slots_.release();
-    if (control.kill || control.close_stdin)
-      return post_exit(events, -1, target.label + ": cancelled");
-    run_channel(*session, remote_agent, launch, events, control);
+    run_channel(*session, started.channel, launch, events, control);
   }
 
-  void run_channel(SshSession& s, const std::string& remote_agent, const AgentLaunch& launch,
+  // Starts the cached agent; uploads it first when the host has no copy that runs.
+  AgentStart start_agent(SshSession& s, const AgentLaunch& launch, const AgentEvents& events) {
+    const std::string& label = s.target().label;
+    const std::string sha = agent_sha256(launch.agent_binary);
+    const std::string command = agent_start_command(options_.remote_cache_dir, sha);
+    AgentStart started = start_cached_agent(s, command);
+    std::string warning;
+    if (started.channel != nullptr) {
+      log::info(label, ": agent already on host at ", started.path);
+    } else {
+      const AgentUpload up = ensure_agent(s, launch.agent_binary, sha, options_.remote_cache_dir);
+      log::info(label, up.uploaded ? ": uploaded the agent to " : ": agent already on host at ",
+                up.remote_path);
+      warning = up.warning;
+      started = start_cached_agent(s, command);
+      if (started.channel == nullptr) {
+        throw SshError(label + ": the agent was installed at " + up.remote_path +
+                       " but does not start there");
+      }
+    }
+    const std::string home_copy = options_.remote_cache_dir + "/agent-" + sha;
+    if (warning.empty() && started.path != home_copy) {
+      const std::string& dir = options_.remote_cache_dir;
+      warning = label + ": " + (dir.rfind('/', 0) == 0 ? dir : "~/" + dir) +
+                " on the host is not writable or is mounted noexec; the agent runs from " +
+                started.path;
+    }
+    if (!warning.empty()) post_stderr(events, "warning: " + warning + "\n");
+    return started;
+  }
+
+  // The agent runs and waits for its launch spec on stdin.
+  void run_channel(SshSession& s, LIBSSH2_CHANNEL* channel, const AgentLaunch& launch,
                    const AgentEvents& events, Control& control) {
     const std::string& label = s.target().label;
-    LIBSSH2_CHANNEL* channel = libssh2_channel_open_session(s.get());
-    if (channel == nullptr) {
-      return post_exit(events, -1, label + ": cannot open an SSH channel: " + s.last_error());
-    }
-    if (libssh2_channel_exec(channel, ("exec " + shell_quote(remote_agent)).c_str()) != 0) {
-      libssh2_channel_free(channel);
-      return post_exit(events, -1, label + ": cannot start the agent: " + s.last_error());
-    }
     auto spec = make_spec(launch, s.local_address(), control);
     if (!spec) {
       libssh2_channel_free(channel);
@@ -231,55 +251,84 @@ class SshTransport : public Transport {
       }
       sent += static_cast<std::size_t>(n);
     }
-    // From here the agent runs; watch its channel without blocking so that
-    // close_stdin() and kill() from the coordinator are seen at once.
+    watch_channel(s, channel, events, control);
+  }
+
+  // From here the agent runs; watch its channel without blocking so that
+  // close_stdin() and kill() from the coordinator are seen at once. Exactly one
+  // on_exit: the exit status once the server closes the channel, 137 after
+  // kill(), -1 when the connection is lost first.
+  void watch_channel(SshSession& s, LIBSSH2_CHANNEL* channel, const AgentEvents& events,
+                     Control& control) {
     libssh2_session_set_blocking(s.get(), 0);
     libssh2_keepalive_config(s.get(), 1, 15);
+    enum class End { exited, killed, lost } end = End::lost;
     bool eof_sent = false;
-    bool killed = false;
     char buffer[8192];
     for (;;) {
       if (control.kill) {
-        killed = true;
+        end = End::killed;
         break;
       }
       if (control.close_stdin && !eof_sent) {
         const int rc = libssh2_channel_send_eof(channel);
         if (rc != LIBSSH2_ERROR_EAGAIN) eof_sent = true;
       }
-      bool progress = false;
+      bool progress = false, failed = false;
       for (int stream : {0, 1}) {
         for (;;) {
           const ssize_t n = stream == 0
                                 ? libssh2_channel_read(channel, buffer, sizeof buffer)
                                 : libssh2_channel_read_stderr(channel, buffer, sizeof buffer);
-          if (n <= 0) break;
-          progress = true;
-          post_stderr(events, std::string(buffer, static_cast<std::size_t>(n)));
+          if (n > 0) {
+            progress = true;
+            post_stderr(events, std::string(buffer, static_cast<std::size_t>(n)));
+            continue;
+          }
+          failed = failed || (n < 0 && n != LIBSSH2_ERROR_EAGAIN);
+          break;
         }
       }
-      if (libssh2_channel_eof(channel)) break;
-      int next_keepalive = 0;
-      libssh2_keepalive_send(s.get(), &next_keepalive);
+      if (failed) break;
+      if (libssh2_channel_eof(channel)) {
+        // The exit status comes before the server's close: wait for that.
+        const int rc = libssh2_channel_wait_closed(channel);
+        if (rc == 0) {
+          end = End::exited;
+          break;
+        }
+        if (rc != LIBSSH2_ERROR_EAGAIN) break;
+      }
+      int next_keepalive_s = 0;
+      const int keepalive = libssh2_keepalive_send(s.get(), &next_keepalive_s);
+      if (keepalive < 0 && keepalive != LIBSSH2_ERROR_EAGAIN) break;
       if (progress) continue;
-      pollfd fds[2] = {{s.socket(), POLLIN, 0}, {control.wake_fd, POLLIN, 0}};
+      // libssh2 may want to write (a full send window, a pending EOF) as well as read.
+      const int directions = libssh2_session_block_directions(s.get());
+      short want = POLLIN;
+      if (directions & LIBSSH2_SESSION_BLOCK_OUTBOUND) want |= POLLOUT;
+      pollfd fds[2] = {{s.socket(), want, 0}, {control.wake_fd, POLLIN, 0}};
       ::poll(fds, 2, 1000);
       if (fds[1].revents & POLLIN) {
         std::uint64_t drained;
         (void)!::read(control.wake_fd, &drained, sizeof drained);
       }
-      if (fds[0].revents & (POLLERR | POLLHUP)) break;
     }
+    const std::string why = libssh2_session_last_errno(s.get()) == LIBSSH2_ERROR_SOCKET_RECV
+                                ? "the connection was closed or reset"
+                                : s.last_error();
     libssh2_session_set_blocking(s.get(), 1);
     libssh2_session_set_timeout(s.get(), 2000);
-    int code = 255;
-    if (!killed) {
-      libssh2_channel_close(channel);
-      libssh2_channel_wait_closed(channel);
-      code = exit_code_of(channel);
-    }
+    const int code = end == End::exited ? exit_code_of(channel) : 128 + SIGKILL;
     libssh2_channel_free(channel);
-    post_exit(events, code, killed ? "" : std::string());
+    if (end == End::lost) {
+      const SshTarget& t = s.target();
+      return post_exit(events, -1,
+                       t.label + ": lost the SSH connection to " + t.hostname + ":" +
+                           std::to_string(t.port) + " (" + why +
+                           "); the agent there stops its ranks when it notices");
+    }
+    post_exit(events, code, "");
   }
 
   asio::io_context& io_;
@@ -287,8 +336,6 @@ class SshTransport : public Transport {
   Slots slots_;
   std::string home_;
   SshConfig config_;
-  std::mutex sha_mutex_;
-  std::string sha_;
   std::vector<std::shared_ptr<Control>> controls_;
   std::vector<std::thread> threads_;
 };

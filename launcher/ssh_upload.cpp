@@ -4,6 +4,8 @@
 #include <openssl/evp.h>
 
 #include <fstream>
+#include <map>
+#include <mutex>
 #include <vector>
 
 #include "launcher/shell_quote.h"
@@ -12,12 +14,16 @@
 namespace dlaunch {
 namespace {
 
-// Exit status 0 only when the file is there and runs here (not noexec).
-bool agent_runs(SshSession& s, const std::string& path) {
+enum class Remote { runs, missing, broken };
+
+// One round trip: is the agent there, and does it run (a noexec mount, a
+// truncated file or a foreign architecture make it "broken")?
+Remote probe(SshSession& s, const std::string& path) {
   std::string out;
   const std::string q = shell_quote(path);
-  return s.run("test -x " + q + " && " + q + " --version", &out) == 0 &&
-         out.find("dlaunch-agent") != std::string::npos;
+  const int rc = s.run("test -f " + q + " || exit 3; " + q + " --version", &out);
+  if (rc == 3) return Remote::missing;
+  return rc == 0 && out.find("dlaunch-agent") != std::string::npos ? Remote::runs : Remote::broken;
 }
 
 void upload(SshSession& s, const std::string& local, const std::string& remote) {
@@ -53,6 +59,11 @@ void upload(SshSession& s, const std::string& local, const std::string& remote) 
     }
     sent += static_cast<std::size_t>(n);
   }
+  // The mode given at open is cut by the server's umask; set it outright.
+  LIBSSH2_SFTP_ATTRIBUTES attrs{};
+  attrs.flags = LIBSSH2_SFTP_ATTR_PERMISSIONS;
+  attrs.permissions = 0755;
+  libssh2_sftp_fsetstat(file, &attrs);
   libssh2_sftp_close(file);
   // Hosts running another job may upload the same file at once: the rename is
   // atomic and either copy is the same bytes.
@@ -82,36 +93,66 @@ std::string file_sha256(const std::string& path) {
   return auth::to_hex(std::string_view(reinterpret_cast<char*>(digest), len));
 }
 
+std::string agent_sha256(const std::string& path) {
+  static std::mutex mutex;
+  static std::map<std::string, std::string> cache;
+  std::lock_guard lock(mutex);
+  auto [it, added] = cache.try_emplace(path);
+  if (added) {
+    try {
+      it->second = file_sha256(path);
+    } catch (...) {
+      cache.erase(it);
+      throw;
+    }
+  }
+  return it->second;
+}
+
 AgentUpload ensure_agent(SshSession& session, const std::string& local_agent,
                          const std::string& sha256, const std::string& cache_dir) {
+  const std::string& label = session.target().label;
   AgentUpload result;
   result.remote_path = cache_dir + "/agent-" + sha256;
-  if (agent_runs(session, result.remote_path)) return result;
-  try {
-    upload(session, local_agent, result.remote_path);
-    result.uploaded = true;
-    if (agent_runs(session, result.remote_path)) return result;
-  } catch (const SshError&) {
-    // fall through to /tmp
+  Remote state = probe(session, result.remote_path);
+  if (state == Remote::runs) return result;
+  std::string why = "is not writable";
+  if (state == Remote::missing) {
+    try {
+      upload(session, local_agent, result.remote_path);
+      result.uploaded = true;
+      state = probe(session, result.remote_path);
+      if (state == Remote::runs) return result;
+    } catch (const SshError& e) {
+      why = std::string("is not writable (") + e.what() + ")";
+    }
   }
+  // Uploaded (now or by an earlier run) yet it does not run: most likely the
+  // home directory is mounted noexec. Uploading there again would not help.
+  if (state == Remote::broken) why = "does not let the agent run (noexec?)";
+  const std::string shown = cache_dir.rfind('/', 0) == 0 ? cache_dir : "~/" + cache_dir;
   std::string dir;
+  // Our own directory in /tmp: created private, and refused when someone else
+  // owns it or planted a symbolic link there first.
   session.run(
-      "d=/tmp/dlaunch-$(id -u); umask 077; mkdir -p \"$d\" && test -O \"$d\" && printf %s \"$d\"",
+      "d=/tmp/dlaunch-$(id -u); umask 077; mkdir -p \"$d\" && test ! -L \"$d\" && "
+      "test -O \"$d\" && chmod 700 \"$d\" && printf %s \"$d\"",
       &dir);
   if (dir.empty()) {
-    throw SshError(session.target().label + ": cannot install the agent in " + cache_dir +
-                   " nor in /tmp/dlaunch-<uid> on the host");
+    throw SshError(label + ": cannot install the agent: " + shown + " " + why +
+                   ", and /tmp/dlaunch-<uid> on the host is not usable (not ours, or a "
+                   "symbolic link). Fix the permissions of either directory");
   }
   result.remote_path = dir + "/agent-" + sha256;
-  result.warning = session.target().label + ": " + cache_dir +
-                   " is not writable or is mounted noexec; using " + result.remote_path;
-  if (!agent_runs(session, result.remote_path)) {
-    upload(session, local_agent, result.remote_path);
-    result.uploaded = true;
-    if (!agent_runs(session, result.remote_path)) {
-      throw SshError(session.target().label + ": the uploaded agent does not run on the host (" +
-                     result.remote_path + "); is it x86-64 Linux with glibc 2.34 or newer?");
-    }
+  result.warning = label + ": " + shown + " " + why + "; using " + result.remote_path + " instead";
+  state = probe(session, result.remote_path);
+  if (state == Remote::runs) return result;
+  upload(session, local_agent, result.remote_path);
+  result.uploaded = true;
+  if (probe(session, result.remote_path) != Remote::runs) {
+    throw SshError(label + ": the uploaded agent does not run on the host (" + result.remote_path +
+                   "): is the host of this machine's architecture, with a glibc as new as "
+                   "this machine's, and /tmp not mounted noexec?");
   }
   return result;
 }

@@ -19,6 +19,8 @@ struct AgentUpload {
 
 // SHA-256 of a local file, hex.
 std::string file_sha256(const std::string& path);
+// The same, computed once per process and path: every host needs it.
+std::string agent_sha256(const std::string& path);
 
 AgentUpload ensure_agent(SshSession& session, const std::string& local_agent,
                          const std::string& sha256, const std::string& cache_dir);

@@ -31,6 +31,23 @@ def can_use_netns():
     return ok
 
 
+def processes_with_marker(job):
+    """PIDs whose environment holds DLAUNCH_JOB=<job>, in every network namespace:
+    they all share /proc, so one scan finds the ranks of every host."""
+    marker = f"DLAUNCH_JOB={job}".encode()
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/environ", "rb") as f:
+                if marker in f.read().split(b"\0"):
+                    found.append(int(entry))
+        except OSError:
+            continue
+    return found
+
+
 def sh(*args, check=True):
     return subprocess.run(list(args), check=check, capture_output=True, text=True)
 
@@ -38,8 +55,12 @@ def sh(*args, check=True):
 class SshHosts:
     """`n` sshd hosts. Use as a context manager."""
 
-    def __init__(self, n, netns=None):
+    def __init__(self, n, netns=None, key_types=("ed25519",), sshd_extra=""):
+        """`key_types`: the host keys each sshd has; known_hosts lines use the first.
+        `sshd_extra`: more sshd_config lines."""
         self.n = n
+        self.key_types = key_types
+        self.sshd_extra = sshd_extra
         if netns is None:  # DLAUNCH_TEST_NO_NETNS=1 forces the loopback variant
             netns = can_use_netns() and not os.environ.get("DLAUNCH_TEST_NO_NETNS")
         self.netns = netns
@@ -92,7 +113,11 @@ class SshHosts:
     def _start_host(self, i):
         name = f"h{i + 1}"
         key = os.path.join(self.tmp, f"{name}_host_key")
-        sh("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", key)
+        sh("ssh-keygen", "-q", "-t", self.key_types[0], "-N", "", "-f", key)
+        keys = {self.key_types[0]: key}
+        for t in self.key_types[1:]:
+            keys[t] = f"{key}_{t}"
+            sh("ssh-keygen", "-q", "-t", t, "-N", "", "-f", keys[t])
         if self.netns:
             ns = f"dl{self.tag}{name}"
             veth = f"dv{self.tag}{name}"
@@ -117,8 +142,7 @@ class SshHosts:
         with open(config, "w") as f:
             f.write(f"""Port {port}
 ListenAddress {address}
-HostKey {key}
-PidFile {self.tmp}/{name}.pid
+{"".join(f"HostKey {k}{chr(10)}" for k in keys.values())}PidFile {self.tmp}/{name}.pid
 AuthorizedKeysFile {self.authorized}
 PermitRootLogin prohibit-password
 PasswordAuthentication no
@@ -129,7 +153,7 @@ Subsystem sftp internal-sftp
 LogLevel ERROR
 MaxStartups 200
 MaxSessions 50
-""")
+{self.sshd_extra}""")
         cmd = [SSHD, "-D", "-e", "-f", config]
         if ns:
             cmd = ["ip", "netns", "exec", ns] + cmd
@@ -137,10 +161,13 @@ MaxSessions 50
         proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
         log.close()
         self.procs.append(proc)
-        with open(key + ".pub") as f:
-            host_key_pub = " ".join(f.read().split()[:2])
+        pubs = {}
+        for t, k in keys.items():
+            with open(k + ".pub") as f:
+                pubs[t] = " ".join(f.read().split()[:2])
         self.hosts.append({"name": name, "address": address, "port": port, "ns": ns,
-                           "host_key_pub": host_key_pub, "key_file": key, "proc": proc})
+                           "host_key_pub": pubs[self.key_types[0]], "host_key_pubs": pubs,
+                           "key_file": key, "proc": proc})
 
     def _wait_listening(self, h, timeout=15):
         deadline = time.monotonic() + timeout
@@ -158,12 +185,29 @@ MaxSessions 50
     def known_hosts_name(self, h):
         return h["address"] if h["port"] == 22 else f"[{h['address']}]:{h['port']}"
 
-    def write_known_hosts(self, hosts=None):
+    def write_known_hosts(self, hosts=None, key_type=None):
+        """known_hosts with each host's key of `key_type` (default: the first type)."""
         path = os.path.join(self.home, ".ssh", "known_hosts")
         with open(path, "w") as f:
             for h in hosts if hosts is not None else self.hosts:
-                f.write(f"{self.known_hosts_name(h)} {h['host_key_pub']}\n")
+                pub = h["host_key_pubs"][key_type] if key_type else h["host_key_pub"]
+                f.write(f"{self.known_hosts_name(h)} {pub}\n")
         return path
+
+    def session_pids(self, h):
+        """The per-connection sshd processes of a host (children of its listener)."""
+        found = []
+        for entry in os.listdir("/proc"):
+            if not entry.isdigit():
+                continue
+            try:
+                with open(f"/proc/{entry}/stat") as f:
+                    parent = int(f.read().rsplit(")", 1)[1].split()[1])
+            except (OSError, ValueError, IndexError):
+                continue
+            if parent == h["proc"].pid:
+                found.append(int(entry))
+        return found
 
     def hosts_file(self, slots, extra="", name="hosts.toml"):
         path = os.path.join(self.tmp, name)
@@ -187,7 +231,10 @@ MaxSessions 50
         """Gives a host a new host key (as after a reinstall) and restarts its sshd."""
         os.remove(h["key_file"])
         os.remove(h["key_file"] + ".pub")
-        sh("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", h["key_file"])
+        t = self.key_types[0]
+        sh("ssh-keygen", "-q", "-t", t, "-N", "", "-f", h["key_file"])
+        with open(h["key_file"] + ".pub") as f:
+            h["host_key_pub"] = h["host_key_pubs"][t] = " ".join(f.read().split()[:2])
         os.killpg(h["proc"].pid, signal.SIGTERM)
         h["proc"].wait()
         cmd = [SSHD, "-D", "-e", "-f", os.path.join(self.tmp, f"{h['name']}_sshd_config")]

@@ -1,8 +1,5 @@
 #include <doctest/doctest.h>
 
-#include <random>
-
-#include "launcher/shell_quote.h"
 #include "launcher/ssh_config.h"
 
 using namespace dlaunch;
@@ -49,23 +46,45 @@ TEST_CASE("ssh patterns") {
   CHECK_FALSE(ssh_pattern_match("h?", "h10"));
 }
 
-TEST_CASE("shell quoting survives a POSIX shell for random bytes") {
-  CHECK(shell_quote("plain") == "'plain'");
-  CHECK(shell_quote("it's") == "'it'\\''s'");
-  CHECK(shell_quote("") == "''");
-  std::mt19937 rng(3);
-  for (int i = 0; i < 50; ++i) {
-    std::string s(rng() % 30, '\0');
-    for (auto& c : s) c = static_cast<char>(1 + rng() % 255);
-    // printf %s of the quoted word must give back the bytes exactly
-    const std::string cmd = "printf %s " + shell_quote(s);
-    FILE* p = ::popen(cmd.c_str(), "r");
-    REQUIRE(p != nullptr);
-    std::string got;
-    char buf[256];
-    std::size_t n;
-    while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) got.append(buf, n);
-    ::pclose(p);
-    CHECK(got == s);
-  }
+TEST_CASE("ssh config: comments start a word, a # inside a word is kept") {
+  const auto cfg = SshConfig::parse(
+      "# whole line\nHost a   # trailing comment\n  IdentityFile ~/.ssh/key#1\n"
+      "  User bob #alice\n");
+  const auto a = cfg.lookup("a");
+  CHECK(a.identity_files == std::vector<std::string>{"~/.ssh/key#1"});
+  CHECK(a.user == "bob");
+  CHECK(cfg.lookup("#").user.empty());  // "# trailing comment" is no pattern
+}
+
+TEST_CASE("ssh config: a bad port is skipped, a later good one used") {
+  const auto cfg = SshConfig::parse("Host a\n Port 22x\nHost a\n Port 70000\nHost *\n Port 2200\n");
+  CHECK(cfg.lookup("a").port == 2200);
+}
+
+TEST_CASE("ssh config: Match blocks are skipped, Host blocks after them apply") {
+  const auto cfg = SshConfig::parse(
+      "Match exec \"true\"\n  User matched\nHost *.lab\n  User labuser\n  HostName %h.internal\n");
+  const auto h = cfg.lookup("n1.lab");
+  CHECK(h.user == "labuser");
+  CHECK(h.hostname == "n1.lab.internal");
+  const auto other = cfg.lookup("elsewhere");
+  CHECK(other.user.empty());
+  CHECK(other.hostname.empty());
+  CHECK_FALSE(other.port.has_value());
+}
+
+TEST_CASE("ssh config: negated patterns alone match nothing; no file is an empty config") {
+  const auto cfg = SshConfig::parse("Host !secret\n  User u\n");
+  CHECK(cfg.lookup("public").user.empty());
+  CHECK(SshConfig::parse("").lookup("x").identity_files.empty());
+  CHECK(SshConfig::load("/nonexistent/ssh_config").lookup("x").user.empty());
+}
+
+TEST_CASE("ssh patterns: stars backtrack, ? needs a character") {
+  CHECK(ssh_pattern_match("*.*.dc1", "a.b.c.dc1"));
+  CHECK(ssh_pattern_match("a*b*c", "aXbYbZc"));
+  CHECK_FALSE(ssh_pattern_match("a*b*c", "aXbYbZ"));
+  CHECK(ssh_pattern_match("**", ""));
+  CHECK_FALSE(ssh_pattern_match("?", ""));
+  CHECK(ssh_pattern_match("10.0.?.*", "10.0.3.17"));
 }

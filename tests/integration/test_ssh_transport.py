@@ -1,0 +1,238 @@
+"""The SSH transport's own corners, against real sshd servers: servers with
+several host keys of which known_hosts holds one, ~/.ssh/config aliases, key
+files that are missing or have a passphrase, a home directory mounted noexec,
+a connection that drops mid-job, and eight hosts set up two at a time."""
+
+import os
+import random
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+
+sys.path.insert(0, os.path.dirname(__file__))
+import harness  # noqa: E402
+import sshd_harness  # noqa: E402
+
+SLEEPER = "import os, time; print('up', os.environ['RANK'], flush=True); time.sleep(300)"
+
+
+def dlaunch(hosts, args, timeout=120, **env):
+    return subprocess.run([harness.DLAUNCH] + args, capture_output=True, text=True,
+                          timeout=timeout, env=hosts.env(**env))
+
+
+def keygen(path, passphrase=""):
+    sshd_harness.sh("ssh-keygen", "-q", "-t", "ed25519", "-N", passphrase, "-f", path)
+
+
+class SeveralHostKeysTest(unittest.TestCase):
+    """Debian's sshd has RSA, ECDSA and Ed25519 keys; known_hosts usually holds
+    the one OpenSSH negotiated. Whichever it is, the host is known."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.hosts = sshd_harness.SshHosts(2, key_types=("ed25519", "ecdsa", "rsa"))
+        cls.hosts.__enter__()
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.hosts.close()
+
+    def test_known_key_of_any_type_is_used(self):
+        hosts_file = self.hosts.hosts_file([1, 1])
+        for key_type in ("ed25519", "ecdsa", "rsa"):
+            with self.subTest(key_type=key_type):
+                self.hosts.write_known_hosts(key_type=key_type)
+                r = dlaunch(self.hosts, ["--hosts", hosts_file, "--", "true"])
+                if key_type == "rsa" and "unknown host key" in r.stderr:
+                    # Older libssh2 cannot verify rsa-sha2 host keys and the
+                    # server refuses SHA-1 ones: refused, never accepted blindly.
+                    continue
+                self.assertEqual(r.returncode, 0, r.stderr)
+
+    def test_accept_new_records_the_key_openssh_would(self):
+        known = self.hosts.write_known_hosts(hosts=[])
+        hosts_file = self.hosts.hosts_file([1, 1])
+        r = dlaunch(self.hosts, ["--hosts", hosts_file, "--accept-new-host-keys", "--", "true"])
+        self.assertEqual(r.returncode, 0, r.stderr)
+        with open(known) as f:
+            lines = f.read().splitlines()
+        self.assertEqual(len(lines), 2)
+        self.assertTrue(all(" ssh-ed25519 " in line for line in lines), lines)
+
+
+class SshTransportTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.hosts = sshd_harness.SshHosts(3)
+        cls.hosts.__enter__()
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.hosts.close()
+
+    def setUp(self):
+        self.hosts.write_known_hosts()
+        self.job = f"sshtr-{os.getpid()}-{random.randint(0, 1 << 30)}"
+
+    def tearDown(self):
+        for pid in sshd_harness.processes_with_marker(self.job):
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+
+    def test_changed_key_below_a_bad_line_is_still_refused(self):
+        # libssh2's own reader stops at a line it cannot parse; a changed key
+        # hidden that way must not pass as new with --accept-new-host-keys.
+        victim = self.hosts.hosts[2]
+        wrong = os.path.join(self.hosts.tmp, "wrong_host_key")
+        if not os.path.exists(wrong):
+            keygen(wrong)
+        with open(wrong + ".pub") as f:
+            wrong_pub = " ".join(f.read().split()[:2])
+        known = self.hosts.write_known_hosts(self.hosts.hosts[:2])
+        with open(known, "a") as f:
+            f.write("this line is not known_hosts syntax\n")
+            f.write(f"{self.hosts.known_hosts_name(victim)} {wrong_pub}\n")
+        r = dlaunch(self.hosts, ["--hosts", self.hosts.hosts_file([1, 1, 1]),
+                                 "--accept-new-host-keys", "--", "true"])
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("h3: HOST KEY CHANGED", r.stderr)
+        self.assertIn(f"{known}:4", r.stderr)
+        with open(known) as f:
+            self.assertEqual(len(f.read().splitlines()), 4)  # nothing added
+
+    def test_ssh_config_alias_gives_address_port_user_and_key(self):
+        h = self.hosts.hosts[0]
+        ssh_dir = os.path.join(self.hosts.tmp, "alias-home", ".ssh")
+        os.makedirs(ssh_dir, exist_ok=True)
+        key = os.path.join(ssh_dir, "cluster_key")
+        shutil.copy(self.hosts.client_key, key)
+        shutil.copy(os.path.join(self.hosts.home, ".ssh", "known_hosts"), ssh_dir)
+        with open(os.path.join(ssh_dir, "config"), "w") as f:
+            f.write(f"Host other\n  User nobody\nHost gpu? gpu-*  # the cluster\n"
+                    f"  HostName {h['address']}\n  Port {h['port']}\n  User root\n"
+                    f"  IdentityFile ~/.ssh/cluster_key\nHost *\n  User nobody\n  Port 1\n")
+        hosts_file = os.path.join(self.hosts.tmp, "alias.toml")
+        with open(hosts_file, "w") as f:
+            f.write('[[host]]\nname = "g"\naddress = "gpu7"\nslots = 2\ntransport = "ssh"\n')
+        r = dlaunch(self.hosts, ["--hosts", hosts_file, "--", "true"],
+                    HOME=os.path.dirname(ssh_dir))
+        self.assertEqual(r.returncode, 0, r.stderr)
+
+    def test_missing_and_passphrase_keys_are_named(self):
+        home = os.path.join(self.hosts.tmp, "locked-home")
+        ssh_dir = os.path.join(home, ".ssh")
+        os.makedirs(ssh_dir, exist_ok=True)
+        shutil.copy(os.path.join(self.hosts.home, ".ssh", "known_hosts"), ssh_dir)
+        locked = os.path.join(ssh_dir, "id_ed25519")
+        if not os.path.exists(locked):
+            keygen(locked, passphrase="not typed by anyone")
+            with open(locked + ".pub") as pub, open(self.hosts.authorized, "a") as auth:
+                auth.write(pub.read())  # the host would take it: only the passphrase is missing
+        hosts_file = self.hosts.hosts_file([1])
+        with open(hosts_file, "a") as f:
+            f.write('identity = "~/.ssh/deploy_key"\n')
+        r = dlaunch(self.hosts, ["--hosts", hosts_file, "--", "true"], HOME=home)
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("h1: authentication as root@", r.stderr)
+        self.assertIn(f"{locked} (cannot be read: passphrase-protected? load it into ssh-agent)",
+                      r.stderr)
+        self.assertIn("no such key file: " + os.path.join(ssh_dir, "deploy_key"), r.stderr)
+        self.assertIn("server accepts: publickey", r.stderr)
+
+    def test_noexec_cache_falls_back_to_tmp_with_a_warning(self):
+        if os.geteuid() != 0:
+            self.skipTest("needs root to mount a noexec file system")
+        cache = os.path.join(self.hosts.tmp, "noexec-cache")
+        os.makedirs(cache, exist_ok=True)
+        # In sshd's own mount namespace: `ip netns exec` gives it a private one.
+        in_sshd = ["nsenter", "-t", str(self.hosts.hosts[0]["proc"].pid), "-m"]
+        if subprocess.run(in_sshd + ["mount", "-t", "tmpfs", "-o", "noexec,size=64m", "tmpfs",
+                                     cache], capture_output=True).returncode != 0:
+            self.skipTest("cannot mount a tmpfs")
+        fallback = f"/tmp/dlaunch-{os.getuid()}"
+        existed = os.path.isdir(fallback)
+        before = set(os.listdir(fallback)) if existed else set()
+        try:
+            r = dlaunch(self.hosts, ["--hosts", self.hosts.hosts_file([1]), "--", "true"],
+                        DLAUNCH_REMOTE_CACHE=cache)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertIn(f"h1: {cache} does not let the agent run (noexec?); "
+                          f"using {fallback}/agent-", r.stderr)
+            self.assertEqual(os.stat(fallback).st_mode & 0o777, 0o700)
+        finally:
+            subprocess.run(in_sshd + ["umount", cache], capture_output=True)
+            if os.path.isdir(fallback):
+                for name in set(os.listdir(fallback)) - before:
+                    os.remove(os.path.join(fallback, name))
+                if not existed:
+                    os.rmdir(fallback)
+
+    def test_dropped_connection_ends_the_job_naming_the_host(self):
+        victim = self.hosts.hosts[1]
+        proc = subprocess.Popen(
+            [harness.DLAUNCH, "--hosts", self.hosts.hosts_file([1, 1, 1]), "--name", self.job,
+             "--grace", "2", "--", "/usr/bin/python3", "-c", SLEEPER],
+            env=self.hosts.env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            self.assertTrue(harness.wait_for(
+                lambda: len(sshd_harness.processes_with_marker(self.job)) >= 3, 60))
+            start = time.monotonic()
+            for pid in self.hosts.session_pids(victim):
+                os.kill(pid, signal.SIGKILL)
+            _, err = proc.communicate(timeout=60)
+            self.assertLess(time.monotonic() - start, 30)
+            self.assertNotEqual(proc.returncode, 0)
+            self.assertIn("h2", err)
+            self.assertTrue(harness.wait_for(
+                lambda: not sshd_harness.processes_with_marker(self.job), 30),
+                "ranks left behind")
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.communicate()
+
+
+class ChattyShellTest(unittest.TestCase):
+    def test_shell_startup_output_does_not_confuse_the_start(self):
+        # bash sources $BASH_ENV for the command sshd runs, as it would ~/.bashrc.
+        tmp = tempfile.mkdtemp(prefix="dlaunch-chatty-")
+        try:
+            rc = os.path.join(tmp, "bashrc")
+            with open(rc, "w") as f:
+                f.write("echo 'Welcome to the cluster'\necho 'quota: 93%' >&2\n")
+            with sshd_harness.SshHosts(2, sshd_extra=f"SetEnv BASH_ENV={rc}\n") as hosts:
+                hosts.write_known_hosts()
+                r = dlaunch(hosts, ["--hosts", hosts.hosts_file([1, 1]), "--", "true"])
+                self.assertEqual(r.returncode, 0, r.stderr)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+class ManyHostsTest(unittest.TestCase):
+    def test_eight_hosts_two_connections_at_a_time(self):
+        with sshd_harness.SshHosts(8) as hosts:
+            hosts.write_known_hosts()
+            out = os.path.join(hosts.tmp, "out")
+            os.makedirs(out)
+            r = dlaunch(hosts, ["--hosts", hosts.hosts_file([2] * 8), "--ssh-parallel", "2", "--",
+                                "sh", "-c", f'touch "{out}/$RANK-$DLAUNCH_HOST"'])
+            self.assertEqual(r.returncode, 0, r.stderr)
+            want = sorted(f"{rank}-h{rank // 2 + 1}" for rank in range(16))
+            self.assertEqual(sorted(os.listdir(out)), want)
+
+
+if __name__ == "__main__":
+    harness.require_binaries()
+    if not sshd_harness.have_sshd():
+        print("SKIP: /usr/sbin/sshd or ssh-keygen missing (apt-get install openssh-server)")
+        sys.exit(harness.SKIP)
+    if not sshd_harness.can_use_netns():
+        print("note: not root or no `ip netns`: sshd servers listen on loopback ports instead")
+    unittest.main(verbosity=2)
