@@ -11,8 +11,12 @@ import random
 import shutil
 import signal
 import subprocess
+import sys
 import tempfile
 import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import harness  # noqa: E402
 
 SSHD = "/usr/sbin/sshd"
 
@@ -32,20 +36,9 @@ def can_use_netns():
 
 
 def processes_with_marker(job):
-    """PIDs whose environment holds DLAUNCH_JOB=<job>, in every network namespace:
-    they all share /proc, so one scan finds the ranks of every host."""
-    marker = f"DLAUNCH_JOB={job}".encode()
-    found = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/environ", "rb") as f:
-                if marker in f.read().split(b"\0"):
-                    found.append(int(entry))
-        except OSError:
-            continue
-    return found
+    """PIDs carrying the job's marker in every network namespace: they all share
+    /proc, so harness's one scan finds the ranks of every host."""
+    return harness.processes_with_marker(job)
 
 
 def sh(*args, check=True):

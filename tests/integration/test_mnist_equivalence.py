@@ -7,9 +7,7 @@ samples is the gradient mean over 64. The ranks are started by hand with the
 torchrun environment, not through dlaunch."""
 
 import os
-import shutil
 import sys
-import tempfile
 import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
@@ -27,17 +25,8 @@ SAMPLES = "1024"
 QUICK = ("--synthetic", "64", "--epochs", "1")
 
 
-class EquivalenceTest(unittest.TestCase):
-    def setUp(self):
-        self.tmp = tempfile.mkdtemp(prefix="mnist-equivalence-")
-        self.procs = []
-
-    def tearDown(self):
-        for p in self.procs:
-            if p.poll() is None:
-                p.kill()
-            p.communicate()
-        shutil.rmtree(self.tmp, ignore_errors=True)
+class EquivalenceTest(harness.DlaunchTestCase):
+    # temp dir (self.tmp), started processes (self.procs) and clean-up come from the base class
 
     def train(self, name, world, batch, *extra, per_rank=lambda rank: []):
         """Trains with `world` ranks; returns each rank's final weights."""

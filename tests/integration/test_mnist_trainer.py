@@ -5,11 +5,9 @@ files get an error naming the file (exit 2), and bad flags exit 2."""
 import glob
 import gzip
 import os
-import shutil
 import struct
 import subprocess
 import sys
-import tempfile
 import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
@@ -38,17 +36,8 @@ def write_idx(directory, prefix, count, compress=False):
                 f.write(data)
 
 
-class TrainerTest(unittest.TestCase):
-    def setUp(self):
-        self.tmp = tempfile.mkdtemp(prefix="mnist-trainer-")
-        self.procs = []
-
-    def tearDown(self):
-        for p in self.procs:
-            if p.poll() is None:
-                p.kill()
-            p.communicate()
-        shutil.rmtree(self.tmp, ignore_errors=True)
+class TrainerTest(harness.DlaunchTestCase):
+    # temp dir (self.tmp), started processes (self.procs) and clean-up come from the base class
 
     def mnist(self, *args):
         env = dict(os.environ, OMP_NUM_THREADS="1")
