@@ -5,8 +5,10 @@ set -euo pipefail
 
 build_pkgs=(build-essential cmake ninja-build pkg-config clang-format
   libasio-dev libssh2-1-dev libcli11-dev libtomlplusplus-dev libspdlog-dev
-  doctest-dev libssl-dev libtorch-dev libgloo-dev)
-test_pkgs=(openssh-server openssh-client iproute2 procps python3)
+  doctest-dev libssl-dev libtorch-dev libgloo-dev zlib1g-dev)
+# clang and its runtime for the libFuzzer targets; sshd and iproute2 for the SSH
+# tests' hosts; Debian's python3 runs the ranks those tests start over SSH.
+test_pkgs=(openssh-server openssh-client iproute2 procps python3 clang libclang-rt-14-dev)
 
 want=("${build_pkgs[@]}")
 if [[ "${1:-}" != "--build-only" ]]; then want+=("${test_pkgs[@]}"); fi
