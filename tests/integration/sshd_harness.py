@@ -21,6 +21,19 @@ import harness  # noqa: E402
 SSHD = "/usr/sbin/sshd"
 
 
+def free_subnet():
+    """A 198.18.N.0/24 that no interface here uses yet: tests running in
+    parallel each get their own bridge and subnet."""
+    used = subprocess.run(["ip", "-o", "-4", "addr"], capture_output=True, text=True).stdout \
+        if shutil.which("ip") else ""
+    candidates = list(range(1, 251))
+    random.shuffle(candidates)
+    for n in candidates:
+        if f" 198.18.{n}." not in used:
+            return f"198.18.{n}"
+    raise RuntimeError("no free 198.18.N.0/24 subnet left")
+
+
 def have_sshd():
     return os.access(SSHD, os.X_OK) and shutil.which("ssh-keygen") is not None
 
@@ -65,7 +78,7 @@ class SshHosts:
         self.links = []
         self.hosts = []  # dicts: name, address, port, host_key_pub, ns
         self.tag = f"{os.getpid() % 10000}{random.randint(0, 99)}"
-        self.subnet = f"198.18.{random.randint(1, 250)}"
+        self.subnet = free_subnet()
         atexit.register(self.close)
 
     def __enter__(self):
