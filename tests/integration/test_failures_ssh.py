@@ -63,14 +63,18 @@ class SshFailureTest(unittest.TestCase):
         self.assertEqual(left, [], f"processes of {self.job} still running: {left}")
 
     def remote_agent_workers(self):
-        found = []
-        for pid in os.listdir("/proc"):
-            if pid.isdigit() and harness.exe_name(int(pid)).startswith("agent-"):
+        """The agent workers of this job: the parents of its ranks (other tests
+        may run agents on this machine at the same time)."""
+        workers = set()
+        for pid in harness.processes_with_marker(self.job):
+            try:
                 with open(f"/proc/{pid}/stat") as f:
                     parent = int(f.read().rsplit(")", 1)[1].split()[1])
-                if harness.exe_name(parent).startswith("agent-"):
-                    found.append(int(pid))
-        return found
+            except OSError:
+                continue
+            if harness.exe_name(parent).startswith("agent-"):
+                workers.add(parent)
+        return sorted(workers)
 
     def test_kill_9_of_one_rank(self):
         self.start()
