@@ -353,6 +353,7 @@ void Agent::lose_coordinator(const std::string& why) {
 
 void Agent::finish(int code) {
   if (finished_) return;
+  log::debug("agent finishing with exit code ", code);
   finished_ = true;
   exit_code_ = code;
   if (client_) client_->close("agent finished");

@@ -1,17 +1,23 @@
 // dlaunch-agent: started by dlaunch on each node (locally or over SSH) with its
 // launch spec on stdin. Not meant to be run by hand.
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 
 #include "agent/agent.h"
 #include "agent/guardian.h"
 #include "agent/launch_spec.h"
+#include "rendezvous/log.h"
 
 int main(int argc, char** argv) {
   if (argc > 1 && (std::strcmp(argv[1], "--version") == 0)) {
     std::puts("dlaunch-agent 0.1.0");
     return 0;
+  }
+  // Diagnostics of the agent itself, forwarded to the coordinator's stderr.
+  if (const char* debug = std::getenv("DLAUNCH_AGENT_DEBUG"); debug && *debug) {
+    dlaunch::log::set_level(dlaunch::log::Level::debug);
   }
   std::string error;
   auto spec = dlaunch::read_launch_spec(0, &error);

@@ -2,6 +2,7 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -79,7 +80,15 @@ SpawnedProcess spawn_process(const SpawnRequest& request) {
   envp.push_back(nullptr);
   const pid_t parent = ::getpid();
 
+  // Signals stay blocked across fork until the child has reset every handler:
+  // otherwise a SIGTERM meant for a just-forked rank would run the agent's own
+  // handler in the child, which reports it through the pipe it shares with
+  // the agent, and the agent would believe it was told to stop.
+  sigset_t all, saved;
+  sigfillset(&all);
+  ::pthread_sigmask(SIG_SETMASK, &all, &saved);
   const pid_t pid = ::fork();
+  if (pid != 0) ::pthread_sigmask(SIG_SETMASK, &saved, nullptr);
   if (pid < 0) {
     const int e = errno;
     for (int fd : {out[0], out[1], err[0], err[1]}) ::close(fd);
@@ -87,15 +96,15 @@ SpawnedProcess spawn_process(const SpawnRequest& request) {
   }
   if (pid == 0) {
     // Child: only async-signal-safe calls from here on.
+    for (int sig = 1; sig < NSIG; ++sig) {
+      if (sig != SIGKILL && sig != SIGSTOP) ::signal(sig, SIG_DFL);
+    }
     ::setpgid(0, 0);
     ::prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (::getppid() != parent) ::_exit(137);  // the agent died before prctl
     sigset_t none;
     sigemptyset(&none);
     ::sigprocmask(SIG_SETMASK, &none, nullptr);
-    for (int sig = 1; sig < NSIG; ++sig) {
-      if (sig != SIGKILL && sig != SIGSTOP) ::signal(sig, SIG_DFL);
-    }
     const int devnull = ::open("/dev/null", O_RDONLY);
     if (devnull >= 0) ::dup2(devnull, 0);
     ::dup2(out[1], 1);

@@ -289,7 +289,16 @@ void Coordinator::on_rank_exit(ConnId conn, const proto::RankExit& exit) {
 }
 
 void Coordinator::fail(int code, const std::string& what, int rank) {
-  if (failed_this_round_ || phase_ == Phase::stopping) return;
+  if (phase_ == Phase::stopping) return;
+  if (phase_ == Phase::restarting && rank < 0) {
+    // A node lost between rounds cannot take part in the next one: give up
+    // rather than wait for it forever.
+    say("job " + s_.plan.job + " failed: " + what + " (while restarting)");
+    result_.root_cause = what;
+    stop_job(code, what);
+    return;
+  }
+  if (failed_this_round_) return;
   failed_this_round_ = true;
   result_.root_cause = what;
   result_.root_cause_tail = rank >= 0 ? sink_.tail(rank) : std::vector<std::string>{};

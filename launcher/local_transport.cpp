@@ -1,6 +1,7 @@
 #include "launcher/local_transport.h"
 
 #include <fcntl.h>
+#include <pthread.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -62,9 +63,17 @@ class LocalAgent : public AgentHandle, public std::enable_shared_from_this<Local
     if (::pipe2(in, O_CLOEXEC) != 0 || ::pipe2(err, O_CLOEXEC) != 0) {
       return fail(std::string("cannot create pipes: ") + std::strerror(errno));
     }
+    // As for ranks: no signal may reach our handlers in the child before exec.
+    sigset_t all, saved;
+    sigfillset(&all);
+    ::pthread_sigmask(SIG_SETMASK, &all, &saved);
     const pid_t pid = ::fork();
+    if (pid != 0) ::pthread_sigmask(SIG_SETMASK, &saved, nullptr);
     if (pid < 0) return fail(std::string("fork failed: ") + std::strerror(errno));
     if (pid == 0) {
+      for (int sig = 1; sig < NSIG; ++sig) {
+        if (sig != SIGKILL && sig != SIGSTOP) ::signal(sig, SIG_DFL);
+      }
       ::setpgid(0, 0);
       ::dup2(in[0], 0);
       ::dup2(err[1], 2);
