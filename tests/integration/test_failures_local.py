@@ -119,6 +119,18 @@ class LocalFailureTest(DlaunchTestCase):
         self.assertLess(time.monotonic() - start, 30)  # not the 60 s grace
         self.assertNothingLeft(job)
 
+    def test_restart_when_a_rank_fails_at_once_repeatedly(self):
+        # Regression: a SIGTERM reaching a rank between fork and exec ran the
+        # agent's own handler, and the agent stopped itself mid-restart.
+        hosts = self.write("three.toml", "".join(
+            f'[[host]]\nname = "n{i}"\naddress = "127.0.0.1"\n' for i in range(3)))
+        script = ('echo "round $TORCHELASTIC_RESTART_COUNT"; '
+                  'if [ "$TORCHELASTIC_RESTART_COUNT" = 0 ] && [ "$RANK" = 2 ]; then exit 5; fi')
+        for attempt in range(15):
+            r = self.run_dlaunch(["--hosts", hosts, "--max-restarts", "1", "--", "sh", "-c", script],
+                                 timeout=60)
+            self.assertEqual(r.returncode, 0, f"attempt {attempt}: {r.stderr}")
+
     def test_restart_on_failure(self):
         script = ('echo "round $TORCHELASTIC_RESTART_COUNT"; '
                   'if [ "$TORCHELASTIC_RESTART_COUNT" = 0 ] && [ "$RANK" = 1 ]; then exit 5; fi')
