@@ -27,14 +27,6 @@ void write_all(int fd, std::string_view s) {
   }
 }
 
-void close_fds_from(int lowest) {
-#ifdef SYS_close_range
-  if (::syscall(SYS_close_range, lowest, ~0U, 0) == 0) return;
-#endif
-  const long max = ::sysconf(_SC_OPEN_MAX);
-  for (long fd = lowest; fd < max; ++fd) ::close(static_cast<int>(fd));
-}
-
 // PATH lookup against the rank's own PATH, done in the parent so that the
 // child does no allocation between fork and exec.
 std::string resolve_program(const std::string& program,
@@ -43,20 +35,48 @@ std::string resolve_program(const std::string& program,
   auto it = env.find("PATH");
   const std::string path = it != env.end() ? it->second : "/usr/local/bin:/usr/bin:/bin";
   std::size_t start = 0;
-  while (start <= path.size()) {
-    const auto end = path.find(':', start);
-    std::string dir =
-        path.substr(start, end == std::string::npos ? std::string::npos : end - start);
-    if (dir.empty()) dir = ".";
-    const std::string candidate = dir + "/" + program;
+  const std::string_view dirs(path);
+  while (start <= dirs.size()) {
+    const auto end = dirs.find(':', start);
+    const std::string_view dir =
+        dirs.substr(start, end == std::string_view::npos ? end : end - start);
+    std::string candidate(dir.empty() ? std::string_view(".") : dir);
+    candidate += '/';
+    candidate += program;
     if (::access(candidate.c_str(), X_OK) == 0) return candidate;
-    if (end == std::string::npos) break;
+    if (end == std::string_view::npos) break;
     start = end + 1;
   }
   return program;
 }
 
 }  // namespace
+
+void close_fds_from(int lowest) {
+#ifdef SYS_close_range
+  if (::syscall(SYS_close_range, lowest, ~0U, 0) == 0) return;
+#endif
+  const long max = ::sysconf(_SC_OPEN_MAX);
+  for (long fd = lowest; fd < max; ++fd) ::close(static_cast<int>(fd));
+}
+
+pid_t fork_with_default_signals() {
+  sigset_t all, saved;
+  sigfillset(&all);
+  ::pthread_sigmask(SIG_SETMASK, &all, &saved);
+  const pid_t pid = ::fork();
+  if (pid != 0) {
+    ::pthread_sigmask(SIG_SETMASK, &saved, nullptr);
+    return pid;
+  }
+  for (int sig = 1; sig < NSIG; ++sig) {
+    if (sig != SIGKILL && sig != SIGSTOP) ::signal(sig, SIG_DFL);
+  }
+  sigset_t none;
+  sigemptyset(&none);
+  ::sigprocmask(SIG_SETMASK, &none, nullptr);
+  return 0;
+}
 
 SpawnedProcess spawn_process(const SpawnRequest& request) {
   if (request.argv.empty()) throw std::invalid_argument("empty command");
@@ -80,15 +100,7 @@ SpawnedProcess spawn_process(const SpawnRequest& request) {
   envp.push_back(nullptr);
   const pid_t parent = ::getpid();
 
-  // Signals stay blocked across fork until the child has reset every handler:
-  // otherwise a SIGTERM meant for a just-forked rank would run the agent's own
-  // handler in the child, which reports it through the pipe it shares with
-  // the agent, and the agent would believe it was told to stop.
-  sigset_t all, saved;
-  sigfillset(&all);
-  ::pthread_sigmask(SIG_SETMASK, &all, &saved);
-  const pid_t pid = ::fork();
-  if (pid != 0) ::pthread_sigmask(SIG_SETMASK, &saved, nullptr);
+  const pid_t pid = fork_with_default_signals();
   if (pid < 0) {
     const int e = errno;
     for (int fd : {out[0], out[1], err[0], err[1]}) ::close(fd);
@@ -96,15 +108,9 @@ SpawnedProcess spawn_process(const SpawnRequest& request) {
   }
   if (pid == 0) {
     // Child: only async-signal-safe calls from here on.
-    for (int sig = 1; sig < NSIG; ++sig) {
-      if (sig != SIGKILL && sig != SIGSTOP) ::signal(sig, SIG_DFL);
-    }
     ::setpgid(0, 0);
     ::prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (::getppid() != parent) ::_exit(137);  // the agent died before prctl
-    sigset_t none;
-    sigemptyset(&none);
-    ::sigprocmask(SIG_SETMASK, &none, nullptr);
     const int devnull = ::open("/dev/null", O_RDONLY);
     if (devnull >= 0) ::dup2(devnull, 0);
     ::dup2(out[1], 1);
@@ -183,14 +189,6 @@ int shell_status(int wait_status) {
   if (WIFEXITED(wait_status)) return WEXITSTATUS(wait_status);
   if (WIFSIGNALED(wait_status)) return 128 + WTERMSIG(wait_status);
   return 1;
-}
-
-std::string describe_status(int wait_status) {
-  if (WIFEXITED(wait_status)) return "exit code " + std::to_string(WEXITSTATUS(wait_status));
-  if (WIFSIGNALED(wait_status)) {
-    return "signal " + signal_name(WTERMSIG(wait_status));
-  }
-  return "unknown status";
 }
 
 }  // namespace dlaunch

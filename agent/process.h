@@ -29,6 +29,17 @@ struct SpawnRequest {
 // child exits 127 (like a shell), so the caller sees them as rank output.
 SpawnedProcess spawn_process(const SpawnRequest& request);
 
+// fork() for a child that will exec: every signal stays blocked across the fork
+// until the child has put all handlers back to their defaults. Otherwise a
+// signal meant for the child (a SIGTERM to a just-started rank) would run the
+// parent's handler in it, which reports through a pipe shared with the parent,
+// and the parent would believe the signal was its own. Returns as fork() does;
+// the child returns with default handlers and an empty signal mask.
+pid_t fork_with_default_signals();
+
+// Closes every descriptor from `lowest` up (close_range, else one by one).
+void close_fds_from(int lowest);
+
 // Makes the calling process a child subreaper (Linux); false if unsupported.
 bool become_subreaper();
 
@@ -42,7 +53,6 @@ void signal_all(const std::vector<pid_t>& pids, int signal);
 
 // Exit status in the shell convention: the code, or 128+N for signal N.
 int shell_status(int wait_status);
-std::string describe_status(int wait_status);
 
 }  // namespace dlaunch
 

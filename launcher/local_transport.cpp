@@ -1,8 +1,6 @@
 #include "launcher/local_transport.h"
 
 #include <fcntl.h>
-#include <pthread.h>
-#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -63,26 +61,15 @@ class LocalAgent : public AgentHandle, public std::enable_shared_from_this<Local
     if (::pipe2(in, O_CLOEXEC) != 0 || ::pipe2(err, O_CLOEXEC) != 0) {
       return fail(std::string("cannot create pipes: ") + std::strerror(errno));
     }
-    // As for ranks: no signal may reach our handlers in the child before exec.
-    sigset_t all, saved;
-    sigfillset(&all);
-    ::pthread_sigmask(SIG_SETMASK, &all, &saved);
-    const pid_t pid = ::fork();
-    if (pid != 0) ::pthread_sigmask(SIG_SETMASK, &saved, nullptr);
+    const pid_t pid = fork_with_default_signals();
     if (pid < 0) return fail(std::string("fork failed: ") + std::strerror(errno));
     if (pid == 0) {
-      for (int sig = 1; sig < NSIG; ++sig) {
-        if (sig != SIGKILL && sig != SIGSTOP) ::signal(sig, SIG_DFL);
-      }
       ::setpgid(0, 0);
       ::dup2(in[0], 0);
       ::dup2(err[1], 2);
       // The coordinator's sockets (the rendezvous listener among them) must not
       // leak into the agent and outlive the coordinator.
-      ::syscall(SYS_close_range, 3U, ~0U, 0U);
-      sigset_t none;
-      sigemptyset(&none);
-      ::sigprocmask(SIG_SETMASK, &none, nullptr);
+      close_fds_from(3);
       const char* argv[] = {launch.agent_binary.c_str(), nullptr};
       ::execv(launch.agent_binary.c_str(), const_cast<char* const*>(argv));
       const char* msg = "cannot run dlaunch-agent: ";

@@ -36,7 +36,6 @@ class RendezvousClient {
   void send(const proto::Message& message);
   void close(const std::string& reason);
   bool connected() const { return connection_ && !connection_->closed(); }
-  void update_join(proto::Join join) { join_ = std::move(join); }
 
  private:
   void try_connect();
