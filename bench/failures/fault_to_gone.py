@@ -14,7 +14,6 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "tests", "integration"))
@@ -65,18 +64,7 @@ def main():
         for i in range(args.runs):
             job = f"bench-{os.getpid()}-{len(times)}-{abs(hash(name)) % 10000}-{i}"
             p = start(job, flags, state)
-            t0 = time.monotonic()
-            fault(p, job)
-            left = harness.wait_no_marker(job, timeout=120)
-            times.append(time.monotonic() - t0)
-            if left:
-                print(f"  {name}: processes left after 120 s: {left}")
-                harness.kill_marker(job)
-            try:
-                p.kill()
-            except OSError:
-                pass
-            p.wait()
+            times.append(harness.time_fault_to_gone(p, job, fault))
         print(f"  {name:32s} median {statistics.median(times):6.2f} s "
               f"(min {min(times):.2f}, max {max(times):.2f})")
 

@@ -13,26 +13,11 @@ import signal
 import statistics
 import subprocess
 import sys
-import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "tests", "integration"))
 import harness  # noqa: E402
 import sshd_harness  # noqa: E402
-
-
-def agent_workers():
-    found = []
-    for pid in os.listdir("/proc"):
-        if pid.isdigit() and harness.exe_name(int(pid)).startswith("agent-"):
-            try:
-                with open(f"/proc/{pid}/stat") as f:
-                    parent = int(f.read().rsplit(")", 1)[1].split()[1])
-            except OSError:
-                continue
-            if harness.exe_name(parent).startswith("agent-"):
-                found.append(int(pid))
-    return found
 
 
 def main():
@@ -50,7 +35,7 @@ def main():
             "kill -9 of one rank": lambda p, job: os.kill(
                 [q for q in harness.processes_with_marker(job)
                  if harness.exe_name(q).startswith("python")][0], signal.SIGKILL),
-            "kill -9 of an agent": lambda p, job: os.kill(agent_workers()[0], signal.SIGKILL),
+            "kill -9 of an agent": lambda p, job: os.kill(harness.agent_workers_of(job)[0], signal.SIGKILL),
             "kill -9 of the coordinator": lambda p, job: os.kill(p.pid, signal.SIGKILL),
         }
         if hosts.netns:
@@ -69,19 +54,8 @@ def main():
                     env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
                 if not harness.wait_for(lambda: len(harness.processes_with_marker(job)) >= 6, 60):
                     raise SystemExit("ranks did not start")
-                t0 = time.monotonic()
-                fault(p, job)
-                left = harness.wait_no_marker(job, timeout=120)
-                times.append(time.monotonic() - t0)
+                times.append(harness.time_fault_to_gone(p, job, fault))
                 subprocess.run(["ip", "link", "set", veth, "up"], capture_output=True)
-                if left:
-                    print(f"  {name}: left after 120 s: {left}")
-                    harness.kill_marker(job)
-                try:
-                    p.kill()
-                except OSError:
-                    pass
-                p.wait()
             print(f"  {name:28s} median {statistics.median(times):6.2f} s "
                   f"(min {min(times):.2f}, max {max(times):.2f})")
 

@@ -160,3 +160,37 @@ if os.environ.get("FAIL_RANK") == os.environ["RANK"]:
     sys.exit(4)
 time.sleep(300)
 """
+
+
+def parent_of(pid):
+    """The parent pid from /proc/<pid>/stat, or 0 when the process is gone."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return int(f.read().rsplit(")", 1)[1].split()[1])
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
+def agent_workers_of(job):
+    """The agent workers of a job: the parents of its ranks (other jobs may run
+    agents on this machine at the same time)."""
+    return sorted({parent_of(pid) for pid in processes_with_marker(job)
+                   if exe_name(parent_of(pid)).startswith("agent-")})
+
+
+def time_fault_to_gone(proc, job, fault, timeout=120.0):
+    """Injects `fault(proc, job)` into a running job and returns the seconds
+    until no process carries its marker; ends the job's leftovers and `proc`."""
+    start = time.monotonic()
+    fault(proc, job)
+    left = wait_no_marker(job, timeout)
+    elapsed = time.monotonic() - start
+    if left:
+        print(f"  {job}: processes left after {timeout:.0f} s: {left}")
+        kill_marker(job)
+    try:
+        proc.kill()
+    except OSError:
+        pass
+    proc.wait()
+    return elapsed

@@ -38,6 +38,13 @@ def have_sshd():
     return os.access(SSHD, os.X_OK) and shutil.which("ssh-keygen") is not None
 
 
+def require_sshd():
+    """Exits with the skip code when this machine cannot run the SSH tests."""
+    if not have_sshd():
+        print("SKIP: /usr/sbin/sshd or ssh-keygen missing (apt-get install openssh-server)")
+        sys.exit(harness.SKIP)
+
+
 def can_use_netns():
     if os.geteuid() != 0 or shutil.which("ip") is None:
         return False

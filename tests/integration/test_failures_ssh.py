@@ -62,20 +62,6 @@ class SshFailureTest(unittest.TestCase):
         left = harness.wait_no_marker(self.job, timeout)
         self.assertEqual(left, [], f"processes of {self.job} still running: {left}")
 
-    def remote_agent_workers(self):
-        """The agent workers of this job: the parents of its ranks (other tests
-        may run agents on this machine at the same time)."""
-        workers = set()
-        for pid in harness.processes_with_marker(self.job):
-            try:
-                with open(f"/proc/{pid}/stat") as f:
-                    parent = int(f.read().rsplit(")", 1)[1].split()[1])
-            except OSError:
-                continue
-            if harness.exe_name(parent).startswith("agent-"):
-                workers.add(parent)
-        return sorted(workers)
-
     def test_kill_9_of_one_rank(self):
         self.start()
         rank = [p for p in harness.processes_with_marker(self.job)
@@ -87,7 +73,7 @@ class SshFailureTest(unittest.TestCase):
 
     def test_kill_9_of_an_agent(self):
         self.start()
-        workers = self.remote_agent_workers()
+        workers = harness.agent_workers_of(self.job)
         self.assertEqual(len(workers), 3)
         os.kill(workers[1], signal.SIGKILL)
         code, err = self.finish()
@@ -140,7 +126,5 @@ class SshFailureTest(unittest.TestCase):
 
 if __name__ == "__main__":
     harness.require_binaries()
-    if not sshd_harness.have_sshd():
-        print("SKIP: /usr/sbin/sshd or ssh-keygen missing (apt-get install openssh-server)")
-        sys.exit(harness.SKIP)
+    sshd_harness.require_sshd()
     unittest.main(verbosity=2)
