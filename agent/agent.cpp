@@ -8,7 +8,9 @@
 
 #include "agent/gpus.h"
 #include "agent/process.h"
-#include "rendezvous/log.h"
+#include "common/log.h"
+#include "common/posix.h"
+#include "common/socket.h"
 
 namespace dlaunch {
 

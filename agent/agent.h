@@ -12,9 +12,9 @@
 #include <string>
 #include <vector>
 
-#include "agent/launch_spec.h"
 #include "agent/line_splitter.h"
-#include "agent/rank_env.h"
+#include "protocol/launch_spec.h"
+#include "protocol/rank_env.h"
 #include "rendezvous/client.h"
 
 namespace dlaunch {

@@ -7,7 +7,7 @@
 #include <cerrno>
 #include <csignal>
 
-#include "agent/process.h"
+#include "common/posix.h"
 
 namespace dlaunch {
 namespace {

@@ -7,12 +7,13 @@
 
 #include "agent/agent.h"
 #include "agent/guardian.h"
-#include "agent/launch_spec.h"
-#include "rendezvous/log.h"
+#include "common/log.h"
+#include "common/version.h"
+#include "protocol/launch_spec.h"
 
 int main(int argc, char** argv) {
   if (argc > 1 && (std::strcmp(argv[1], "--version") == 0)) {
-    std::puts("dlaunch-agent 0.1.0");
+    std::printf("dlaunch-agent %s\n", dlaunch::kVersion);
     return 0;
   }
   // Diagnostics of the agent itself, forwarded to the coordinator's stderr.

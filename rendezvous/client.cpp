@@ -1,7 +1,7 @@
 #include "rendezvous/client.h"
 
-#include "rendezvous/auth.h"
-#include "rendezvous/log.h"
+#include "common/log.h"
+#include "protocol/auth.h"
 
 namespace dlaunch {
 

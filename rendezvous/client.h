@@ -10,8 +10,8 @@
 #include <memory>
 #include <string>
 
+#include "protocol/messages.h"
 #include "rendezvous/connection.h"
-#include "rendezvous/messages.h"
 
 namespace dlaunch {
 

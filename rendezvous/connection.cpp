@@ -4,7 +4,7 @@
 #include <netinet/tcp.h>
 #include <sys/socket.h>
 
-#include "rendezvous/log.h"
+#include "common/log.h"
 
 namespace dlaunch {
 

@@ -11,8 +11,8 @@
 #include <memory>
 #include <string>
 
-#include "rendezvous/frame.h"
-#include "rendezvous/messages.h"
+#include "protocol/frame.h"
+#include "protocol/messages.h"
 
 namespace dlaunch {
 

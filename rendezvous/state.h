@@ -11,7 +11,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "rendezvous/messages.h"
+#include "protocol/messages.h"
 
 namespace dlaunch {
 

@@ -6,9 +6,9 @@
 #include <cstdlib>
 #include <string_view>
 
-#include "agent/launch_spec.h"
-#include "rendezvous/frame.h"
-#include "rendezvous/messages.h"
+#include "protocol/frame.h"
+#include "protocol/launch_spec.h"
+#include "protocol/messages.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   if (size == 0) return 0;

@@ -1,0 +1,40 @@
+// The one path for everything dlaunch itself prints: notes and errors on
+// stderr ("dlaunch: ..."), the agents' own diagnostics, and the tables, help
+// and plans that commands print on stdout. The ranks' output is not the
+// console's: it goes through the job's log sink. Keeping one path means a
+// detached coordinator can send all of it to one file, and a test can capture
+// it.
+#pragma once
+
+#include <cstdio>
+#include <string_view>
+
+namespace dlaunch {
+
+class Console {
+ public:
+  Console(std::FILE* out, std::FILE* err) : out_(out), err_(err) {}
+
+  // "dlaunch: <line>" on stderr, after flushing stdout so that the two stay
+  // in order on a terminal.
+  void note(std::string_view line);
+  // "dlaunch: error: <message>" on stderr.
+  void error(std::string_view message);
+  // A diagnostic line exactly as given (plus a newline) on stderr.
+  void line(std::string_view text);
+  // Text exactly as given on stdout: tables, help, --dry-run plans.
+  void out(std::string_view text);
+  void flush();
+
+  // Sends the stderr side elsewhere (a detached coordinator's log file).
+  void redirect_err(std::FILE* err) { err_ = err; }
+
+ private:
+  std::FILE* out_;
+  std::FILE* err_;
+};
+
+// The process's console (stdout and stderr).
+Console& console();
+
+}  // namespace dlaunch

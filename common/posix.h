@@ -1,0 +1,45 @@
+// POSIX process helpers shared by the agent (ranks, guardian) and the launcher
+// (local agents, the coordinator as a subreaper).
+#pragma once
+
+#include <sys/types.h>
+
+#include <string>
+#include <vector>
+
+namespace dlaunch {
+
+// fork() for a child that will exec: every signal stays blocked across the fork
+// until the child has put all handlers back to their defaults. Otherwise a
+// signal meant for the child (a SIGTERM to a just-started rank) would run the
+// parent's handler in it, which reports through a pipe shared with the parent,
+// and the parent would believe the signal was its own. Returns as fork() does;
+// the child returns with default handlers and an empty signal mask.
+pid_t fork_with_default_signals();
+
+// Closes every descriptor from `lowest` up (close_range, else one by one).
+void close_fds_from(int lowest);
+
+// Makes the calling process a child subreaper (Linux); false if unsupported.
+bool become_subreaper();
+
+// Every live descendant of `root` (found by walking /proc's parent links).
+std::vector<pid_t> descendants_of(pid_t root);
+
+// Sends `signal` to a process group and to each of the given processes,
+// ignoring ones that are already gone.
+void signal_group(pid_t pgid, int signal);
+void signal_all(const std::vector<pid_t>& pids, int signal);
+
+// Exit status in the shell convention: the code, or 128+N for signal N.
+int shell_status(int wait_status);
+
+// Ends every descendant of this process that is still alive: SIGCONT and
+// SIGTERM, then SIGKILL after about a second, reaping as it goes. Blocking;
+// for a subreaper's last act, when orphans of the job may be re-parented to it.
+void end_descendants();
+
+// "SIGTERM" for 15; the number as text when unknown.
+std::string signal_name(int signal);
+
+}  // namespace dlaunch

@@ -1,0 +1,26 @@
+#include "common/text.h"
+
+namespace dlaunch {
+
+std::vector<std::string> split_lines(std::string_view text) {
+  std::vector<std::string> lines;
+  std::size_t start = 0;
+  while (start < text.size()) {
+    auto end = text.find('\n', start);
+    if (end == std::string_view::npos) end = text.size();
+    if (end > start) lines.emplace_back(text.substr(start, end - start));
+    start = end + 1;
+  }
+  return lines;
+}
+
+std::string last_lines(std::string_view text, std::size_t n) {
+  const auto lines = split_lines(text);
+  std::string out;
+  for (std::size_t i = lines.size() > n ? lines.size() - n : 0; i < lines.size(); ++i) {
+    out += (out.empty() ? "" : "\n") + lines[i];
+  }
+  return out;
+}
+
+}  // namespace dlaunch

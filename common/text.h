@@ -1,0 +1,18 @@
+// Small text helpers shared by the launcher's parts.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace dlaunch {
+
+// The non-empty lines of `text`, without their newlines.
+std::vector<std::string> split_lines(std::string_view text);
+
+// The last `n` non-empty lines of `text`, joined with newlines: the tail of an
+// agent's diagnostics in an error message.
+std::string last_lines(std::string_view text, std::size_t n);
+
+}  // namespace dlaunch

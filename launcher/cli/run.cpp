@@ -1,0 +1,222 @@
+#include "launcher/cli/run.h"
+
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <ctime>
+#include <filesystem>
+
+#include "agent/agent.h"
+#include "agent/guardian.h"
+#include "common/log.h"
+#include "launcher/cli/job_commands.h"
+#include "launcher/config/hosts_file.h"
+#include "launcher/config/options.h"
+#include "launcher/config/secret.h"
+#include "launcher/job/coordinator.h"
+#include "launcher/job/job_record.h"
+#include "launcher/job/log_sink.h"
+#include "launcher/plan/launch_spec_builder.h"
+#include "launcher/plan/plan.h"
+#include "protocol/auth.h"
+#include "protocol/launch_spec.h"
+
+namespace dlaunch {
+namespace {
+
+void error_line(const std::string& message) {
+  std::fprintf(stderr, "dlaunch: error: %s\n", message.c_str());
+}
+
+void setup_logging(const Options& o) {
+  // Diagnostics go to stderr: stdout carries only the ranks' own output.
+  spdlog::set_default_logger(spdlog::stderr_color_mt("dlaunch"));
+  spdlog::set_pattern("dlaunch: %^%l%$: %v");
+  const auto level = o.verbose >= 2   ? log::Level::debug
+                     : o.verbose == 1 ? log::Level::info
+                                      : log::Level::warn;
+  spdlog::set_level(o.verbose >= 2   ? spdlog::level::debug
+                    : o.verbose == 1 ? spdlog::level::info
+                                     : spdlog::level::warn);
+  log::set_level(level);
+  log::set_sink([](log::Level l, const std::string& message) {
+    switch (l) {
+      case log::Level::debug:
+        spdlog::debug("{}", message);
+        break;
+      case log::Level::info:
+        spdlog::info("{}", message);
+        break;
+      case log::Level::warn:
+        spdlog::warn("{}", message);
+        break;
+      case log::Level::error:
+        spdlog::error("{}", message);
+        break;
+    }
+  });
+}
+
+std::string this_host_name() {
+  char name[256] = {};
+  ::gethostname(name, sizeof name - 1);
+  return name[0] ? name : "localhost";
+}
+
+// dlaunch-agent sits next to dlaunch (build/bin, /usr/bin) or in ../lib/dlaunch.
+std::string find_agent_binary() {
+  if (const char* env = std::getenv("DLAUNCH_AGENT"); env && *env) return env;
+  std::error_code ec;
+  const auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (ec) return "dlaunch-agent";
+  for (const auto& candidate : {self.parent_path() / "dlaunch-agent",
+                                self.parent_path() / "../lib/dlaunch/dlaunch-agent"}) {
+    if (::access(candidate.c_str(), X_OK) == 0) return candidate.lexically_normal().string();
+  }
+  return "";
+}
+
+bool valid_job_name(const std::string& name) {
+  if (name.empty() || name.size() > 200 || name[0] == '.' || name[0] == '-') return false;
+  for (char c : name) {
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '_' && c != '.')
+      return false;
+  }
+  return true;
+}
+
+std::optional<std::string> manual_secret(const Options& o) {
+  if (o.secret_file.empty()) {
+    if (o.nnodes > 1) {
+      spdlog::warn(
+          "no --secret-file (or DLAUNCH_SECRET_FILE): any host that reaches rendezvous port {} "
+          "can join this job; give every node the same secret file",
+          o.rdzv_port);
+    }
+    return std::string();
+  }
+  std::string error, warning;
+  auto secret = read_secret_file(o.secret_file, &error, &warning);
+  if (!secret) {
+    error_line(error);
+    return std::nullopt;
+  }
+  if (!warning.empty()) spdlog::warn("{}", warning);
+  return secret;
+}
+
+int run_manual_worker(const Plan& plan, const Options& o, std::string secret) {
+  LaunchContext context;
+  context.secret = std::move(secret);
+  context.rdzv_host = plan.rdzv_connect;
+  context.rdzv_port = static_cast<std::uint16_t>(plan.rdzv_port);
+  char cwd[4096];
+  if (::getcwd(cwd, sizeof cwd) != nullptr) context.local_workdir = cwd;
+  LaunchSpec spec = make_launch_spec(plan, plan.nodes.front(), o, context);
+  return run_guarded([&spec] { return run_agent(std::move(spec), -1); });
+}
+
+// One descriptor per agent connection and per rank pipe: a large job needs more
+// than the usual soft limit of 1024, and the hard limit is ours to take.
+void raise_fd_limit() {
+  rlimit limit{};
+  if (::getrlimit(RLIMIT_NOFILE, &limit) == 0 && limit.rlim_cur < limit.rlim_max) {
+    limit.rlim_cur = limit.rlim_max;
+    ::setrlimit(RLIMIT_NOFILE, &limit);
+  }
+}
+
+}  // namespace
+
+int run_dlaunch(int argc, const char* const* argv) {
+  if (argc > 1 && is_job_command(argv[1])) return run_job_command(argc - 1, argv + 1);
+  raise_fd_limit();
+  ParseResult parsed = parse_options(argc, argv);
+  if (!parsed.options) {
+    if (parsed.exit_code == 0) {
+      std::printf("%s\n", parsed.message.c_str());
+    } else {
+      error_line(parsed.message);
+      std::fprintf(stderr, "Run with --help for more information.\n");
+    }
+    return parsed.exit_code;
+  }
+  Options o = std::move(*parsed.options);
+  setup_logging(o);
+
+  std::optional<HostsFile> hosts;
+  if (o.mode == Mode::hosts) {
+    auto loaded = load_hosts_file(o.hosts_file);
+    if (auto* diags = std::get_if<std::vector<Diagnostic>>(&loaded)) {
+      for (const auto& d : *diags) error_line(d.to_string());
+      return kExitUsage;
+    }
+    hosts = std::get<HostsFile>(std::move(loaded));
+  }
+
+  std::string job = o.name.empty() ? default_job_name(o.command[0], std::time(nullptr)) : o.name;
+  if (!valid_job_name(job)) {
+    error_line("--name '" + job + "': use letters, digits, '-', '_' and '.' (not first)");
+    return kExitUsage;
+  }
+  Plan plan = make_plan(o, hosts ? &*hosts : nullptr, job);
+  // A manual-mode node is this machine, named as the other nodes will see it.
+  if (o.mode == Mode::manual) plan.nodes.front().host.name = this_host_name();
+  if (o.dry_run) {
+    std::printf("%s", describe_plan(plan, o).c_str());
+    return kExitOk;
+  }
+
+  std::string secret;
+  if (o.mode == Mode::manual) {
+    auto s = manual_secret(o);
+    if (!s) return kExitUsage;
+    secret = *s;
+    if (!plan.coordinator) return run_manual_worker(plan, o, std::move(secret));
+  } else {
+    secret = auth::random_bytes(auth::kSecretSize);
+  }
+
+  const std::string agent = find_agent_binary();
+  if (agent.empty()) {
+    error_line("cannot find dlaunch-agent next to dlaunch; set DLAUNCH_AGENT to its path");
+    return kExitFailure;
+  }
+
+  std::string job_dir;
+  try {
+    plan.job = create_job_dir(o.log_dir, job, &job_dir);
+  } catch (const std::exception& e) {
+    error_line(std::string(e.what()) + " (set --log-dir or DLAUNCH_STATE_DIR)");
+    return kExitFailure;
+  }
+  JobInfo info;
+  info.name = plan.job;
+  info.mode = o.mode == Mode::standalone ? "standalone"
+              : o.mode == Mode::hosts    ? "hosts"
+                                         : "manual";
+  info.nnodes = plan.nnodes;
+  info.command = plan.command;
+  info.coordinator_pid = ::getpid();
+  info.started = std::time(nullptr);
+  for (const auto& n : plan.nodes) info.hosts.push_back(n.host.name);
+  write_job_info(job_dir, info);
+
+  LogSink sink({job_dir, plan.hosts_in_prefix, o.ranks_filter, o.quiet, 20});
+  asio::io_context io;
+  Coordinator coordinator(io, {plan, o, secret, agent}, sink);
+  const int code = coordinator.run();
+  sink.flush();
+  JobResult result = coordinator.result();
+  result.exit_code = code;
+  result.finished = std::time(nullptr);
+  write_job_result(job_dir, result);
+  if (code != 0)
+    std::fprintf(stderr, "dlaunch: logs of job %s are in %s\n", plan.job.c_str(), job_dir.c_str());
+  return code;
+}
+
+}  // namespace dlaunch

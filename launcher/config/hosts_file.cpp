@@ -1,0 +1,523 @@
+#include "launcher/config/hosts_file.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <memory>
+#include <span>
+#include <string_view>
+#include <tuple>
+
+// Debian's libtomlplusplus is built with exceptions (its symbols live in
+// toml::ex), so toml::parse throws toml::parse_error on a syntax error.
+#include <toml++/toml.h>
+
+#include "common/did_you_mean.h"
+
+namespace dlaunch {
+namespace {
+
+constexpr std::string_view kTopLevelKeys[] = {"defaults", "host", "rendezvous"};
+constexpr std::string_view kHostKeys[] = {"name",  "address", "port",      "user", "identity",
+                                          "slots", "gpus",    "interface", "env",  "transport"};
+// [defaults] takes every host key but the two that identify a host.
+constexpr std::string_view kDefaultsKeys[] = {"port", "user",      "identity", "slots",
+                                              "gpus", "interface", "env",      "transport"};
+constexpr std::string_view kRendezvousKeys[] = {"address", "port"};
+constexpr std::string_view kTransports[] = {"local", "ssh"};
+
+// Far above any real machine, low enough that a typo (slots = 80000) is an
+// error instead of a fork storm on the host.
+constexpr int kMaxSlots = 4096;
+constexpr int kMaxGpus = 4096;
+// Linux's IFNAMSIZ is 16 including the terminating NUL.
+constexpr std::size_t kMaxInterfaceName = 15;
+// A hosts file listing thousands of hosts is well below this; the limit keeps
+// `--hosts /dev/zero` from reading forever.
+constexpr std::size_t kMaxFileSize = 16u << 20;
+
+// Collects every problem of one file; nothing stops at the first.
+struct Diagnostics {
+  std::string path;
+  std::vector<Diagnostic> list;
+
+  void add(const toml::source_region& where, std::string message) {
+    list.push_back({path, static_cast<int>(where.begin.line), static_cast<int>(where.begin.column),
+                    std::move(message)});
+  }
+};
+
+// What one [[host]] or [defaults] table sets; unset fields fall through to
+// [defaults] and then to the built-in behaviour.
+struct HostFields {
+  std::optional<std::string> name;
+  std::optional<std::string> address;
+  std::optional<int> port;
+  std::optional<std::string> user;
+  std::optional<std::string> identity;
+  std::optional<int> slots;
+  std::optional<int> gpus;
+  std::optional<std::string> interface;
+  std::map<std::string, std::string> env;
+  std::optional<TransportKind> transport;
+  // Where the host's name came from (the name, else the address), so that a
+  // duplicate can point at both.
+  toml::source_region name_source;
+};
+
+// One [[host]] table as read, with the table for positions.
+struct ReadHost {
+  HostFields fields;
+  const toml::table* table;
+};
+
+enum class Section { defaults, host };
+
+// Values are echoed in messages; keep each diagnostic on one printable line.
+std::string quoted(std::string_view text) {
+  constexpr std::size_t kMaxShown = 64;
+  std::string out = "'";
+  for (std::size_t i = 0; i < text.size() && i < kMaxShown; ++i) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    if (c < 0x20 || c == 0x7f) {
+      char escaped[8];
+      std::snprintf(escaped, sizeof escaped, "\\x%02x", c);
+      out += escaped;
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  if (text.size() > kMaxShown) out += "...";
+  return out + "'";
+}
+
+std::string_view type_name(const toml::node& node) {
+  switch (node.type()) {
+    case toml::node_type::string:
+      return "a string";
+    case toml::node_type::integer:
+      return "an integer";
+    case toml::node_type::floating_point:
+      return "a floating-point number";
+    case toml::node_type::boolean:
+      return "a boolean";
+    case toml::node_type::table:
+      return "a table";
+    case toml::node_type::array:
+      return "an array";
+    case toml::node_type::date:
+      return "a date";
+    case toml::node_type::time:
+      return "a time";
+    case toml::node_type::date_time:
+      return "a date-time";
+    case toml::node_type::none:
+      break;
+  }
+  return "nothing";
+}
+
+std::string wrong_type(std::string_view key, std::string_view expected, const toml::node& node) {
+  return "'" + std::string(key) + "' must be " + std::string(expected) + ", not " +
+         std::string(type_name(node));
+}
+
+void report_unknown_key(const toml::key& key, std::string_view where,
+                        std::span<const std::string_view> known, Diagnostics& diags) {
+  std::string message = "unknown key " + quoted(key.str()) + " in " + std::string(where);
+  if (auto suggestion = did_you_mean(key.str(), known)) {
+    message += "; did you mean '" + *suggestion + "'?";
+  }
+  diags.add(key.source(), std::move(message));
+}
+
+std::optional<std::string> read_string(const toml::node& node, std::string_view key,
+                                       Diagnostics& diags) {
+  const auto* value = node.as_string();
+  if (value == nullptr) {
+    diags.add(node.source(), wrong_type(key, "a string", node));
+    return std::nullopt;
+  }
+  return value->get();
+}
+
+std::optional<int> read_int(const toml::node& node, std::string_view key, int low, int high,
+                            Diagnostics& diags) {
+  // Strict: a quoted "8" or a float 8.0 is a mistake worth pointing at.
+  const auto* value = node.as_integer();
+  if (value == nullptr) {
+    diags.add(node.source(), wrong_type(key, "an integer", node));
+    return std::nullopt;
+  }
+  const std::int64_t number = value->get();
+  if (number < low || number > high) {
+    diags.add(node.source(), "'" + std::string(key) + "' must be between " + std::to_string(low) +
+                                 " and " + std::to_string(high) + ", not " +
+                                 std::to_string(number));
+    return std::nullopt;
+  }
+  return static_cast<int>(number);
+}
+
+// Why `text` cannot be handed to ssh or the resolver as one host or user
+// name, or an empty string when it can. A leading '-' would be read as an
+// option, whitespace splits words on the remote side.
+std::string unsafe_word_reason(std::string_view text) {
+  if (text.empty()) return "must not be empty";
+  if (text.front() == '-') return "must not start with '-'";
+  for (char c : text) {
+    const auto u = static_cast<unsigned char>(c);
+    if (u < 0x20 || u == 0x7f) return "must not contain control characters";
+    if (c == ' ') return "must not contain whitespace";
+  }
+  return {};
+}
+
+std::optional<std::string> read_word(const toml::node& node, std::string_view key,
+                                     Diagnostics& diags) {
+  auto text = read_string(node, key, diags);
+  if (!text) return std::nullopt;
+  if (auto reason = unsafe_word_reason(*text); !reason.empty()) {
+    diags.add(node.source(), "'" + std::string(key) + "' " + quoted(*text) + " " + reason);
+    return std::nullopt;
+  }
+  return text;
+}
+
+bool valid_interface_name(std::string_view name) {
+  if (name.empty() || name.size() > kMaxInterfaceName) return false;
+  return std::all_of(name.begin(), name.end(), [](char c) {
+    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' ||
+           c == '.' || c == ':' || c == '-';
+  });
+}
+
+std::optional<std::string> read_interface(const toml::node& node, Diagnostics& diags) {
+  auto text = read_string(node, "interface", diags);
+  if (!text) return std::nullopt;
+  if (!valid_interface_name(*text)) {
+    diags.add(node.source(),
+              "'interface' " + quoted(*text) +
+                  " is not a network interface name (1 to 15 of A-Z a-z 0-9 _ . : -)");
+    return std::nullopt;
+  }
+  return text;
+}
+
+std::optional<TransportKind> read_transport(const toml::node& node, Diagnostics& diags) {
+  auto text = read_string(node, "transport", diags);
+  if (!text) return std::nullopt;
+  if (*text == "local") return TransportKind::local;
+  if (*text == "ssh") return TransportKind::ssh;
+  std::string message = "unknown transport " + quoted(*text) + ": use \"local\" or \"ssh\"";
+  if (auto suggestion = did_you_mean(*text, kTransports)) {
+    message += "; did you mean '" + *suggestion + "'?";
+  }
+  diags.add(node.source(), std::move(message));
+  return std::nullopt;
+}
+
+bool valid_env_name(std::string_view name) {
+  const auto letter = [](char c) {
+    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || c == '_';
+  };
+  if (name.empty() || !letter(name.front())) return false;
+  return std::all_of(name.begin(), name.end(),
+                     [&](char c) { return letter(c) || (c >= '0' && c <= '9'); });
+}
+
+// Integers and booleans are stringified so that `NCCL_IB_DISABLE = 1` and
+// `FOO = true` work as they would in a shell.
+std::optional<std::string> env_value(const toml::node& node) {
+  if (const auto* s = node.as_string()) return s->get();
+  if (const auto* i = node.as_integer()) return std::to_string(i->get());
+  if (const auto* b = node.as_boolean()) return b->get() ? "true" : "false";
+  return std::nullopt;
+}
+
+void read_env(const toml::node& node, std::map<std::string, std::string>& env, Diagnostics& diags) {
+  const auto* table = node.as_table();
+  if (table == nullptr) {
+    diags.add(node.source(), wrong_type("env", "a table like { NAME = \"value\" }", node));
+    return;
+  }
+  for (auto&& [key, value] : *table) {
+    bool ok = true;
+    if (!valid_env_name(key.str())) {
+      diags.add(key.source(), "environment variable name " + quoted(key.str()) +
+                                  " is not valid (letters, digits and '_', not starting with a "
+                                  "digit)");
+      ok = false;
+    }
+    auto text = env_value(value);
+    if (!text) {
+      diags.add(value.source(), "environment variable " + quoted(key.str()) +
+                                    " must be a string, integer or boolean, not " +
+                                    std::string(type_name(value)));
+      ok = false;
+    } else if (text->find('\0') != std::string::npos) {
+      // execve would silently cut the value at the NUL.
+      diags.add(value.source(),
+                "environment variable " + quoted(key.str()) + " must not contain NUL characters");
+      ok = false;
+    }
+    if (ok) env[std::string(key.str())] = std::move(*text);
+  }
+}
+
+// Reads one key of a [[host]] or [defaults] table; false when the key is not a
+// host key at all.
+bool read_host_key(std::string_view key, const toml::node& value, HostFields& fields,
+                   Diagnostics& diags) {
+  if (key == "name") {
+    fields.name = read_word(value, key, diags);
+  } else if (key == "address") {
+    fields.address = read_word(value, key, diags);
+  } else if (key == "port") {
+    fields.port = read_int(value, key, 1, 65535, diags);
+  } else if (key == "user") {
+    fields.user = read_word(value, key, diags);
+  } else if (key == "identity") {
+    fields.identity = read_string(value, key, diags);
+  } else if (key == "slots") {
+    fields.slots = read_int(value, key, 1, kMaxSlots, diags);
+  } else if (key == "gpus") {
+    fields.gpus = read_int(value, key, 0, kMaxGpus, diags);
+  } else if (key == "interface") {
+    fields.interface = read_interface(value, diags);
+  } else if (key == "env") {
+    read_env(value, fields.env, diags);
+  } else if (key == "transport") {
+    fields.transport = read_transport(value, diags);
+  } else {
+    return false;
+  }
+  return true;
+}
+
+HostFields read_host_table(const toml::table& table, Section section, Diagnostics& diags) {
+  HostFields fields;
+  for (auto&& [key, value] : table) {
+    const std::string_view name = key.str();
+    if (section == Section::defaults && (name == "name" || name == "address")) {
+      diags.add(key.source(), "'" + std::string(name) +
+                                  "' cannot be set in [defaults]: each [[host]] sets its own");
+      continue;
+    }
+    if (!read_host_key(name, value, fields, diags)) {
+      if (section == Section::defaults) {
+        report_unknown_key(key, "[defaults]", kDefaultsKeys, diags);
+      } else {
+        report_unknown_key(key, "[[host]]", kHostKeys, diags);
+      }
+    }
+  }
+  if (const auto* name = table.get("name")) {
+    fields.name_source = name->source();
+  } else if (const auto* address = table.get("address")) {
+    fields.name_source = address->source();
+  }
+  return fields;
+}
+
+HostEntry merge(const HostFields& defaults, const HostFields& host, int line) {
+  HostEntry entry;
+  entry.address = host.address.value_or("");
+  entry.name = host.name.value_or(entry.address);
+  entry.port = host.port ? host.port : defaults.port;
+  entry.user = host.user.value_or(defaults.user.value_or(""));
+  entry.identity = host.identity.value_or(defaults.identity.value_or(""));
+  entry.slots = host.slots ? host.slots : defaults.slots;
+  entry.gpus = host.gpus ? host.gpus : defaults.gpus;
+  entry.interface = host.interface.value_or(defaults.interface.value_or(""));
+  entry.env = defaults.env;
+  for (const auto& [name, value] : host.env) entry.env[name] = value;
+  entry.transport = host.transport.value_or(defaults.transport.value_or(TransportKind::automatic));
+  entry.line = line;
+  return entry;
+}
+
+HostFields read_defaults(const toml::table& root, Diagnostics& diags) {
+  const auto* node = root.get("defaults");
+  if (node == nullptr) return {};
+  const auto* table = node->as_table();
+  if (table == nullptr) {
+    diags.add(node->source(), wrong_type("defaults", "a table ([defaults])", *node));
+    return {};
+  }
+  return read_host_table(*table, Section::defaults, diags);
+}
+
+// Each [[host]] table as read, in file order; hosts whose own keys were
+// broken still come back so that later checks (duplicates) see them.
+std::vector<ReadHost> read_hosts(const toml::table& root, Diagnostics& diags) {
+  std::vector<ReadHost> hosts;
+  const auto* node = root.get("host");
+  if (node == nullptr) {
+    diags.add(root.source(), "no hosts: add a [[host]] table with an 'address' for each machine");
+    return hosts;
+  }
+  const auto* array = node->as_array();
+  if (array == nullptr) {
+    diags.add(node->source(), "'host' must be an array of tables: write [[host]], not [host]");
+    return hosts;
+  }
+  if (array->empty()) {
+    diags.add(node->source(), "no hosts: 'host' is empty; add a [[host]] table for each machine");
+  }
+  for (const auto& element : *array) {
+    const auto* table = element.as_table();
+    if (table == nullptr) {
+      diags.add(element.source(),
+                "each 'host' entry must be a table, not " + std::string(type_name(element)));
+      continue;
+    }
+    HostFields fields = read_host_table(*table, Section::host, diags);
+    if (!table->contains("address")) {
+      diags.add(table->source(),
+                "[[host]] has no 'address' (a host name, IP or ~/.ssh/config alias)");
+    }
+    hosts.push_back({std::move(fields), table});
+  }
+  return hosts;
+}
+
+void check_unique_names(const std::vector<ReadHost>& hosts, Diagnostics& diags) {
+  std::map<std::string, const HostFields*> seen;
+  for (const auto& [fields, table] : hosts) {
+    const auto& name = table->contains("name") ? fields.name : fields.address;
+    if (!name) continue;  // missing or invalid: already reported
+    auto [it, inserted] = seen.emplace(*name, &fields);
+    if (!inserted) {
+      diags.add(fields.name_source, "duplicate host name " + quoted(*name) +
+                                        " (first used on line " +
+                                        std::to_string(it->second->name_source.begin.line) +
+                                        "); give each [[host]] a unique 'name'");
+    }
+  }
+}
+
+RendezvousSettings read_rendezvous(const toml::table& root, Diagnostics& diags) {
+  RendezvousSettings settings;
+  const auto* node = root.get("rendezvous");
+  if (node == nullptr) return settings;
+  const auto* table = node->as_table();
+  if (table == nullptr) {
+    diags.add(node->source(), wrong_type("rendezvous", "a table ([rendezvous])", *node));
+    return settings;
+  }
+  for (auto&& [key, value] : *table) {
+    if (key.str() == "address") {
+      settings.address = read_word(value, "address", diags).value_or("");
+    } else if (key.str() == "port") {
+      settings.port = read_int(value, "port", 1, 65535, diags);
+    } else {
+      report_unknown_key(key, "[rendezvous]", kRendezvousKeys, diags);
+    }
+  }
+  return settings;
+}
+
+void check_top_level_keys(const toml::table& root, Diagnostics& diags) {
+  for (auto&& [key, value] : root) {
+    const std::string_view name = key.str();
+    if (std::find(std::begin(kTopLevelKeys), std::end(kTopLevelKeys), name) !=
+        std::end(kTopLevelKeys)) {
+      continue;
+    }
+    // A host key at the top level is a common slip: say where it belongs.
+    if (std::find(std::begin(kHostKeys), std::end(kHostKeys), name) != std::end(kHostKeys)) {
+      diags.add(key.source(), "unknown top-level key " + quoted(name) +
+                                  "; host settings go in [defaults] or a [[host]] table");
+      continue;
+    }
+    report_unknown_key(key, "the top level", kTopLevelKeys, diags);
+  }
+}
+
+std::optional<toml::table> parse_toml(const std::string& text, Diagnostics& diags) {
+  try {
+    return toml::parse(text, std::string_view(diags.path));
+  } catch (const toml::parse_error& error) {
+    diags.add(error.source(), std::string(error.description()));
+    return std::nullopt;
+  }
+}
+
+}  // namespace
+
+std::string Diagnostic::to_string() const {
+  // Line 0: the file as a whole (it could not be read).
+  if (line <= 0) return file + ": " + message;
+  return file + ":" + std::to_string(line) + ":" + std::to_string(column) + ": " + message;
+}
+
+HostsFileResult parse_hosts_file(const std::string& text, const std::string& path) {
+  Diagnostics diags{path, {}};
+  auto root = parse_toml(text, diags);
+  if (!root) return std::move(diags.list);
+
+  check_top_level_keys(*root, diags);
+  const HostFields defaults = read_defaults(*root, diags);
+  const auto hosts = read_hosts(*root, diags);
+  check_unique_names(hosts, diags);
+  RendezvousSettings rendezvous = read_rendezvous(*root, diags);
+
+  if (!diags.list.empty()) {
+    // Tables iterate in key order; report in file order instead.
+    std::stable_sort(diags.list.begin(), diags.list.end(), [](const auto& a, const auto& b) {
+      return std::tie(a.line, a.column) < std::tie(b.line, b.column);
+    });
+    return std::move(diags.list);
+  }
+  HostsFile file;
+  file.path = path;
+  for (const auto& [fields, table] : hosts) {
+    file.hosts.push_back(merge(defaults, fields, static_cast<int>(table->source().begin.line)));
+  }
+  file.rendezvous = std::move(rendezvous);
+  return file;
+}
+
+HostsFileResult load_hosts_file(const std::string& path) {
+  const auto fail = [&](const std::string& why) {
+    return std::vector<Diagnostic>{{path, 0, 0, why}};
+  };
+  std::unique_ptr<std::FILE, int (*)(std::FILE*)> file(std::fopen(path.c_str(), "rb"),
+                                                       &std::fclose);
+  if (!file) return fail(std::string("cannot open: ") + std::strerror(errno));
+  std::string text;
+  char buffer[64 * 1024];
+  for (;;) {
+    const std::size_t n = std::fread(buffer, 1, sizeof buffer, file.get());
+    text.append(buffer, n);
+    if (text.size() > kMaxFileSize) {
+      return fail("larger than " + std::to_string(kMaxFileSize >> 20) + " MiB; not a hosts file");
+    }
+    if (n < sizeof buffer) break;
+  }
+  if (std::ferror(file.get())) return fail(std::string("cannot read: ") + std::strerror(errno));
+  return parse_hosts_file(text, path);
+}
+
+bool is_local_host(const HostEntry& host) {
+  switch (host.transport) {
+    case TransportKind::local:
+      return true;
+    case TransportKind::ssh:
+      return false;
+    case TransportKind::automatic:
+      break;
+  }
+  // A port means an sshd to talk to (tests run one on 127.0.0.1:2222).
+  if (host.port) return false;
+  std::string address = host.address;
+  std::transform(address.begin(), address.end(), address.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return address == "localhost" || address == "127.0.0.1" || address == "::1";
+}
+
+}  // namespace dlaunch

@@ -1,0 +1,194 @@
+#include "launcher/config/options.h"
+
+#include "common/version.h"
+
+#include <CLI/CLI.hpp>
+#include <cstdlib>
+
+namespace dlaunch {
+
+std::optional<std::set<int>> parse_rank_list(const std::string& text) {
+  std::set<int> ranks;
+  std::size_t start = 0;
+  while (start <= text.size()) {
+    const auto comma = text.find(',', start);
+    const std::string item = text.substr(start, comma == std::string::npos ? comma : comma - start);
+    if (item.empty()) return std::nullopt;
+    try {
+      std::size_t used = 0;
+      const auto dash = item.find('-');
+      if (dash == std::string::npos) {
+        const int r = std::stoi(item, &used);
+        if (used != item.size() || r < 0) return std::nullopt;
+        ranks.insert(r);
+      } else {
+        const int lo = std::stoi(item.substr(0, dash), &used);
+        if (used != dash) return std::nullopt;
+        const std::string rest = item.substr(dash + 1);
+        const int hi = std::stoi(rest, &used);
+        if (used != rest.size() || lo < 0 || hi < lo || hi - lo > 1'000'000) return std::nullopt;
+        for (int r = lo; r <= hi; ++r) ranks.insert(r);
+      }
+    } catch (const std::exception&) {
+      return std::nullopt;
+    }
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  return ranks;
+}
+
+std::string default_log_dir() {
+  if (const char* dir = std::getenv("DLAUNCH_STATE_DIR"); dir && *dir) return dir;
+  if (const char* xdg = std::getenv("XDG_STATE_HOME"); xdg && *xdg) {
+    return std::string(xdg) + "/dlaunch/jobs";
+  }
+  const char* home = std::getenv("HOME");
+  return std::string(home && *home ? home : "/tmp") + "/.local/state/dlaunch/jobs";
+}
+
+ParseResult parse_options(int argc, const char* const* argv) {
+  // Everything after the first "--" is the program, byte for byte; CLI11 never
+  // sees it, so a trainer flag can never be mistaken for ours.
+  std::vector<std::string> ours;
+  Options o;
+  bool seen_dashes = false;
+  for (int i = 1; i < argc; ++i) {
+    if (!seen_dashes && std::string_view(argv[i]) == "--") {
+      seen_dashes = true;
+      continue;
+    }
+    (seen_dashes ? o.command : ours).emplace_back(argv[i]);
+  }
+
+  CLI::App app{"dlaunch: start distributed PyTorch/LibTorch training on plain hosts", "dlaunch"};
+  app.set_version_flag("--version", std::string("dlaunch ") + kVersion);
+  app.footer(
+      "Examples:\n"
+      "  dlaunch --nproc-per-node 4 -- mnist_dist                      one machine\n"
+      "  dlaunch --hosts hosts.toml -- mnist_dist --epochs 10          hosts over SSH\n"
+      "  dlaunch --nnodes 2 --node-rank 1 --master-addr A -- mnist_dist  by hand on each node");
+  app.prefix_command(!seen_dashes);  // `dlaunch -n 2 prog args` also works without "--"
+
+  std::string nproc_text;
+  std::string ranks_filter_text;
+  std::optional<int> node_rank;
+  app.add_option("--hosts", o.hosts_file, "TOML hosts file (see hosts.example.toml)")
+      ->check(CLI::ExistingFile);
+  app.add_option("--nproc-per-node,--nproc_per_node,-n", nproc_text,
+                 "ranks per node: a number, or 'auto' (one per GPU, else 1)");
+  app.add_option("--nnodes", o.nnodes, "number of nodes (manual mode)")
+      ->check(CLI::Range(1, 1 << 20));
+  app.add_option("--node-rank,--node_rank,--rank", node_rank, "this node's rank (manual mode)")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--master-addr,--master_addr", o.master_addr,
+                 "node 0's address: rendezvous host and MASTER_ADDR (manual mode)");
+  app.add_option("--master-port,--master_port", o.master_port,
+                 "MASTER_PORT for the ranks (default: a free port found on node 0)")
+      ->check(CLI::Range(1, 65535));
+  app.add_option("--rdzv-port", o.rdzv_port, "rendezvous TCP port on node 0 (manual mode)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 65535));
+  app.add_option("--rdzv-timeout", o.rdzv_timeout_s, "seconds to wait for every node to join")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 86400 * 7));
+  app.add_option("--secret-file", o.secret_file,
+                 "file holding the job's shared secret, the same on every node (manual mode; "
+                 "default $DLAUNCH_SECRET_FILE)");
+  app.add_option("--name", o.name, "job name (default: program name and a timestamp)");
+  app.add_option("--log-dir", o.log_dir,
+                 "where job logs go (default $DLAUNCH_STATE_DIR or ~/.local/state/dlaunch/jobs)");
+  app.add_option("--ranks-filter", ranks_filter_text,
+                 "only these ranks reach the terminal, e.g. 0,3 or 0-3 (files get all)");
+  app.add_option("--grace", o.grace_s, "seconds between SIGTERM and SIGKILL when stopping ranks")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 3600));
+  app.add_option("--max-restarts,--max_restarts", o.max_restarts,
+                 "restart all ranks up to N times after a failure")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 1000));
+  app.add_option("--heartbeat-timeout", o.heartbeat_timeout_s,
+                 "seconds of silence after which a node is declared dead")
+      ->capture_default_str()
+      ->check(CLI::Range(2, 3600));
+  app.add_flag("--dry-run", o.dry_run, "print the plan (hosts, ranks, environment); start nothing");
+  app.add_flag("-v,--verbose", o.verbose, "more diagnostics (repeat for debug)");
+  app.add_flag("-q,--quiet", o.quiet, "no rank output on the terminal (files still get it)");
+  app.add_option("--ssh-parallel", o.ssh_parallel, "SSH connections set up at once")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 4096));
+  app.add_option("--ssh-timeout", o.ssh_timeout_s, "SSH connect timeout in seconds")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 3600));
+  app.add_flag("--accept-new-host-keys", o.accept_new_host_keys,
+               "record unknown SSH host keys (changed keys are always refused)");
+
+  std::vector<std::string> reversed(ours.rbegin(), ours.rend());
+  try {
+    app.parse(reversed);
+  } catch (const CLI::CallForHelp&) {
+    return {std::nullopt, 0, app.help()};
+  } catch (const CLI::CallForVersion&) {
+    return {std::nullopt, 0, std::string("dlaunch ") + kVersion};
+  } catch (const CLI::ParseError& e) {
+    return {std::nullopt, 2, e.what()};
+  }
+  if (!seen_dashes) {
+    for (auto& rest : app.remaining()) o.command.push_back(rest);
+  }
+
+  auto usage_error = [](std::string message) {
+    return ParseResult{std::nullopt, 2, std::move(message)};
+  };
+  if (o.command.empty())
+    return usage_error("no program given: dlaunch [OPTIONS] -- PROG [ARGS...]");
+  if (!nproc_text.empty() && nproc_text != "auto" && nproc_text != "gpu") {
+    try {
+      std::size_t used = 0;
+      const int n = std::stoi(nproc_text, &used);
+      if (used != nproc_text.size() || n < 1 || n > 4096) throw std::invalid_argument("range");
+      o.nproc_per_node = n;
+    } catch (const std::exception&) {
+      return usage_error("--nproc-per-node: expected a number from 1 to 4096 or 'auto', got '" +
+                         nproc_text + "'");
+    }
+  }
+  if (!ranks_filter_text.empty()) {
+    auto ranks = parse_rank_list(ranks_filter_text);
+    if (!ranks) {
+      return usage_error("--ranks-filter: expected ranks like 0,3 or 0-3, got '" +
+                         ranks_filter_text + "'");
+    }
+    o.ranks_filter = *ranks;
+  }
+  const bool manual = o.nnodes > 1 || node_rank.has_value() || !o.master_addr.empty();
+  if (!o.hosts_file.empty() && manual) {
+    return usage_error(
+        "--hosts cannot be combined with --nnodes/--node-rank/--master-addr: the hosts file "
+        "lists the nodes");
+  }
+  if (!o.hosts_file.empty()) {
+    o.mode = Mode::hosts;
+  } else if (manual) {
+    o.mode = Mode::manual;
+    o.node_rank = node_rank.value_or(0);
+    if (o.node_rank >= o.nnodes) {
+      return usage_error("--node-rank " + std::to_string(o.node_rank) + " must be below --nnodes " +
+                         std::to_string(o.nnodes));
+    }
+    if (o.master_addr.empty() && o.nnodes > 1) {
+      return usage_error("--master-addr is required with --nnodes > 1 (node 0's address)");
+    }
+    if (o.master_addr.empty()) o.master_addr = "127.0.0.1";
+  }
+  if (o.mode != Mode::hosts && (o.accept_new_host_keys)) {
+    return usage_error("--accept-new-host-keys needs --hosts");
+  }
+  if (o.secret_file.empty()) {
+    if (const char* f = std::getenv("DLAUNCH_SECRET_FILE"); f && *f) o.secret_file = f;
+  }
+  if (o.log_dir.empty()) o.log_dir = default_log_dir();
+  return {o, 0, {}};
+}
+
+}  // namespace dlaunch

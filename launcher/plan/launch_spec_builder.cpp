@@ -1,0 +1,31 @@
+#include "launcher/plan/launch_spec_builder.h"
+
+namespace dlaunch {
+
+std::string node_label(const PlannedNode& node) {
+  return node.host.name.empty() ? "node" + std::to_string(node.node_rank) : node.host.name;
+}
+
+LaunchSpec make_launch_spec(const Plan& plan, const PlannedNode& node, const Options& options,
+                            const LaunchContext& context) {
+  LaunchSpec spec;
+  spec.secret = context.secret;
+  spec.rdzv_host = context.rdzv_host;
+  spec.rdzv_port = context.rdzv_port;
+  spec.node_rank = node.node_rank;
+  spec.nproc = node.nproc;
+  spec.host_name = node_label(node);
+  spec.argv = plan.command;
+  spec.env = node.host.env;
+  spec.interface = node.host.interface;
+  if (node.local) spec.workdir = context.local_workdir;
+  // A manual-mode node other than 0 has no coordinator of its own to print its
+  // ranks' output: its agent echoes it.
+  spec.echo = !plan.coordinator && !options.quiet;
+  spec.rdzv_timeout_s = options.rdzv_timeout_s;
+  spec.grace_s = options.grace_s;
+  spec.heartbeat_timeout_s = options.heartbeat_timeout_s;
+  return spec;
+}
+
+}  // namespace dlaunch

@@ -1,0 +1,165 @@
+#include "launcher/plan/plan.h"
+
+#include <ctime>
+#include <sstream>
+
+#include "launcher/plan/launch_spec_builder.h"
+#include "protocol/rank_env.h"
+
+namespace dlaunch {
+
+bool is_loopback_address(const std::string& address) {
+  return address == "localhost" || address == "::1" || address.starts_with("127.");
+}
+
+std::string default_job_name(const std::string& program, long long unix_seconds) {
+  std::string base = program.substr(program.find_last_of('/') + 1);
+  std::string clean;
+  for (char c : base) {
+    const bool ok = std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.';
+    clean.push_back(ok ? c : '_');
+  }
+  if (clean.empty() || clean[0] == '.') clean = "job" + clean;
+  const std::time_t t = static_cast<std::time_t>(unix_seconds);
+  std::tm tm{};
+  ::localtime_r(&t, &tm);
+  char stamp[32];
+  std::strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", &tm);
+  return clean + "-" + stamp;
+}
+
+Plan make_plan(const Options& o, const HostsFile* hosts, const std::string& job) {
+  Plan plan;
+  plan.mode = o.mode;
+  plan.job = job;
+  plan.command = o.command;
+  plan.master_port = o.master_port;
+  const int default_nproc = o.nproc_per_node.value_or(0);
+
+  switch (o.mode) {
+    case Mode::standalone: {
+      PlannedNode node;
+      node.host.name = "localhost";
+      node.host.address = "127.0.0.1";
+      node.nproc = default_nproc;
+      plan.nodes.push_back(node);
+      plan.master_addr = "127.0.0.1";
+      plan.rdzv_bind = "127.0.0.1";
+      plan.rdzv_connect = "127.0.0.1";
+      break;
+    }
+    case Mode::hosts: {
+      bool all_local = true;
+      for (std::size_t i = 0; i < hosts->hosts.size(); ++i) {
+        PlannedNode node;
+        node.node_rank = static_cast<int>(i);
+        node.host = hosts->hosts[i];
+        node.local = is_local_host(node.host);
+        node.nproc = node.host.slots.value_or(default_nproc);
+        all_local = all_local && node.local;
+        plan.nodes.push_back(node);
+      }
+      plan.nnodes = static_cast<int>(plan.nodes.size());
+      plan.hosts_in_prefix = plan.nnodes > 1;
+      plan.rdzv_port = hosts->rendezvous.port.value_or(0);
+      plan.rdzv_connect = hosts->rendezvous.address;
+      if (all_local) {
+        plan.rdzv_bind = "127.0.0.1";
+        if (plan.rdzv_connect.empty()) plan.rdzv_connect = "127.0.0.1";
+        plan.master_addr = "127.0.0.1";
+      } else {
+        plan.rdzv_bind = "0.0.0.0";
+        const auto& first = plan.nodes.front();
+        // Node 0's own ranks are the TCPStore server; the others reach it at the
+        // address the hosts file gives (for a local node 0: our rendezvous address).
+        plan.master_addr = first.local ? hosts->rendezvous.address : first.host.address;
+      }
+      break;
+    }
+    case Mode::manual: {
+      plan.nnodes = o.nnodes;
+      plan.node_rank = o.node_rank;
+      plan.coordinator = o.node_rank == 0;
+      plan.hosts_in_prefix = o.nnodes > 1;
+      PlannedNode node;
+      node.node_rank = o.node_rank;
+      node.host.name = "";  // this machine's host name, filled in at start
+      node.host.address = "127.0.0.1";
+      node.nproc = default_nproc;
+      plan.nodes.push_back(node);
+      plan.master_addr = o.master_addr;
+      plan.rdzv_bind = "0.0.0.0";
+      plan.rdzv_port = o.rdzv_port;
+      plan.rdzv_connect = o.node_rank == 0 ? "127.0.0.1" : o.master_addr;
+      break;
+    }
+  }
+  return plan;
+}
+
+std::string describe_plan(const Plan& plan, const Options& o) {
+  std::ostringstream out;
+  const char* mode = plan.mode == Mode::standalone ? "one machine"
+                     : plan.mode == Mode::hosts    ? "hosts file"
+                                                   : "manual";
+  out << "job " << plan.job << " (" << mode << ", " << plan.nnodes << " node"
+      << (plan.nnodes == 1 ? "" : "s") << ")\n";
+  out << "command:";
+  for (const auto& a : plan.command) out << " '" << a << "'";
+  out << "\n";
+  out << "rendezvous: listens on " << plan.rdzv_bind << ":"
+      << (plan.rdzv_port ? std::to_string(plan.rdzv_port) : std::string("<any free port>"))
+      << (plan.coordinator ? "" : " (on node 0)") << "\n";
+  int total = 0;
+  bool known = plan.mode != Mode::manual;
+  for (const auto& node : plan.nodes) {
+    total += node.nproc;
+    known = known && node.nproc > 0;
+  }
+  int offset = 0;
+  for (const auto& node : plan.nodes) {
+    out << "node " << node.node_rank << ": "
+        << (node.host.name.empty() ? "this host" : node.host.name) << " (" << node.host.address
+        << ", " << (node.local ? "local" : "ssh") << "), ";
+    if (node.nproc > 0 && known) {
+      out << "ranks " << offset << ".." << offset + node.nproc - 1;
+    } else if (node.nproc > 0) {
+      out << node.nproc << " ranks";
+    } else {
+      out << "one rank per GPU found there (else 1)";
+    }
+    out << "\n";
+    const int shown = node.nproc > 0 ? node.nproc : 1;
+    for (int local = 0; local < shown; ++local) {
+      proto::Assign a;
+      a.job = plan.job;
+      a.max_restarts = o.max_restarts;
+      a.node_rank = node.node_rank;
+      a.nnodes = plan.nnodes;
+      a.rank_offset = known ? offset : 0;
+      a.local_world_size = shown;
+      a.world_size = known ? total : shown;
+      a.master_addr = plan.master_addr.empty() ? "<this host>" : plan.master_addr;
+      const LaunchSpec spec = make_launch_spec(plan, node, o, {});
+      const EnvMap env = rank_environment(a, local, spec, {});
+      out << "  local rank " << local << ":";
+      for (const auto& [k, v] : env) {
+        if (!known && (k == "RANK" || k == "ROLE_RANK" || k == "WORLD_SIZE" ||
+                       k == "ROLE_WORLD_SIZE" || k == "LOCAL_WORLD_SIZE")) {
+          out << " " << k << "=<at rendezvous>";
+        } else if (k == "MASTER_PORT") {
+          out << " MASTER_PORT="
+              << (plan.master_port ? std::to_string(*plan.master_port)
+                                   : std::string("<free port on node 0>"));
+        } else {
+          out << " " << k << "=" << v;
+        }
+      }
+      out << "\n";
+    }
+    offset += node.nproc;
+  }
+  return out.str();
+}
+
+}  // namespace dlaunch

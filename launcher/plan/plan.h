@@ -1,0 +1,51 @@
+// The launch plan: which nodes exist, how each is reached, how many ranks each
+// runs, where the rendezvous listens and what the agents connect to. Pure: made
+// from options and the hosts file with no I/O, so every mode is unit-tested.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "launcher/config/hosts_file.h"
+#include "launcher/config/options.h"
+
+namespace dlaunch {
+
+struct PlannedNode {
+  int node_rank = 0;
+  HostEntry host;
+  bool local = true;  // started by fork/exec, not SSH
+  int nproc = 0;      // 0: decided by the agent (one per GPU, else 1)
+};
+
+struct Plan {
+  Mode mode = Mode::standalone;
+  std::string job;
+  std::vector<std::string> command;
+  int nnodes = 1;
+  // Nodes this coordinator starts agents for: all in standalone and hosts mode;
+  // only this machine's in manual mode (the other nodes start their own).
+  std::vector<PlannedNode> nodes;
+  bool hosts_in_prefix = false;  // several hosts: prefix lines with the host too
+
+  std::string master_addr;  // empty: this machine's name (decided at start)
+  std::optional<int> master_port;
+  std::string rdzv_bind;     // address the rendezvous listens on
+  int rdzv_port = 0;         // 0: any free port
+  std::string rdzv_connect;  // what agents connect to; empty: per host (SSH local address)
+  bool coordinator = true;   // false: manual mode node > 0 (runs only an agent)
+  int node_rank = 0;         // manual mode: this node
+};
+
+Plan make_plan(const Options& options, const HostsFile* hosts, const std::string& job);
+
+// Human-readable plan for --dry-run: nodes, rank ranges and each rank's environment.
+std::string describe_plan(const Plan& plan, const Options& options);
+
+// "mnist_dist-20261122-173000" from the program path and a time.
+std::string default_job_name(const std::string& program, long long unix_seconds);
+
+bool is_loopback_address(const std::string& address);
+
+}  // namespace dlaunch

@@ -1,0 +1,56 @@
+#include "protocol/rank_env.h"
+
+#include <unistd.h>
+
+namespace dlaunch {
+
+EnvMap rank_environment(const proto::Assign& a, int local_rank, const LaunchSpec& spec,
+                        const EnvMap& inherited) {
+  EnvMap env = inherited;
+  for (const auto& [k, v] : spec.env) env[k] = v;
+  const int rank = a.rank_offset + local_rank;
+  auto set = [&env](const char* key, const auto& value) {
+    if constexpr (std::is_convertible_v<decltype(value), std::string>) {
+      env[key] = value;
+    } else {
+      env[key] = std::to_string(value);
+    }
+  };
+  set("RANK", rank);
+  set("LOCAL_RANK", local_rank);
+  set("WORLD_SIZE", a.world_size);
+  set("LOCAL_WORLD_SIZE", a.local_world_size);
+  set("GROUP_RANK", a.node_rank);
+  set("GROUP_WORLD_SIZE", a.nnodes);
+  set("ROLE_NAME", std::string("default"));
+  set("ROLE_RANK", rank);
+  set("ROLE_WORLD_SIZE", a.world_size);
+  set("MASTER_ADDR", a.master_addr);
+  set("MASTER_PORT", a.master_port);
+  set("TORCHELASTIC_RESTART_COUNT", a.round);
+  set("TORCHELASTIC_MAX_RESTARTS", a.max_restarts);
+  set("TORCHELASTIC_RUN_ID", a.job);
+  set("DLAUNCH_JOB", a.job);
+  set("DLAUNCH_HOST", spec.host_name);
+  // Many ranks each spawning one thread per core starve each other; torchrun
+  // sets the same default. A value the user set wins.
+  if (a.local_world_size > 1 && !env.contains("OMP_NUM_THREADS")) set("OMP_NUM_THREADS", 1);
+  if (!spec.interface.empty()) {
+    if (!env.contains("NCCL_SOCKET_IFNAME")) env["NCCL_SOCKET_IFNAME"] = spec.interface;
+    if (!env.contains("GLOO_SOCKET_IFNAME")) env["GLOO_SOCKET_IFNAME"] = spec.interface;
+  }
+  return env;
+}
+
+EnvMap current_environment() {
+  EnvMap env;
+  for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
+    std::string_view entry(*e);
+    const auto eq = entry.find('=');
+    if (eq == std::string_view::npos || eq == 0) continue;
+    env.emplace(std::string(entry.substr(0, eq)), std::string(entry.substr(eq + 1)));
+  }
+  return env;
+}
+
+}  // namespace dlaunch

@@ -1,0 +1,91 @@
+#include "ssh/agent_start.h"
+
+#include "ssh/shell_quote.h"
+
+namespace dlaunch {
+namespace {
+
+constexpr const char* kStarted = "dlaunch-start ";
+constexpr const char* kMissing = "dlaunch-missing";
+// What the shell may print before our line (a chatty .bashrc) is skipped, up to this much.
+constexpr std::size_t kMaxPreamble = 64 * 1024;
+
+std::string last_lines(const std::string& text, std::size_t max_chars) {
+  std::string out = text;
+  while (!out.empty() && (out.back() == '\n' || out.back() == '\r')) out.pop_back();
+  if (out.size() > max_chars) out = "..." + out.substr(out.size() - max_chars);
+  return out;
+}
+
+}  // namespace
+
+std::string agent_start_command(const std::string& cache_dir, const std::string& sha256) {
+  const std::string name = "agent-" + sha256;  // hex: nothing to quote
+  // A copy in /tmp is only run from a directory that is ours and no symbolic
+  // link, and only when the file is ours: another user could have made
+  // /tmp/dlaunch-<uid> first and put a program there.
+  const std::string script =
+      "runs() { test -f \"$1\" && \"$1\" --version >/dev/null 2>&1; }; "
+      "start() { echo \"" +
+      std::string(kStarted) +
+      "$1\"; exec \"$1\"; }; "
+      "a=" +
+      shell_quote(cache_dir + "/" + name) + "; d=/tmp/dlaunch-$(id -u); t=$d/" + name +
+      "; if runs \"$a\"; then start \"$a\"; fi; "
+      "if test -d \"$d\" && test -O \"$d\" && test -O \"$t\"; then "
+      "if test -L \"$d\"; then :; elif runs \"$t\"; then start \"$t\"; fi; fi; "
+      "echo " +
+      kMissing;
+  return "exec /bin/sh -c " + shell_quote(script);
+}
+
+AgentStart start_cached_agent(SshSession& s, const std::string& command) {
+  const std::string& label = s.target().label;
+  LIBSSH2_CHANNEL* channel = libssh2_channel_open_session(s.get());
+  if (channel == nullptr) {
+    throw SshError(label + ": cannot open an SSH channel: " + s.last_error());
+  }
+  if (libssh2_channel_exec(channel, command.c_str()) != 0) {
+    const std::string why = s.last_error();
+    libssh2_channel_free(channel);
+    throw SshError(label + ": the host refused to run a command: " + why);
+  }
+  // Byte by byte: the line is short and comes from libssh2's buffer, and
+  // whatever follows it belongs to the agent.
+  std::string out, line;
+  ssize_t n = 0;
+  char c = 0;
+  while (out.size() + line.size() < kMaxPreamble &&
+         (n = libssh2_channel_read(channel, &c, 1)) == 1) {
+    if (c != '\n') {
+      line.push_back(c);
+      continue;
+    }
+    if (line.rfind(kStarted, 0) == 0) return {channel, line.substr(std::string(kStarted).size())};
+    if (line == kMissing) break;
+    out += line + "\n";
+    line.clear();
+  }
+  const bool timed_out = n == LIBSSH2_ERROR_TIMEOUT;
+  std::string err;
+  char buffer[4096];
+  ssize_t e = 0;
+  while (!timed_out && (e = libssh2_channel_read_stderr(channel, buffer, sizeof buffer)) > 0) {
+    err.append(buffer, static_cast<std::size_t>(e));
+  }
+  libssh2_channel_close(channel);
+  if (!timed_out) libssh2_channel_wait_closed(channel);
+  const int status = libssh2_channel_get_exit_status(channel);
+  libssh2_channel_free(channel);
+  if (line == kMissing) return {};
+  std::string what = timed_out ? "no answer within " + std::to_string(s.target().timeout_s) + " s"
+                     : n < 0   ? s.last_error()
+                               : "exit status " + std::to_string(status);
+  const std::string said = last_lines(err.empty() ? out + line : err, 600);
+  throw SshError(label + ": the agent did not start (" + what + ")" +
+                 (said.empty() ? "" : ": " + said) +
+                 ". Check that /bin/sh works on the host and that your shell startup files "
+                 "(~/.bashrc) do not fail or wait for input");
+}
+
+}  // namespace dlaunch

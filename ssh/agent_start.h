@@ -1,0 +1,33 @@
+// Starting the cached agent on a host with a single exec channel. The user's
+// shell reads its startup files for every channel (a conda or pyenv init can
+// take a few hundred milliseconds), so the common case (agent already cached)
+// must not pay for a separate "is it there?" round trip. The command picks the
+// first copy that runs: ~/<cache>/agent-<sha256>, then /tmp/dlaunch-<uid>/ when
+// that directory and file are ours. It prints "dlaunch-start <path>" on stdout
+// and execs the agent, or prints "dlaunch-missing" and exits: then upload
+// (ssh_upload.h) and start again.
+#pragma once
+
+#include <libssh2.h>
+
+#include <string>
+
+#include "ssh/session.h"
+
+namespace dlaunch {
+
+// The remote command line. It runs under /bin/sh whatever the login shell is,
+// and is one line without ! or backslashes, so that csh and fish pass it on.
+std::string agent_start_command(const std::string& cache_dir, const std::string& sha256);
+
+struct AgentStart {
+  LIBSSH2_CHANNEL* channel = nullptr;  // the agent's channel; null when missing
+  std::string path;                    // the copy that runs
+};
+
+// Runs agent_start_command over a new channel and reads its first line.
+// Throws SshError (naming the host, with the shell's stderr) when the command
+// fails in any other way.
+AgentStart start_cached_agent(SshSession& session, const std::string& command);
+
+}  // namespace dlaunch

@@ -1,0 +1,160 @@
+#include "ssh/upload.h"
+
+#include <libssh2_sftp.h>
+#include <openssl/evp.h>
+
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <vector>
+
+#include "protocol/auth.h"
+#include "ssh/shell_quote.h"
+
+namespace dlaunch {
+namespace {
+
+enum class Remote { runs, missing, broken };
+
+// One round trip: is the agent there, and does it run (a noexec mount, a
+// truncated file or a foreign architecture make it "broken")?
+Remote probe(SshSession& s, const std::string& path) {
+  std::string out;
+  const std::string q = shell_quote(path);
+  const int rc = s.run("test -f " + q + " || exit 3; " + q + " --version", &out);
+  if (rc == 3) return Remote::missing;
+  return rc == 0 && out.find("dlaunch-agent") != std::string::npos ? Remote::runs : Remote::broken;
+}
+
+void upload(SshSession& s, const std::string& local, const std::string& remote) {
+  const std::string dir = remote.substr(0, remote.rfind('/'));
+  std::string err;
+  if (s.run("umask 077 && mkdir -p " + shell_quote(dir), nullptr, &err) != 0) {
+    throw SshError(s.target().label + ": cannot create " + dir + ": " + err);
+  }
+  std::ifstream in(local, std::ios::binary);
+  std::vector<char> data((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (data.empty()) throw SshError("cannot read " + local);
+  LIBSSH2_SFTP* sftp = libssh2_sftp_init(s.get());
+  if (sftp == nullptr)
+    throw SshError(s.target().label + ": SFTP is not available: " + s.last_error());
+  struct SftpGuard {
+    LIBSSH2_SFTP* p;
+    ~SftpGuard() { libssh2_sftp_shutdown(p); }
+  } guard{sftp};
+  const std::string tmp = remote + ".tmp-" + auth::to_hex(auth::random_bytes(6));
+  LIBSSH2_SFTP_HANDLE* file = libssh2_sftp_open(
+      sftp, tmp.c_str(), LIBSSH2_FXF_WRITE | LIBSSH2_FXF_CREAT | LIBSSH2_FXF_TRUNC,
+      LIBSSH2_SFTP_S_IRWXU | LIBSSH2_SFTP_S_IRGRP | LIBSSH2_SFTP_S_IXGRP | LIBSSH2_SFTP_S_IROTH |
+          LIBSSH2_SFTP_S_IXOTH);
+  if (file == nullptr) {
+    throw SshError(s.target().label + ": cannot write " + tmp + " over SFTP: " + s.last_error());
+  }
+  std::size_t sent = 0;
+  while (sent < data.size()) {
+    const ssize_t n = libssh2_sftp_write(file, data.data() + sent, data.size() - sent);
+    if (n <= 0) {
+      libssh2_sftp_close(file);
+      throw SshError(s.target().label + ": upload of the agent failed: " + s.last_error());
+    }
+    sent += static_cast<std::size_t>(n);
+  }
+  // The mode given at open is cut by the server's umask; set it outright.
+  LIBSSH2_SFTP_ATTRIBUTES attrs{};
+  attrs.flags = LIBSSH2_SFTP_ATTR_PERMISSIONS;
+  attrs.permissions = 0755;
+  libssh2_sftp_fsetstat(file, &attrs);
+  libssh2_sftp_close(file);
+  // Hosts running another job may upload the same file at once: the rename is
+  // atomic and either copy is the same bytes.
+  if (libssh2_sftp_rename_ex(sftp, tmp.c_str(), static_cast<unsigned>(tmp.size()), remote.c_str(),
+                             static_cast<unsigned>(remote.size()),
+                             LIBSSH2_SFTP_RENAME_OVERWRITE | LIBSSH2_SFTP_RENAME_ATOMIC |
+                                 LIBSSH2_SFTP_RENAME_NATIVE) != 0) {
+    s.run("mv -f " + shell_quote(tmp) + " " + shell_quote(remote), nullptr);
+  }
+}
+
+}  // namespace
+
+std::string file_sha256(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw SshError("cannot read " + path);
+  EVP_MD_CTX* ctx = EVP_MD_CTX_new();
+  EVP_DigestInit_ex(ctx, EVP_sha256(), nullptr);
+  char buffer[1 << 16];
+  while (in.read(buffer, sizeof buffer) || in.gcount() > 0) {
+    EVP_DigestUpdate(ctx, buffer, static_cast<std::size_t>(in.gcount()));
+  }
+  unsigned char digest[32];
+  unsigned int len = 0;
+  EVP_DigestFinal_ex(ctx, digest, &len);
+  EVP_MD_CTX_free(ctx);
+  return auth::to_hex(std::string_view(reinterpret_cast<char*>(digest), len));
+}
+
+std::string agent_sha256(const std::string& path) {
+  static std::mutex mutex;
+  static std::map<std::string, std::string> cache;
+  std::lock_guard lock(mutex);
+  auto [it, added] = cache.try_emplace(path);
+  if (added) {
+    try {
+      it->second = file_sha256(path);
+    } catch (...) {
+      cache.erase(it);
+      throw;
+    }
+  }
+  return it->second;
+}
+
+AgentUpload ensure_agent(SshSession& session, const std::string& local_agent,
+                         const std::string& sha256, const std::string& cache_dir) {
+  const std::string& label = session.target().label;
+  AgentUpload result;
+  result.remote_path = cache_dir + "/agent-" + sha256;
+  Remote state = probe(session, result.remote_path);
+  if (state == Remote::runs) return result;
+  std::string why = "is not writable";
+  if (state == Remote::missing) {
+    try {
+      upload(session, local_agent, result.remote_path);
+      result.uploaded = true;
+      state = probe(session, result.remote_path);
+      if (state == Remote::runs) return result;
+    } catch (const SshError& e) {
+      why = std::string("is not writable (") + e.what() + ")";
+    }
+  }
+  // Uploaded (now or by an earlier run) yet it does not run: most likely the
+  // home directory is mounted noexec. Uploading there again would not help.
+  if (state == Remote::broken) why = "does not let the agent run (noexec?)";
+  const std::string shown = cache_dir.rfind('/', 0) == 0 ? cache_dir : "~/" + cache_dir;
+  std::string dir;
+  // Our own directory in /tmp: created private, and refused when someone else
+  // owns it or planted a symbolic link there first.
+  session.run(
+      "d=/tmp/dlaunch-$(id -u); umask 077; mkdir -p \"$d\" && test ! -L \"$d\" && "
+      "test -O \"$d\" && chmod 700 \"$d\" && printf %s \"$d\"",
+      &dir);
+  if (dir.empty()) {
+    throw SshError(label + ": cannot install the agent: " + shown + " " + why +
+                   ", and /tmp/dlaunch-<uid> on the host is not usable (not ours, or a "
+                   "symbolic link). Fix the permissions of either directory");
+  }
+  result.remote_path = dir + "/agent-" + sha256;
+  result.warning = label + ": " + shown + " " + why + "; using " + result.remote_path + " instead";
+  state = probe(session, result.remote_path);
+  if (state == Remote::runs) return result;
+  upload(session, local_agent, result.remote_path);
+  result.uploaded = true;
+  if (probe(session, result.remote_path) != Remote::runs) {
+    throw SshError(label + ": the uploaded agent does not run on the host (" + result.remote_path +
+                   "): is the host of this machine's architecture, with a glibc as new as "
+                   "this machine's, and /tmp not mounted noexec?");
+  }
+  return result;
+}
+
+}  // namespace dlaunch

@@ -1,0 +1,61 @@
+#include <doctest/doctest.h>
+
+#include "launcher/config/options.h"
+#include "launcher/plan/plan.h"
+
+using namespace dlaunch;
+
+TEST_CASE("plan for hosts: contiguous ranks, local detection, master address") {
+  Options o;
+  o.mode = Mode::hosts;
+  o.command = {"prog"};
+  HostsFile hosts;
+  HostEntry a;
+  a.name = "a";
+  a.address = "10.0.0.5";
+  a.slots = 2;
+  HostEntry b;
+  b.name = "b";
+  b.address = "10.0.0.6";
+  hosts.hosts = {a, b};
+  Plan p = make_plan(o, &hosts, "job");
+  CHECK(p.nnodes == 2);
+  CHECK(p.nodes[0].nproc == 2);
+  CHECK(p.nodes[1].nproc == 0);  // auto: decided by the agent
+  CHECK_FALSE(p.nodes[0].local);
+  CHECK(p.master_addr == "10.0.0.5");
+  CHECK(p.rdzv_bind == "0.0.0.0");
+  CHECK(p.hosts_in_prefix);
+  const std::string text = describe_plan(p, o);
+  // node b says "one per GPU": global rank numbers are known only at the rendezvous
+  CHECK(text.find("node 0: a (10.0.0.5, ssh), 2 ranks") != std::string::npos);
+  CHECK(text.find("RANK=<at rendezvous>") != std::string::npos);
+  CHECK(text.find("MASTER_ADDR=10.0.0.5") != std::string::npos);
+}
+
+TEST_CASE("plan for standalone and manual modes") {
+  Options o;
+  o.command = {"prog"};
+  o.nproc_per_node = 4;
+  Plan p = make_plan(o, nullptr, "j");
+  CHECK(p.nodes.size() == 1);
+  CHECK(p.nodes[0].nproc == 4);
+  CHECK(p.rdzv_bind == "127.0.0.1");
+  CHECK(p.master_addr == "127.0.0.1");
+  CHECK(describe_plan(p, o).find("RANK=3") != std::string::npos);
+
+  o.mode = Mode::manual;
+  o.nnodes = 3;
+  o.node_rank = 1;
+  o.master_addr = "10.9.9.9";
+  p = make_plan(o, nullptr, "j");
+  CHECK_FALSE(p.coordinator);
+  CHECK(p.rdzv_connect == "10.9.9.9");
+  CHECK(p.nnodes == 3);
+}
+
+TEST_CASE("default job names are safe directory names") {
+  const std::string n = default_job_name("/opt/x/my prog", 0);
+  CHECK(n.starts_with("my_prog-"));
+  CHECK(n.find('/') == std::string::npos);
+}

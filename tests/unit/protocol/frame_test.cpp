@@ -1,0 +1,118 @@
+#include <doctest/doctest.h>
+
+#include <random>
+
+#include "protocol/frame.h"
+#include "protocol/messages.h"
+
+using namespace dlaunch;
+
+TEST_CASE("frames round-trip when fed byte by byte") {
+  const std::string a = encode_frame(5, "hello");
+  const std::string b = encode_frame(6, std::string(1000, 'x'));
+  FrameDecoder d(kMaxFrame);
+  std::vector<Frame> got;
+  for (char c : a + b) {
+    d.feed(std::string_view(&c, 1));
+    for (;;) {
+      auto r = d.next();
+      REQUIRE(r.status != FrameDecoder::Status::bad);
+      if (r.status == FrameDecoder::Status::need_more) break;
+      got.push_back(r.frame);
+    }
+  }
+  REQUIRE(got.size() == 2);
+  CHECK(got[0].type == 5);
+  CHECK(got[0].payload == "hello");
+  CHECK(got[1].payload.size() == 1000);
+  CHECK(d.buffered() == 0);
+}
+
+TEST_CASE("a frame over the limit is refused before its body arrives") {
+  FrameDecoder d(kMaxPreAuthFrame);
+  std::string header = encode_frame(1, std::string(kMaxPreAuthFrame, 'a')).substr(0, 4);
+  d.feed(header);
+  auto r = d.next();
+  CHECK(r.status == FrameDecoder::Status::bad);
+  CHECK(r.reason.find("exceeds limit") != std::string::npos);
+}
+
+TEST_CASE("a zero-length frame is bad") {
+  FrameDecoder d;
+  d.feed(std::string("\0\0\0\0", 4));
+  CHECK(d.next().status == FrameDecoder::Status::bad);
+}
+
+TEST_CASE("every message type round-trips through encode and decode") {
+  std::vector<proto::Message> messages = {
+      proto::Hello{proto::kMagic, proto::kVersion, std::string(32, 'n')},
+      proto::Challenge{proto::kMagic, proto::kVersion, std::string(32, 's')},
+      proto::Join{std::string(32, 'p'), 3, 8, 8, "gpu7", 29500, 4242},
+      proto::Welcome{std::string(32, 'w')},
+      proto::Assign{"job-1", 2, 5, 1, 4, 8, 8, 32, "10.0.0.1", 29501},
+      proto::LogLine{7, proto::Stream::err, "a line\twith bytes \x01\xff"},
+      proto::RankExit{7, 0, 9},
+      proto::AgentDone{2, 40000},
+      proto::Stop{3, true, 0, "rank 3 failed"},
+      proto::Heartbeat{},
+      proto::Reject{"nope"},
+  };
+  for (const auto& m : messages) {
+    const std::string bytes = proto::encode(m);
+    FrameDecoder d(kMaxFrame);
+    d.feed(bytes);
+    auto r = d.next();
+    REQUIRE(r.status == FrameDecoder::Status::ok);
+    auto back = proto::decode(r.frame.type, r.frame.payload);
+    REQUIRE(back.has_value());
+    CHECK(back->index() == m.index());
+    CHECK(proto::encode(*back) == bytes);
+  }
+}
+
+TEST_CASE("decoding rejects truncated, padded and out-of-range messages") {
+  const std::string join = proto::encode(proto::Join{std::string(32, 'p'), 0, 1, 0, "h", 1, 1});
+  const std::string payload = join.substr(5);
+  const auto type = static_cast<std::uint8_t>(proto::Type::join);
+  CHECK(proto::decode(type, payload).has_value());
+  CHECK_FALSE(proto::decode(type, payload.substr(0, payload.size() - 1)).has_value());
+  CHECK_FALSE(proto::decode(type, payload + "x").has_value());
+  CHECK_FALSE(proto::decode(0, payload).has_value());
+  CHECK_FALSE(proto::decode(200, payload).has_value());
+  // nproc 0 is not a valid join
+  const std::string bad = proto::encode(proto::Join{std::string(32, 'p'), 0, 0, 0, "h", 1, 1});
+  CHECK_FALSE(proto::decode(type, bad.substr(5)).has_value());
+  // an assignment whose ranks do not fit the world
+  const std::string assign = proto::encode(proto::Assign{"j", 0, 0, 0, 1, 3, 2, 4, "a", 1});
+  CHECK_FALSE(
+      proto::decode(static_cast<std::uint8_t>(proto::Type::assign), assign.substr(5)).has_value());
+}
+
+TEST_CASE("random garbage never crashes the decoder") {
+  std::mt19937 rng(12345);
+  for (int i = 0; i < 20000; ++i) {
+    std::string junk(rng() % 64, '\0');
+    for (auto& c : junk) c = static_cast<char>(rng());
+    (void)proto::decode(static_cast<std::uint8_t>(rng() % 13), junk);
+    FrameDecoder d(kMaxPreAuthFrame);
+    d.feed(junk);
+    for (int k = 0; k < 4 && d.next().status == FrameDecoder::Status::ok; ++k) {
+    }
+  }
+}
+
+// Found by frame_fuzz: rank_offset + local_world_size overflowed int32.
+TEST_CASE("regression: an assignment with huge rank numbers is rejected without overflow") {
+  const std::string a =
+      proto::encode(proto::Assign{"j", 0, 0, 0, 1, 0x7fffffff, 0x7fffffff, 0x7fffffff, "a", 1});
+  CHECK_FALSE(
+      proto::decode(static_cast<std::uint8_t>(proto::Type::assign), a.substr(5)).has_value());
+}
+
+// Found by frame_fuzz: a flag byte of 3 decoded as true and re-encoded as 1.
+TEST_CASE("regression: boolean fields accept only 0 and 1") {
+  std::string stop = proto::encode(proto::Stop{3, true, -1, "x"});
+  stop[5 + 4] = 3;
+  CHECK_FALSE(
+      proto::decode(static_cast<std::uint8_t>(proto::Type::stop), stop.substr(5)).has_value());
+}

@@ -1,0 +1,44 @@
+#include <doctest/doctest.h>
+#include <unistd.h>
+
+#include "protocol/launch_spec.h"
+
+using namespace dlaunch;
+
+TEST_CASE("launch spec round-trips through a pipe") {
+  LaunchSpec s;
+  s.secret = std::string("\0\1secret\xff", 9);
+  s.rdzv_host = "198.18.0.1";
+  s.rdzv_port = 40001;
+  s.node_rank = 3;
+  s.nproc = 2;
+  s.host_name = "h";
+  s.argv = {"prog", "a b", "$(x)", "\n", "\xc3\xa9"};
+  s.env = {{"A", "1"}};
+  s.echo = true;
+  int fds[2];
+  REQUIRE(::pipe(fds) == 0);
+  const std::string bytes = encode_launch_spec(s);
+  REQUIRE(::write(fds[1], bytes.data(), bytes.size()) == static_cast<ssize_t>(bytes.size()));
+  ::close(fds[1]);
+  std::string error;
+  auto back = read_launch_spec(fds[0], &error);
+  ::close(fds[0]);
+  REQUIRE(back.has_value());
+  CHECK(back->secret == s.secret);
+  CHECK(back->argv == s.argv);
+  CHECK(back->rdzv_port == 40001);
+  CHECK(back->env == s.env);
+  CHECK(back->echo);
+}
+
+TEST_CASE("a truncated or foreign launch spec is refused with a message") {
+  int fds[2];
+  REQUIRE(::pipe(fds) == 0);
+  REQUIRE(::write(fds[1], "hello world\n", 12) == 12);
+  ::close(fds[1]);
+  std::string error;
+  CHECK_FALSE(read_launch_spec(fds[0], &error).has_value());
+  CHECK(error.find("launch spec") != std::string::npos);
+  ::close(fds[0]);
+}

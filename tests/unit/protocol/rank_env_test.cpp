@@ -1,0 +1,43 @@
+#include <doctest/doctest.h>
+
+#include "protocol/rank_env.h"
+
+using namespace dlaunch;
+
+TEST_CASE("rank environment is torchrun-compatible") {
+  proto::Assign a{"job-7", 1, 3, 2, 3, 4, 2, 8, "10.1.2.3", 29555};
+  LaunchSpec spec;
+  spec.host_name = "gpu2";
+  spec.interface = "eth1";
+  spec.env = {{"NCCL_DEBUG", "INFO"}};
+  const EnvMap env = rank_environment(a, 1, spec, {{"PATH", "/bin"}, {"GLOO_SOCKET_IFNAME", "lo"}});
+  CHECK(env.at("RANK") == "5");
+  CHECK(env.at("LOCAL_RANK") == "1");
+  CHECK(env.at("WORLD_SIZE") == "8");
+  CHECK(env.at("LOCAL_WORLD_SIZE") == "2");
+  CHECK(env.at("GROUP_RANK") == "2");
+  CHECK(env.at("GROUP_WORLD_SIZE") == "3");
+  CHECK(env.at("ROLE_RANK") == "5");
+  CHECK(env.at("ROLE_WORLD_SIZE") == "8");
+  CHECK(env.at("MASTER_ADDR") == "10.1.2.3");
+  CHECK(env.at("MASTER_PORT") == "29555");
+  CHECK(env.at("TORCHELASTIC_RESTART_COUNT") == "1");
+  CHECK(env.at("TORCHELASTIC_MAX_RESTARTS") == "3");
+  CHECK(env.at("TORCHELASTIC_RUN_ID") == "job-7");
+  CHECK(env.at("DLAUNCH_JOB") == "job-7");
+  CHECK(env.at("DLAUNCH_HOST") == "gpu2");
+  CHECK(env.at("OMP_NUM_THREADS") == "1");
+  CHECK(env.at("NCCL_SOCKET_IFNAME") == "eth1");
+  CHECK(env.at("GLOO_SOCKET_IFNAME") == "lo");  // the user's own setting wins
+  CHECK(env.at("NCCL_DEBUG") == "INFO");
+  CHECK(env.at("PATH") == "/bin");
+}
+
+TEST_CASE("OMP_NUM_THREADS is left alone for one rank or when set") {
+  proto::Assign a{"j", 0, 0, 0, 1, 0, 1, 1, "a", 1};
+  LaunchSpec spec;
+  CHECK_FALSE(rank_environment(a, 0, spec, {}).contains("OMP_NUM_THREADS"));
+  a.local_world_size = 2;
+  a.world_size = 2;
+  CHECK(rank_environment(a, 0, spec, {{"OMP_NUM_THREADS", "4"}}).at("OMP_NUM_THREADS") == "4");
+}

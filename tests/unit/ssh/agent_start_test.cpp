@@ -1,0 +1,80 @@
+#include <doctest/doctest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "ssh/agent_start.h"
+#include "ssh/shell_quote.h"
+
+using namespace dlaunch;
+
+namespace {
+
+const std::string kSha(64, 'a');
+
+// Runs the start command as sshd would (`sh -c <command>` in the home
+// directory), with `input` on its stdin; returns its stdout.
+std::string run_in(const std::string& home, const std::string& command, const std::string& input) {
+  const std::string in_file = home + "/stdin";
+  std::ofstream(in_file) << input;
+  const std::string cmd =
+      "cd " + shell_quote(home) + " && /bin/sh -c " + shell_quote(command) + " < stdin";
+  FILE* p = ::popen(cmd.c_str(), "r");
+  REQUIRE(p != nullptr);
+  std::string out;
+  char buf[256];
+  std::size_t n;
+  while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
+  ::pclose(p);
+  return out;
+}
+
+// A stand-in agent: answers --version, else echoes its stdin.
+void write_fake_agent(const std::string& path, bool version_ok) {
+  std::filesystem::create_directories(std::filesystem::path(path).parent_path());
+  std::ofstream(path) << "#!/bin/sh\n"
+                      << "if [ \"$1\" = --version ]; then echo dlaunch-agent; exit "
+                      << (version_ok ? 0 : 1) << "; fi\n"
+                      << "printf 'agent read: '; cat\n";
+  ::chmod(path.c_str(), 0755);
+}
+
+struct TempHome {
+  std::string path;
+  TempHome() {
+    std::string tmpl = std::filesystem::temp_directory_path() / "dlaunch-start-test-XXXXXX";
+    path = ::mkdtemp(tmpl.data());
+  }
+  ~TempHome() { std::filesystem::remove_all(path); }
+};
+
+}  // namespace
+
+TEST_CASE("agent start command: missing, then started from the cache after upload") {
+  TempHome home;
+  const std::string command = agent_start_command(".cache/dlaunch", kSha);
+  CHECK(command.find('\n') == std::string::npos);  // one line, for csh
+  CHECK(run_in(home.path, command, "spec") == "dlaunch-missing\n");
+  write_fake_agent(home.path + "/.cache/dlaunch/agent-" + kSha, true);
+  CHECK(run_in(home.path, command, "spec") ==
+        "dlaunch-start .cache/dlaunch/agent-" + kSha + "\nagent read: spec");
+}
+
+TEST_CASE("agent start command: a copy that does not run counts as missing") {
+  TempHome home;
+  write_fake_agent(home.path + "/c/agent-" + kSha, false);
+  CHECK(run_in(home.path, agent_start_command("c", kSha), "") == "dlaunch-missing\n");
+}
+
+TEST_CASE("agent start command: an odd cache directory is quoted") {
+  TempHome home;
+  const std::string dir = home.path + "/it's a $(dir)";
+  write_fake_agent(dir + "/agent-" + kSha, true);
+  CHECK(run_in(home.path, agent_start_command(dir, kSha), "x") ==
+        "dlaunch-start " + dir + "/agent-" + kSha + "\nagent read: x");
+}
