@@ -41,29 +41,83 @@ void Connection::start(Handler handler) {
 }
 
 void Connection::send(const proto::Message& message) {
-  send_raw(proto::encode(message));
+  if (!std::holds_alternative<proto::LogLine>(message)) {
+    send_raw(proto::encode(message));
+    return;
+  }
+  // Output through send() is never refused: a sender that holds its producers
+  // back uses send_output() and watches output_full().
+  if (closed_ || closing_after_flush_) return;
+  auto frame = proto::encode(message);
+  output_bytes_ += frame.size();
+  output_.push_back(std::move(frame));
+  if (!writing_) write_next();
 }
 
 void Connection::send_raw(std::string bytes) {
   if (closed_ || closing_after_flush_) return;
-  outbox_.push_back(std::move(bytes));
+  control_.push_back(std::move(bytes));
   if (!writing_) write_next();
 }
 
+bool Connection::send_output(std::string frame) {
+  if (closed_ || closing_after_flush_) return false;
+  if (!output_.empty() && output_full()) {
+    output_refused_ = true;
+    return false;
+  }
+  output_bytes_ += frame.size();
+  output_.push_back(std::move(frame));
+  if (!writing_) write_next();
+  return true;
+}
+
+// Moves the next frames into in_flight_: control first, then output, up to
+// kMaxWriteBatch bytes (at least one frame).
+void Connection::take_batch() {
+  in_flight_.clear();
+  auto take_from = [this](std::deque<std::string>& queue, bool is_output) {
+    while (!queue.empty() &&
+           (in_flight_.empty() || in_flight_.size() + queue.front().size() <= kMaxWriteBatch)) {
+      if (is_output) output_bytes_ -= queue.front().size();
+      if (in_flight_.empty()) {
+        in_flight_ = std::move(queue.front());
+      } else {
+        in_flight_ += queue.front();
+      }
+      queue.pop_front();
+    }
+  };
+  take_from(control_, false);
+  take_from(output_, true);
+}
+
 void Connection::write_next() {
-  if (outbox_.empty() || closed_) {
+  if (closed_) {
+    writing_ = false;
+    return;
+  }
+  if (control_.empty() && output_.empty()) {
     writing_ = false;
     if (closing_after_flush_) close(close_reason_);
     return;
   }
+  take_batch();
   writing_ = true;
-  asio::async_write(socket_, asio::buffer(outbox_.front()),
+  asio::async_write(socket_, asio::buffer(in_flight_),
                     [self = shared_from_this()](const asio::error_code& ec, std::size_t) {
+                      // After close() the queues are gone and the owner has been
+                      // told; nothing here may run.
+                      if (self->closed_) return;
                       if (ec) {
                         self->close("write failed: " + ec.message());
                         return;
                       }
-                      self->outbox_.pop_front();
+                      if (self->output_refused_ && self->output_bytes_ <= self->output_limit_ / 2) {
+                        self->output_refused_ = false;
+                        if (self->on_output_space_) self->on_output_space_();
+                        if (self->closed_) return;
+                      }
                       self->write_next();
                     });
 }
@@ -130,15 +184,15 @@ void Connection::arm_heartbeat() {
   heartbeat_timer_.async_wait([weak = weak_from_this()](const asio::error_code& ec) {
     auto self = weak.lock();
     if (ec || !self || self->closed_) return;
-    // Only when idle: a queue of log lines already proves we are alive.
-    if (self->outbox_.empty()) self->send(proto::Heartbeat{});
+    // Only when idle: frames in flight already prove we are alive.
+    if (self->idle()) self->send(proto::Heartbeat{});
     self->arm_heartbeat();
   });
 }
 
 void Connection::close_after_flush(const std::string& reason) {
   if (closed_) return;
-  if (outbox_.empty() && !writing_) {
+  if (idle()) {
     close(reason);
     return;
   }
@@ -157,7 +211,11 @@ void Connection::close(const std::string& reason) {
   heartbeat_timer_.cancel();
   socket_.shutdown(asio::ip::tcp::socket::shutdown_both, ec);
   socket_.close(ec);
-  outbox_.clear();
+  // The write in flight, if any, still reads in_flight_: leave it alone.
+  control_.clear();
+  output_.clear();
+  output_bytes_ = 0;
+  on_output_space_ = nullptr;
   auto on_close = std::move(handler_.on_close);
   handler_ = {};
   if (on_close) on_close(reason);

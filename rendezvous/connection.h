@@ -2,6 +2,15 @@
 // by both the server's sessions and the agent's client. It keeps itself alive
 // with shared_from_this while reads or writes are pending; a malformed frame,
 // a receive timeout or a socket error closes it and reports why exactly once.
+//
+// Sending has two lanes. Control frames (handshake, heartbeats, assignments,
+// exits, stop) are never refused and always go out before queued output, so a
+// flood of rank output cannot delay a heartbeat past the peer's timeout. Output
+// frames (LogLine) are bounded in bytes: when the bound is reached,
+// send_output() refuses and the sender holds its producers back until
+// on_output_space fires. The bytes of the write in flight belong to the
+// connection until that write completes, whatever close() does meanwhile; a
+// completion after close() touches nothing.
 #pragma once
 
 #include <asio.hpp>
@@ -18,6 +27,14 @@ namespace dlaunch {
 
 class Connection : public std::enable_shared_from_this<Connection> {
  public:
+  // Output queued per connection before the sender must hold back: enough to
+  // keep a fast link busy for a while, small enough that thousands of agents
+  // fit in the coordinator's memory.
+  static constexpr std::size_t kDefaultOutputLimit = 4 * 1024 * 1024;
+  // Frames coalesced into one write: fewer system calls under a flood of short
+  // lines, without delaying control frames by more than this much output.
+  static constexpr std::size_t kMaxWriteBatch = 256 * 1024;
+
   struct Handler {
     std::function<void(proto::Message&&)> on_message;
     std::function<void(const std::string& reason)> on_close;
@@ -27,8 +44,22 @@ class Connection : public std::enable_shared_from_this<Connection> {
   ~Connection();
 
   void start(Handler handler);
+  // Queues a message: LogLine on the output lane (past its limit too: see
+  // send_output for a sender that holds back), everything else on the
+  // control lane.
   void send(const proto::Message& message);
+  // Queues an already encoded control frame.
   void send_raw(std::string bytes);
+  // Queues an encoded output frame; false (and nothing queued) when the output
+  // lane already holds its limit. One frame is always accepted into an empty
+  // lane, so a frame larger than the limit still goes out.
+  bool send_output(std::string frame);
+  bool output_full() const { return output_bytes_ >= output_limit_; }
+  std::size_t output_queued_bytes() const { return output_bytes_; }
+  void set_output_limit(std::size_t bytes) { output_limit_ = bytes; }
+  // Called (on the connection's executor) once the output lane has drained to
+  // half its limit after a send_output() was refused.
+  void on_output_space(std::function<void()> callback) { on_output_space_ = std::move(callback); }
   // Closes after pending writes are flushed (bounded by a short timer).
   void close_after_flush(const std::string& reason);
   void close(const std::string& reason);
@@ -46,13 +77,23 @@ class Connection : public std::enable_shared_from_this<Connection> {
  private:
   void read_more();
   void write_next();
+  void take_batch();
+  bool idle() const { return !writing_ && control_.empty() && output_.empty(); }
   void arm_receive_timer();
   void arm_heartbeat();
 
   asio::ip::tcp::socket socket_;
   FrameDecoder decoder_;
   Handler handler_;
-  std::deque<std::string> outbox_;
+  std::deque<std::string> control_;
+  std::deque<std::string> output_;
+  std::size_t output_bytes_ = 0;
+  std::size_t output_limit_ = kDefaultOutputLimit;
+  bool output_refused_ = false;
+  std::function<void()> on_output_space_;
+  // The bytes being written. Owned here, never by a queue that close() clears,
+  // and replaced only when the write that uses them has completed.
+  std::string in_flight_;
   bool writing_ = false;
   bool closed_ = false;
   bool closing_after_flush_ = false;

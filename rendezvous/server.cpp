@@ -11,7 +11,15 @@ struct RendezvousServer::Session {
   enum class Phase { hello, join, joined } phase = Phase::hello;
   std::string server_nonce;
   std::string agent_nonce;
+  std::list<ConnId>* pending_list = nullptr;  // silent_ or greeted_, while in the handshake
+  std::list<ConnId>::iterator pending_pos;
 };
+
+void RendezvousServer::forget_pending(Session& session) {
+  if (session.pending_list == nullptr) return;
+  session.pending_list->erase(session.pending_pos);
+  session.pending_list = nullptr;
+}
 
 RendezvousServer::RendezvousServer(asio::io_context& io, const asio::ip::tcp::endpoint& endpoint,
                                    std::string secret, Callbacks callbacks, Options options)
@@ -55,22 +63,26 @@ void RendezvousServer::accept() {
 }
 
 void RendezvousServer::admit(asio::ip::tcp::socket socket) {
-  // Too many connections still in the handshake: drop the oldest one. A real
-  // agent finishes its handshake in milliseconds, so a flood of idle or slow
-  // peers evicts itself instead of locking agents out.
-  while (pending_.size() >= options_.max_pending) {
-    const ConnId oldest = pending_.front();
-    pending_.pop_front();
-    auto it = sessions_.find(oldest);
-    if (it != sessions_.end() && it->second->phase != Session::Phase::joined) {
-      it->second->connection->close("evicted: too many connections in the handshake");
+  // Too many connections still in the handshake: drop the oldest silent one,
+  // else the oldest that has not finished. A real agent finishes its handshake
+  // in milliseconds, so a flood of idle or slow peers evicts itself instead of
+  // locking agents out.
+  while (pending_count() >= options_.max_pending) {
+    auto& victims = silent_.empty() ? greeted_ : silent_;
+    auto it = sessions_.find(victims.front());
+    if (it == sessions_.end()) {
+      victims.pop_front();
+      continue;
     }
+    forget_pending(*it->second);
+    it->second->connection->close("evicted: too many connections in the handshake");
   }
   auto session = std::make_shared<Session>();
   session->id = next_id_++;
   session->connection = std::make_shared<Connection>(std::move(socket), kMaxPreAuthFrame);
   sessions_[session->id] = session;
-  pending_.push_back(session->id);
+  session->pending_list = &silent_;
+  session->pending_pos = silent_.insert(silent_.end(), session->id);
   std::weak_ptr<Session> weak = session;
   session->connection->set_receive_timeout(options_.handshake_timeout);
   session->connection->start({[this, weak](proto::Message&& m) {
@@ -91,7 +103,7 @@ void RendezvousServer::admit(asio::ip::tcp::socket socket) {
                                 if (joined) {
                                   if (callbacks_.on_close) callbacks_.on_close(s->id, reason);
                                 } else {
-                                  std::erase(pending_, s->id);
+                                  forget_pending(*s);
                                   ++rejected_;
                                   log::debug("rendezvous: dropped ", s->connection->remote(),
                                              " before joining: ", reason);
@@ -117,6 +129,9 @@ void RendezvousServer::on_handshake_message(const std::shared_ptr<Session>& sess
     session->agent_nonce = hello->agent_nonce;
     session->server_nonce = auth::random_bytes(proto::kNonceSize);
     session->phase = Session::Phase::join;
+    forget_pending(*session);
+    session->pending_list = &greeted_;
+    session->pending_pos = greeted_.insert(greeted_.end(), session->id);
     session->connection->send(
         proto::Challenge{proto::kMagic, proto::kVersion, session->server_nonce});
     return;
@@ -134,7 +149,7 @@ void RendezvousServer::on_handshake_message(const std::shared_ptr<Session>& sess
     return;
   }
   session->phase = Session::Phase::joined;
-  std::erase(pending_, session->id);
+  forget_pending(*session);
   session->connection->set_max_frame(kMaxFrame);
   session->connection->set_receive_timeout(options_.heartbeat_timeout);
   session->connection->enable_heartbeat(options_.heartbeat_timeout / 3);
@@ -163,7 +178,9 @@ void RendezvousServer::stop() {
   asio::error_code ec;
   acceptor_.close(ec);
   retry_timer_.cancel();
-  pending_.clear();
+  silent_.clear();
+  greeted_.clear();
+  for (auto& [id, s] : sessions_) s->pending_list = nullptr;
   auto sessions = std::move(sessions_);
   sessions_.clear();
   for (auto& [id, s] : sessions) s->connection->close("server stopped");

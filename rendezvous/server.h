@@ -6,8 +6,8 @@
 
 #include <asio.hpp>
 #include <chrono>
-#include <deque>
 #include <functional>
+#include <list>
 #include <memory>
 #include <string>
 #include <unordered_map>
@@ -30,7 +30,10 @@ class RendezvousServer {
   struct Options {
     std::chrono::milliseconds handshake_timeout{10'000};
     std::chrono::milliseconds heartbeat_timeout{15'000};
-    std::size_t max_pending = 1024;  // connections still in the handshake
+    // Connections still in the handshake. The coordinator raises it to the
+    // number of nodes it expects plus a margin, so that a whole fleet arriving
+    // at once is never evicted.
+    std::size_t max_pending = 1024;
   };
 
   RendezvousServer(asio::io_context& io, const asio::ip::tcp::endpoint& endpoint,
@@ -59,7 +62,14 @@ class RendezvousServer {
   std::uint16_t port_ = 0;
   ConnId next_id_ = 1;
   std::unordered_map<ConnId, std::shared_ptr<Session>> sessions_;
-  std::deque<ConnId> pending_;  // sessions still in the handshake, oldest first
+  // Sessions still in the handshake, oldest first: those that have sent
+  // nothing yet, and those that said Hello and owe a Join. Past max_pending,
+  // the silent ones go first (a flood of idle peers evicts itself), then the
+  // slowest greeted ones. Each session keeps its position for O(1) removal.
+  std::list<ConnId> silent_;
+  std::list<ConnId> greeted_;
+  std::size_t pending_count() const { return silent_.size() + greeted_.size(); }
+  void forget_pending(Session& session);
   std::size_t rejected_ = 0;
   bool stopped_ = false;
 };
