@@ -2,27 +2,38 @@
 
 namespace dlaunch {
 
-void Console::note(std::string_view line) {
+void Console::emit_err(std::string text) {
+  if (writer_ != nullptr) {
+    writer_->write(TerminalWriter::Stream::err, std::move(text));
+    return;
+  }
   std::fflush(out_);
-  std::fprintf(err_, "dlaunch: %.*s\n", static_cast<int>(line.size()), line.data());
+  std::fwrite(text.data(), 1, text.size(), err_);
   std::fflush(err_);
+}
+
+void Console::note(std::string_view line) {
+  emit_err("dlaunch: " + std::string(line) + "\n");
 }
 
 void Console::error(std::string_view message) {
-  std::fflush(out_);
-  std::fprintf(err_, "dlaunch: error: %.*s\n", static_cast<int>(message.size()), message.data());
-  std::fflush(err_);
+  emit_err("dlaunch: error: " + std::string(message) + "\n");
 }
 
 void Console::line(std::string_view text) {
-  std::fprintf(err_, "%.*s\n", static_cast<int>(text.size()), text.data());
+  emit_err(std::string(text) + "\n");
 }
 
 void Console::out(std::string_view text) {
+  if (writer_ != nullptr) {
+    writer_->write(TerminalWriter::Stream::out, std::string(text));
+    return;
+  }
   std::fwrite(text.data(), 1, text.size(), out_);
 }
 
 void Console::flush() {
+  if (writer_ != nullptr) writer_->drain();
   std::fflush(out_);
   std::fflush(err_);
 }

@@ -7,7 +7,10 @@
 #pragma once
 
 #include <cstdio>
+#include <string>
 #include <string_view>
+
+#include "common/terminal_writer.h"
 
 namespace dlaunch {
 
@@ -28,10 +31,17 @@ class Console {
 
   // Sends the stderr side elsewhere (a detached coordinator's log file).
   void redirect_err(std::FILE* err) { err_ = err; }
+  // While a job runs, everything goes through its terminal writer, so that a
+  // stalled terminal never blocks the caller and notes stay in order with the
+  // ranks' lines. nullptr: back to direct writes.
+  void attach(TerminalWriter* writer) { writer_ = writer; }
 
  private:
+  void emit_err(std::string text);
+
   std::FILE* out_;
   std::FILE* err_;
+  TerminalWriter* writer_ = nullptr;
 };
 
 // The process's console (stdout and stderr).

@@ -1,55 +1,70 @@
 #include "launcher/job/log_sink.h"
 
-#include <fcntl.h>
-#include <unistd.h>
-
-#include "common/log.h"
+#include "common/console.h"
 
 namespace dlaunch {
+namespace {
 
-LogSink::LogSink(Settings settings) : settings_(std::move(settings)) {}
-
-LogSink::~LogSink() {
-  for (auto& [rank, f] : files_) {
-    if (f) std::fclose(f);
-  }
+std::string rank_list(const std::map<int, std::uint64_t>& ranks) {
+  std::string out;
+  for (const auto& [rank, n] : ranks) out += (out.empty() ? "" : ", ") + std::to_string(rank);
+  return out;
 }
 
-std::FILE* LogSink::file_for(int rank) {
-  auto it = files_.find(rank);
-  if (it != files_.end()) return it->second;
-  std::FILE* f = nullptr;
-  if (!settings_.job_dir.empty()) {
-    const std::string path = settings_.job_dir + "/rank-" + std::to_string(rank) + ".log";
-    const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
-    if (fd >= 0) f = ::fdopen(fd, "a");
-    if (!f)
-      log::warn("cannot write ", path, "; rank ", rank, "'s output goes to the terminal only");
+}  // namespace
+
+LogSink::LogSink(Settings settings)
+    : settings_(std::move(settings)), files_(settings_.job_dir), terminal_(settings_.terminal) {
+  console().attach(&terminal_);
+}
+
+LogSink::~LogSink() {
+  if (skipping_) {
+    terminal_.drain();
+    note_skipped_if_caught_up();
   }
-  files_[rank] = f;
-  return f;
+  console().attach(nullptr);
+  files_.flush();
+  // terminal_ drains in its destructor.
 }
 
 void LogSink::line(int rank, const std::string& host, proto::Stream stream, std::string_view text) {
-  if (std::FILE* f = file_for(rank)) {
-    std::fwrite(text.data(), 1, text.size(), f);
-    std::fputc('\n', f);
-  }
+  std::string raw(text);
+  raw.push_back('\n');
+  files_.append(rank, raw);
   auto& tail = tails_[rank];
   tail.emplace_back(text);
   if (tail.size() > settings_.tail_lines) tail.pop_front();
   if (settings_.quiet) return;
   if (!settings_.ranks_filter.empty() && !settings_.ranks_filter.contains(rank)) return;
-  std::FILE* out = stream == proto::Stream::err ? stderr : stdout;
-  std::string prefix = "[";
-  if (settings_.host_in_prefix && !host.empty()) prefix += host + ":";
-  prefix += std::to_string(rank) + "] ";
-  std::fwrite(prefix.data(), 1, prefix.size(), out);
-  std::fwrite(text.data(), 1, text.size(), out);
-  std::fputc('\n', out);
-  // One line is the unit of interleaving between ranks: flush each so that
-  // stdout and stderr lines stay in arrival order on a terminal or pipe.
-  std::fflush(out);
+  std::string prefixed = "[";
+  if (settings_.host_in_prefix && !host.empty()) prefixed += host + ":";
+  prefixed += std::to_string(rank) + "] ";
+  prefixed += raw;
+  const auto where =
+      stream == proto::Stream::err ? TerminalWriter::Stream::err : TerminalWriter::Stream::out;
+  if (settings_.no_skip) {
+    terminal_.write(where, std::move(prefixed));
+    return;
+  }
+  if (skipping_) note_skipped_if_caught_up();
+  if (skipping_ || !terminal_.offer(where, std::move(prefixed))) {
+    skipping_ = true;
+    ++skipped_[rank];
+  }
+}
+
+void LogSink::note_skipped_if_caught_up() {
+  if (!skipping_ || terminal_.buffered() > terminal_.max_buffered() / 2) return;
+  skipping_ = false;
+  std::uint64_t total = 0;
+  for (const auto& [rank, n] : skipped_) total += n;
+  std::string where = settings_.job_dir.empty() ? std::string("the rank log files")
+                                                : settings_.job_dir + "/rank-<R>.log";
+  console().note("the terminal fell behind: skipped " + std::to_string(total) + " line" +
+                 (total == 1 ? "" : "s") + " of rank" + (skipped_.size() == 1 ? " " : "s ") +
+                 rank_list(skipped_) + " here; every line is in " + where);
+  skipped_.clear();
 }
 
 std::vector<std::string> LogSink::tail(int rank) const {
@@ -59,15 +74,12 @@ std::vector<std::string> LogSink::tail(int rank) const {
 }
 
 void LogSink::flush() {
-  for (auto& [rank, f] : files_) {
-    if (f) std::fflush(f);
-  }
+  files_.flush();
+  note_skipped_if_caught_up();
 }
 
 void LogSink::mark_round(int round) {
-  for (auto& [rank, f] : files_) {
-    if (f) std::fprintf(f, "--- dlaunch: restart %d ---\n", round);
-  }
+  files_.append_all("--- dlaunch: restart " + std::to_string(round) + " ---\n");
   for (auto& [rank, tail] : tails_) tail.clear();
 }
 

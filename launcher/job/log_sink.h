@@ -1,9 +1,15 @@
-// Where rank output ends up on the coordinator: each line once on the terminal
-// with its rank (and host) prefix, raw into <job dir>/rank-<R>.log, and the last
-// lines of each rank kept for the failure summary.
+// Where rank output ends up on the coordinator: raw into <job dir>/rank-<R>.log
+// (always complete), each line once on the terminal with its rank (and host)
+// prefix, and the last lines of each rank kept for the failure summary.
+//
+// The terminal is written from a thread of its own through a bounded buffer,
+// so a terminal that stops reading never blocks the coordinator. When it falls
+// behind by more than the buffer, lines are skipped on the terminal only and
+// one marker line says how many of which ranks (the log files hold them);
+// with `no_skip` nothing is skipped and terminal_backlogged() tells the
+// coordinator to hold the ranks back instead.
 #pragma once
 
-#include <cstdio>
 #include <deque>
 #include <map>
 #include <set>
@@ -11,6 +17,8 @@
 #include <string_view>
 #include <vector>
 
+#include "common/terminal_writer.h"
+#include "launcher/job/rank_log_files.h"
 #include "protocol/messages.h"
 
 namespace dlaunch {
@@ -23,6 +31,8 @@ class LogSink {
     std::set<int> ranks_filter;  // empty: all
     bool quiet = false;
     std::size_t tail_lines = 20;
+    bool no_skip = false;
+    TerminalWriter::Settings terminal{};
   };
 
   explicit LogSink(Settings settings);
@@ -32,16 +42,26 @@ class LogSink {
 
   void line(int rank, const std::string& host, proto::Stream stream, std::string_view text);
   std::vector<std::string> tail(int rank) const;
+  // Writes the rank files' buffers out; says so when skipped terminal lines
+  // have been caught up with.
   void flush();
   // Marks the start of a restart round in every open rank file.
   void mark_round(int round);
 
+  bool terminal_backlogged() const { return terminal_.over_bound(); }
+  TerminalWriter& terminal() { return terminal_; }
+  // What the rank files lost to write errors, one line per file.
+  std::vector<std::string> losses() const { return files_.losses(); }
+
  private:
-  std::FILE* file_for(int rank);
+  void note_skipped_if_caught_up();
 
   Settings settings_;
-  std::map<int, std::FILE*> files_;
+  RankLogFiles files_;
+  TerminalWriter terminal_;
   std::map<int, std::deque<std::string>> tails_;
+  bool skipping_ = false;
+  std::map<int, std::uint64_t> skipped_;  // rank -> lines skipped on the terminal
 };
 
 }  // namespace dlaunch

@@ -1,0 +1,128 @@
+#include "common/terminal_writer.h"
+
+#include <poll.h>
+#include <pthread.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <csignal>
+
+namespace dlaunch {
+
+TerminalWriter::TerminalWriter(Settings settings)
+    : settings_(settings), thread_([this] { run(); }) {}
+
+TerminalWriter::~TerminalWriter() {
+  {
+    std::lock_guard lock(mutex_);
+    stopping_ = true;
+  }
+  wake_.notify_all();
+  thread_.join();
+}
+
+bool TerminalWriter::offer(Stream stream, std::string bytes) {
+  {
+    std::lock_guard lock(mutex_);
+    if (buffered_ >= settings_.max_buffered) {
+      was_over_ = true;
+      return false;
+    }
+    buffered_ += bytes.size();
+    queue_.push_back({stream, std::move(bytes)});
+  }
+  wake_.notify_one();
+  return true;
+}
+
+void TerminalWriter::write(Stream stream, std::string bytes) {
+  {
+    std::lock_guard lock(mutex_);
+    buffered_ += bytes.size();
+    if (buffered_ >= settings_.max_buffered) was_over_ = true;
+    queue_.push_back({stream, std::move(bytes)});
+  }
+  wake_.notify_one();
+}
+
+std::size_t TerminalWriter::buffered() const {
+  std::lock_guard lock(mutex_);
+  return buffered_;
+}
+
+void TerminalWriter::on_space(std::function<void()> callback) {
+  std::lock_guard lock(mutex_);
+  on_space_ = std::move(callback);
+}
+
+void TerminalWriter::drain() {
+  std::unique_lock lock(mutex_);
+  drained_.wait(lock, [this] { return queue_.empty() && !writing_; });
+}
+
+void TerminalWriter::run() {
+  // A reader that went away must give EPIPE here, not kill the process.
+  sigset_t pipe_signal;
+  sigemptyset(&pipe_signal);
+  sigaddset(&pipe_signal, SIGPIPE);
+  ::pthread_sigmask(SIG_BLOCK, &pipe_signal, nullptr);
+  std::unique_lock lock(mutex_);
+  for (;;) {
+    wake_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
+    if (queue_.empty()) {
+      if (stopping_) return;
+      continue;
+    }
+    // Take everything queued for one stream in a row: one write per batch.
+    const Stream stream = queue_.front().stream;
+    std::string batch = std::move(queue_.front().bytes);
+    queue_.pop_front();
+    while (!queue_.empty() && queue_.front().stream == stream && batch.size() < 256 * 1024) {
+      batch += queue_.front().bytes;
+      queue_.pop_front();
+    }
+    writing_ = true;
+    lock.unlock();
+    write_fd(stream, batch);
+    lock.lock();
+    writing_ = false;
+    buffered_ -= batch.size();
+    std::function<void()> space;
+    if (was_over_ && buffered_ <= settings_.max_buffered / 2) {
+      was_over_ = false;
+      space = on_space_;
+    }
+    if (queue_.empty()) drained_.notify_all();
+    if (space) {
+      lock.unlock();
+      space();
+      lock.lock();
+    }
+  }
+}
+
+void TerminalWriter::write_fd(Stream stream, const std::string& bytes) {
+  bool& closed = stream == Stream::out ? out_closed_ : err_closed_;
+  if (closed) return;
+  const int fd = stream == Stream::out ? settings_.out_fd : settings_.err_fd;
+  std::size_t done = 0;
+  while (done < bytes.size()) {
+    const ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
+    if (n > 0) {
+      done += static_cast<std::size_t>(n);
+    } else if (n < 0 && errno == EINTR) {
+      continue;
+    } else if (n < 0 && errno == EAGAIN) {
+      // Someone else set the descriptor non-blocking: wait for room.
+      pollfd p{fd, POLLOUT, 0};
+      ::poll(&p, 1, 1000);
+    } else {
+      // EPIPE (`| head` went away) or another hard error: nothing more can
+      // reach this stream; the rank logs still hold everything.
+      closed = true;
+      return;
+    }
+  }
+}
+
+}  // namespace dlaunch

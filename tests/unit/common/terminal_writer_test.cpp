@@ -1,0 +1,125 @@
+// The terminal writer over a real pipe: a reader that stops reading never
+// blocks the caller, order is kept across streams, and the space callback
+// fires once the reader catches up.
+#include <doctest/doctest.h>
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <string>
+#include <thread>
+
+#include "common/terminal_writer.h"
+
+using namespace dlaunch;
+
+namespace {
+
+struct Pipe {
+  int fds[2] = {-1, -1};
+  Pipe() { REQUIRE(::pipe2(fds, O_CLOEXEC) == 0); }
+  ~Pipe() {
+    for (int fd : fds) {
+      if (fd >= 0) ::close(fd);
+    }
+  }
+  // Everything written until the write end is closed (by the caller).
+  std::string read_to_eof() {
+    std::string out;
+    char buf[65536];
+    ssize_t n;
+    while ((n = ::read(fds[0], buf, sizeof buf)) > 0) out.append(buf, static_cast<std::size_t>(n));
+    return out;
+  }
+  std::string read_all() {
+    ::close(fds[1]);
+    fds[1] = -1;
+    return read_to_eof();
+  }
+};
+
+}  // namespace
+
+TEST_CASE("terminal writer: a reader that never reads does not block offer()") {
+  Pipe pipe;
+  TerminalWriter::Settings settings;
+  settings.out_fd = pipe.fds[1];
+  settings.err_fd = pipe.fds[1];
+  settings.max_buffered = 1024 * 1024;
+  std::string drained;
+  {
+    TerminalWriter writer(settings);
+    const std::string line(1000, 'x');
+    int accepted = 0;
+    // A pipe holds 64 KiB; the rest waits in the writer's buffer, then offer()
+    // refuses. The loop ending at all is the point: nothing blocked.
+    while (writer.offer(TerminalWriter::Stream::out, line + "\n")) ++accepted;
+    CHECK(accepted >= 1024);
+    CHECK(accepted < 1200);
+    CHECK(writer.over_bound());
+    // write() still queues: dlaunch's own notes are never refused.
+    writer.write(TerminalWriter::Stream::err, "note\n");
+    std::thread reader([&] { drained = pipe.read_to_eof(); });
+    writer.drain();
+    ::close(pipe.fds[1]);
+    pipe.fds[1] = -1;
+    reader.join();
+  }
+  CHECK(drained.size() >= 1024 * 1001 + 5);
+  CHECK(drained.ends_with("note\n"));
+}
+
+TEST_CASE("terminal writer: order is kept across stdout and stderr") {
+  Pipe pipe;
+  TerminalWriter::Settings settings;
+  settings.out_fd = pipe.fds[1];
+  settings.err_fd = pipe.fds[1];
+  {
+    TerminalWriter writer(settings);
+    for (int i = 0; i < 1000; ++i) {
+      writer.write(i % 3 ? TerminalWriter::Stream::out : TerminalWriter::Stream::err,
+                   std::to_string(i) + "\n");
+    }
+    writer.drain();
+  }
+  std::string expected;
+  for (int i = 0; i < 1000; ++i) expected += std::to_string(i) + "\n";
+  CHECK(pipe.read_all() == expected);
+}
+
+TEST_CASE("terminal writer: on_space fires once the reader catches up") {
+  Pipe pipe;
+  TerminalWriter::Settings settings;
+  settings.out_fd = pipe.fds[1];
+  settings.max_buffered = 256 * 1024;
+  std::atomic<int> spaces{0};
+  TerminalWriter writer(settings);
+  writer.on_space([&] { ++spaces; });
+  while (writer.offer(TerminalWriter::Stream::out, std::string(4096, 'y'))) {
+  }
+  CHECK(spaces == 0);
+  std::thread reader([&] {
+    char buf[65536];
+    std::size_t total = 0;
+    while (total < 256 * 1024) {
+      const ssize_t n = ::read(pipe.fds[0], buf, sizeof buf);
+      if (n <= 0) break;
+      total += static_cast<std::size_t>(n);
+    }
+  });
+  reader.join();
+  writer.drain();
+  CHECK(spaces == 1);
+}
+
+TEST_CASE("terminal writer: a closed reader (EPIPE) drops output instead of failing") {
+  Pipe pipe;
+  ::close(pipe.fds[0]);
+  pipe.fds[0] = -1;
+  TerminalWriter::Settings settings;
+  settings.out_fd = pipe.fds[1];
+  TerminalWriter writer(settings);
+  for (int i = 0; i < 100; ++i) writer.write(TerminalWriter::Stream::out, "gone\n");
+  writer.drain();
+  CHECK(writer.buffered() == 0);
+}
