@@ -1,0 +1,189 @@
+#include "agent/rank_supervisor.h"
+
+#include <sys/wait.h>
+
+#include <array>
+#include <csignal>
+#include <string>
+
+#include "agent/line_splitter.h"
+
+namespace dlaunch {
+
+struct RankSupervisor::Rank {
+  int global = 0;
+  pid_t pid = -1;
+  std::unique_ptr<asio::posix::stream_descriptor> out;
+  std::unique_ptr<asio::posix::stream_descriptor> err;
+  LineSplitter out_lines;
+  LineSplitter err_lines;
+  std::array<char, 16 * 1024> out_buffer{};
+  std::array<char, 16 * 1024> err_buffer{};
+  bool out_open = false;
+  bool err_open = false;
+  bool exited = false;
+  int wait_status = 0;
+  bool reported = false;
+  std::unique_ptr<asio::steady_timer> drain_timer;
+};
+
+RankSupervisor::RankSupervisor(asio::io_context& io, ProcessOps& ops, Callbacks callbacks,
+                               SupervisorTimings timings)
+    : io_(io),
+      ops_(ops),
+      callbacks_(std::move(callbacks)),
+      timings_(timings),
+      kill_timer_(io),
+      sweep_timer_(io) {}
+
+RankSupervisor::~RankSupervisor() = default;
+
+void RankSupervisor::start(const std::vector<RankLaunch>& launches) {
+  ranks_.clear();
+  for (const auto& launch : launches) {
+    auto rank = std::make_unique<Rank>();
+    rank->global = launch.global_rank;
+    try {
+      const SpawnedProcess p = ops_.spawn(launch.request);
+      rank->pid = p.pid;
+      rank->out = std::make_unique<asio::posix::stream_descriptor>(io_, p.stdout_fd);
+      rank->err = std::make_unique<asio::posix::stream_descriptor>(io_, p.stderr_fd);
+      rank->out_open = rank->err_open = true;
+    } catch (const std::exception& e) {
+      callbacks_.on_line(rank->global, proto::Stream::err,
+                         std::string("dlaunch: cannot start rank: ") + e.what());
+      rank->exited = true;
+      rank->wait_status = 127 << 8;
+    }
+    ranks_.push_back(std::move(rank));
+  }
+  for (auto& rank : ranks_) {
+    if (rank->out_open) read_stream(*rank, false);
+    if (rank->err_open) read_stream(*rank, true);
+  }
+  // Children may have exited before the SIGCHLD handler was armed for them.
+  reap();
+  for (auto& rank : ranks_) maybe_report_exit(*rank);
+}
+
+void RankSupervisor::read_stream(Rank& rank, bool err) {
+  auto& stream = err ? *rank.err : *rank.out;
+  auto& buffer = err ? rank.err_buffer : rank.out_buffer;
+  stream.async_read_some(
+      asio::buffer(buffer), [this, &rank, err](const asio::error_code& ec, std::size_t n) {
+        auto& lines = err ? rank.err_lines : rank.out_lines;
+        const auto kind = err ? proto::Stream::err : proto::Stream::out;
+        auto sink = [this, &rank, kind](std::string_view line) {
+          callbacks_.on_line(rank.global, kind, line);
+        };
+        if (!ec) {
+          lines.feed(std::string_view((err ? rank.err_buffer : rank.out_buffer).data(), n), sink);
+          read_stream(rank, err);
+          return;
+        }
+        lines.finish(sink);
+        (err ? rank.err_open : rank.out_open) = false;
+        asio::error_code ignored;
+        (err ? rank.err : rank.out)->close(ignored);
+        maybe_report_exit(rank);
+      });
+}
+
+void RankSupervisor::reap() {
+  while (const auto child = ops_.reap_one()) {
+    for (auto& rank : ranks_) {
+      if (rank->pid == child->pid && !rank->exited) {
+        rank->exited = true;
+        rank->wait_status = child->wait_status;
+        maybe_report_exit(*rank);
+      }
+    }
+    // Anything else was an orphaned descendant re-parented to us: reaped above.
+  }
+}
+
+void RankSupervisor::maybe_report_exit(Rank& rank) {
+  if (!rank.exited || rank.reported) return;
+  if (rank.out_open || rank.err_open) {
+    if (!rank.drain_timer) {
+      rank.drain_timer = std::make_unique<asio::steady_timer>(io_, timings_.drain_after_exit);
+      rank.drain_timer->async_wait([&rank](const asio::error_code& ec) {
+        if (ec) return;
+        asio::error_code ignored;
+        if (rank.out_open) rank.out->cancel(ignored);
+        if (rank.err_open) rank.err->cancel(ignored);
+      });
+    }
+    return;
+  }
+  if (rank.drain_timer) rank.drain_timer->cancel();
+  rank.reported = true;
+  proto::RankExit exit;
+  exit.rank = rank.global;
+  if (WIFSIGNALED(rank.wait_status)) {
+    exit.signal = WTERMSIG(rank.wait_status);
+  } else {
+    exit.exit_code = WIFEXITED(rank.wait_status) ? WEXITSTATUS(rank.wait_status) : 1;
+  }
+  callbacks_.on_exit(exit);
+  for (const auto& r : ranks_) {
+    if (!r->reported) return;
+  }
+  callbacks_.on_ranks_ended();
+}
+
+bool RankSupervisor::ranks_running() const {
+  for (const auto& r : ranks_) {
+    if (!r->exited) return true;
+  }
+  return false;
+}
+
+void RankSupervisor::stop(std::chrono::milliseconds grace) {
+  for (const auto& r : ranks_) {
+    if (!r->exited) ops_.signal_group(r->pid, SIGTERM);
+  }
+  kill_after(grace);
+}
+
+void RankSupervisor::kill_after(std::chrono::milliseconds grace) {
+  kill_timer_.expires_after(grace);
+  kill_timer_.async_wait([this](const asio::error_code& ec) {
+    if (!ec) kill_everything();
+  });
+}
+
+void RankSupervisor::kill_everything() {
+  if (!ranks_running()) return;
+  for (const auto& r : ranks_) {
+    if (!r->exited) ops_.signal_group(r->pid, SIGKILL);
+  }
+  ops_.signal_pids(ops_.descendants(), SIGKILL);
+  kill_after(timings_.kill_repeat);
+}
+
+void RankSupervisor::sweep() {
+  kill_timer_.cancel();
+  sweep_step(0);
+}
+
+void RankSupervisor::sweep_step(int step) {
+  const auto left = ops_.descendants();
+  if (left.empty() || step >= timings_.sweep_give_up_steps) {
+    callbacks_.on_swept(left.size());
+    return;
+  }
+  ops_.signal_pids(left, step < timings_.sweep_term_steps ? SIGTERM : SIGKILL);
+  if (step == 0) ops_.signal_pids(left, SIGCONT);  // stopped processes cannot act on SIGTERM
+  sweep_timer_.expires_after(timings_.sweep_step);
+  sweep_timer_.async_wait([this, step](const asio::error_code& ec) {
+    if (!ec) sweep_step(step + 1);
+  });
+}
+
+void RankSupervisor::cancel_timers() {
+  kill_timer_.cancel();
+  sweep_timer_.cancel();
+}
+
+}  // namespace dlaunch
