@@ -21,6 +21,8 @@
 #include "launcher/job/log_sink.h"
 #include "launcher/plan/launch_spec_builder.h"
 #include "launcher/plan/plan.h"
+#include "launcher/transport/local_transport.h"
+#include "launcher/transport/ssh_transport.h"
 #include "protocol/auth.h"
 #include "protocol/launch_spec.h"
 
@@ -207,7 +209,15 @@ int run_dlaunch(int argc, const char* const* argv) {
 
   LogSink sink({job_dir, plan.hosts_in_prefix, o.ranks_filter, o.quiet, 20});
   asio::io_context io;
-  Coordinator coordinator(io, {plan, o, secret, agent}, sink);
+  AgentTransports transports([&io] { return make_local_transport(io); },
+                             [&io, &o] {
+                               SshOptions ssh;
+                               ssh.parallel = o.ssh_parallel;
+                               ssh.connect_timeout_s = o.ssh_timeout_s;
+                               ssh.accept_new_host_keys = o.accept_new_host_keys;
+                               return make_ssh_transport(io, ssh);
+                             });
+  Coordinator coordinator(io, {plan, o, secret, agent}, transports, sink);
   const int code = coordinator.run();
   sink.flush();
   JobResult result = coordinator.result();

@@ -1,23 +1,24 @@
-// The coordinator: runs the rendezvous server, starts one agent per planned
-// node through a transport, prints and stores every rank's output, and decides
-// the job's fate: the first failure in time stops everyone (or starts the next
-// restart round), and one exit code comes out at the end.
+// The coordinator wires a job's I/O to its JobPolicy: it runs the rendezvous
+// server, starts one agent per planned node through the transports its caller
+// gives it, prints and stores every rank's output, and turns the policy's
+// actions into messages, signals to agents, timers and lines on the console.
+// What happens to the job (failures, restarts, interrupts, the exit code) is
+// decided by the policy alone.
 #pragma once
 
 #include <asio.hpp>
-#include <map>
 #include <memory>
-#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "launcher/config/options.h"
+#include "launcher/job/job_policy.h"
 #include "launcher/job/job_record.h"
 #include "launcher/job/log_sink.h"
 #include "launcher/plan/plan.h"
 #include "launcher/transport/transport.h"
 #include "rendezvous/server.h"
-#include "rendezvous/state.h"
 
 namespace dlaunch {
 
@@ -30,7 +31,8 @@ class Coordinator {
     std::string agent_binary;
   };
 
-  Coordinator(asio::io_context& io, Settings settings, LogSink& sink);
+  // `transports` must outlive the coordinator (the agents' handles point into them).
+  Coordinator(asio::io_context& io, Settings settings, AgentTransports& transports, LogSink& sink);
   ~Coordinator();
 
   // Runs the job to the end on the io_context; returns the exit code.
@@ -38,50 +40,40 @@ class Coordinator {
   const JobResult& result() const { return result_; }
 
  private:
-  struct Node {
+  struct Agent {
     PlannedNode plan;
     std::unique_ptr<AgentHandle> handle;  // null for nodes that start their own agent
-    std::optional<ConnId> conn;
-    bool agent_gone = false;  // its process exited (or could never start)
-    bool conn_closed = false;
-    std::string stderr_text;  // the agent's own diagnostics, for error messages
-    std::string host_label;   // name used in prefixes and messages
+    std::string stderr_text;              // the agent's own diagnostics, for error messages
   };
-  enum class Phase { starting, running, restarting, stopping };
 
   void start_server();
   void flush_logs_periodically();
-  void start_agents();
-  void start_agent(Node& node);
-  void on_join(ConnId conn, const proto::Join& join);
+  void start_agent(const PlannedNode& planned);
+  void on_agent_stderr(int node, std::string_view bytes);
   void on_message(ConnId conn, proto::Message&& message);
-  void on_close(ConnId conn, const std::string& reason);
-  void on_agent_exit(Node& node, int code, const std::string& error);
-  void on_rank_exit(ConnId conn, const proto::RankExit& exit);
-  void send_all(const std::vector<Outbound>& out);
-  void fail(int code, const std::string& what, int rank);
-  void stop_job(int code, const std::string& reason);
-  void begin_next_round();
-  void check_finished();
+  void on_log_line(ConnId conn, const proto::LogLine& line);
   void watch_signals();
-  void on_rendezvous_timeout();
-  Node* node_of(ConnId conn);
-  std::string rank_label(int rank);
+
+  void apply(const JobActions& actions);
+  void perform(const job_action::Send& a);
+  void perform(const job_action::CloseConnection& a);
+  void perform(const job_action::CloseStdin& a);
+  void perform(const job_action::KillAgent& a);
+  void perform(const job_action::ArmTimer& a);
+  void perform(const job_action::CancelTimer& a);
+  void perform(const job_action::Note& a);
+  void perform(const job_action::Log& a);
+  void perform(const job_action::MarkRound& a);
+  void perform(const job_action::Finish& a);
+  asio::steady_timer& timer(JobTimer which);
 
   asio::io_context& io_;
   Settings s_;
+  AgentTransports& transports_;
   LogSink& sink_;
-  std::unique_ptr<Transport> local_;
-  std::unique_ptr<Transport> ssh_;
+  JobPolicy policy_;
   std::unique_ptr<RendezvousServer> server_;
-  std::optional<RendezvousState> state_;
-  std::vector<Node> nodes_;  // indexed by node rank
-  std::map<ConnId, int> node_of_conn_;
-  Phase phase_ = Phase::starting;
-  bool failed_this_round_ = false;
-  int exit_code_ = 0;
-  int interrupts_ = 0;
-  bool finished_ = false;
+  std::vector<Agent> agents_;  // indexed by node rank
   JobResult result_;
   asio::signal_set signals_;
   asio::steady_timer rdzv_timer_;

@@ -12,6 +12,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <utility>
 
 #include "launcher/config/hosts_file.h"
 
@@ -54,6 +55,29 @@ class Transport {
   virtual ~Transport() = default;
   virtual std::unique_ptr<AgentHandle> start(const HostEntry& host, const AgentLaunch& launch,
                                              AgentEvents events) = 0;
+};
+
+// The transports a job starts its agents through: one for this machine, one for
+// remote hosts, each made on first use (a job with no remote node never sets
+// up SSH). The caller chooses them: the real ones in `dlaunch run`, fakes in
+// tests.
+class AgentTransports {
+ public:
+  using Factory = std::function<std::unique_ptr<Transport>()>;
+  AgentTransports(Factory make_local, Factory make_remote)
+      : make_local_(std::move(make_local)), make_remote_(std::move(make_remote)) {}
+
+  Transport& for_node(bool local) {
+    auto& transport = local ? local_ : remote_;
+    if (!transport) transport = local ? make_local_() : make_remote_();
+    return *transport;
+  }
+
+ private:
+  Factory make_local_;
+  Factory make_remote_;
+  std::unique_ptr<Transport> local_;
+  std::unique_ptr<Transport> remote_;
 };
 
 }  // namespace dlaunch

@@ -1,0 +1,339 @@
+#include "launcher/job/job_policy.h"
+
+#include <algorithm>
+#include <sstream>
+#include <utility>
+
+#include "common/exit_codes.h"
+#include "common/posix.h"
+
+namespace dlaunch {
+namespace {
+
+template <class... Args>
+job_action::Log log_line(log::Level level, const Args&... args) {
+  std::ostringstream out;
+  (out << ... << args);
+  return {level, out.str()};
+}
+
+// Back off like torchrun between rounds, so a crash loop does not spin.
+std::chrono::milliseconds restart_delay(int round) {
+  return std::chrono::milliseconds(std::min(500 * (1 << std::min(round, 6)), 30'000));
+}
+
+}  // namespace
+
+JobPolicy::JobPolicy(Config config) : config_(std::move(config)), rendezvous_(config_.rendezvous) {
+  nodes_.resize(static_cast<std::size_t>(config_.rendezvous.nnodes));
+  for (std::size_t i = 0; i < nodes_.size() && i < config_.nodes.size(); ++i)
+    nodes_[i].setup = config_.nodes[i];
+}
+
+JobActions JobPolicy::take() {
+  return std::exchange(out_, {});
+}
+
+const std::string& JobPolicy::node_label(int node) const {
+  return nodes_[static_cast<std::size_t>(node)].setup.label;
+}
+
+std::optional<int> JobPolicy::node_of(ConnId conn) const {
+  auto it = node_of_conn_.find(conn);
+  if (it == node_of_conn_.end()) return std::nullopt;
+  return it->second;
+}
+
+JobResult JobPolicy::result() const {
+  JobResult result = result_;
+  result.exit_code = exit_code_;
+  result.world_size = rendezvous_.world_size();
+  return result;
+}
+
+JobActions JobPolicy::start() {
+  emit(job_action::ArmTimer{JobTimer::rendezvous, std::chrono::seconds(config_.rdzv_timeout_s)});
+  return take();
+}
+
+JobActions JobPolicy::on_join(ConnId conn, const proto::Join& join) {
+  if (finished_) return {};
+  auto replies = rendezvous_.on_join(conn, join);
+  if (const auto* member = rendezvous_.member(conn)) {
+    node_of_conn_[conn] = member->node_rank;
+    auto& node = nodes_[static_cast<std::size_t>(member->node_rank)];
+    node.conn = conn;
+    if (config_.label_from_join && !join.host.empty()) node.setup.label = join.host;
+    emit(log_line(log::Level::debug, "node ", member->node_rank, " (", node.setup.label,
+                  ") joined with ", join.nproc, " ranks"));
+  }
+  send_all(replies);
+  if (rendezvous_.assigned() && phase_ == Phase::starting) {
+    phase_ = Phase::running;
+    emit(job_action::CancelTimer{JobTimer::rendezvous});
+    emit(log_line(log::Level::info, "job ", config_.rendezvous.job, ": ", rendezvous_.world_size(),
+                  " ranks on ", config_.rendezvous.nnodes, " nodes, MASTER_ADDR=",
+                  rendezvous_.config().master_addr, " MASTER_PORT=", rendezvous_.master_port()));
+  }
+  return take();
+}
+
+void JobPolicy::send_all(const std::vector<Outbound>& out) {
+  for (const auto& o : out) {
+    emit(job_action::Send{o.to, o.message});
+    if (const auto* reject = std::get_if<proto::Reject>(&o.message)) {
+      emit(log_line(log::Level::warn, "refused an agent: ", reject->reason));
+      emit(job_action::CloseConnection{o.to, "rejected"});
+    }
+  }
+}
+
+// The one way every node is told to stop: those still connected get the
+// message; the others are stopped by the caller's own means.
+void JobPolicy::stop_every_node(const proto::Stop& stop) {
+  for (const auto& n : nodes_) {
+    if (n.conn && !n.conn_closed) emit(job_action::Send{*n.conn, stop});
+  }
+}
+
+std::string JobPolicy::rank_label(int rank) const {
+  const auto* member = rendezvous_.member_of_rank(rank);
+  const std::string host = member ? node_label(member->node_rank) : std::string("?");
+  return "rank " + std::to_string(rank) + " on " + host;
+}
+
+JobActions JobPolicy::on_rank_exit(ConnId conn, const proto::RankExit& exit,
+                                   std::vector<std::string> last_lines) {
+  const auto node = node_of(conn);
+  if (finished_ || !node) return {};
+  if (!rendezvous_.owns_rank(conn, exit.rank)) {
+    emit(log_line(log::Level::warn, node_label(*node), " reported an exit for rank ", exit.rank,
+                  ", which is not one of its ranks; ignored"));
+    return take();
+  }
+  const bool failed = exit.signal != 0 || exit.exit_code != 0;
+  if (config_.verbose) {
+    note(rank_label(exit.rank) + " exited with " +
+         (exit.signal ? "signal " + signal_name(exit.signal)
+                      : "code " + std::to_string(exit.exit_code)));
+  }
+  if (!failed || phase_ != Phase::running || failed_this_round_) return take();
+  const int code = exit.signal ? 128 + exit.signal : exit.exit_code;
+  const std::string how = exit.signal ? "was killed by signal " + signal_name(exit.signal)
+                                      : "exited with code " + std::to_string(exit.exit_code);
+  fail(code, rank_label(exit.rank) + " " + how, exit.rank, std::move(last_lines));
+  return take();
+}
+
+JobActions JobPolicy::on_agent_done(ConnId conn, const proto::AgentDone& done) {
+  if (finished_ || !node_of(conn)) return {};
+  // Restart rounds are begun by start_next_round() once all are done, so this
+  // never yields assignments by itself.
+  send_all(rendezvous_.on_agent_done(conn, done));
+  if (rendezvous_.all_done() && phase_ == Phase::running && !failed_this_round_) {
+    stop_job(0, "");
+  } else if (rendezvous_.all_done() && phase_ == Phase::restarting) {
+    begin_next_round();
+  }
+  return take();
+}
+
+void JobPolicy::fail(int code, const std::string& what, int rank, std::vector<std::string> tail) {
+  if (phase_ == Phase::stopping) return;
+  if (phase_ == Phase::restarting && rank < 0) {
+    // A node lost between rounds cannot take part in the next one: give up
+    // rather than wait for it forever.
+    note("job " + config_.rendezvous.job + " failed: " + what + " (while restarting)");
+    result_.root_cause = what;
+    stop_job(code, what);
+    return;
+  }
+  if (failed_this_round_) return;
+  failed_this_round_ = true;
+  result_.root_cause = what;
+  result_.root_cause_tail = rank >= 0 ? std::move(tail) : std::vector<std::string>{};
+  const int max_restarts = config_.rendezvous.max_restarts;
+  const bool restartable =
+      rank >= 0 && rendezvous_.assigned() && rendezvous_.round() < max_restarts && interrupts_ == 0;
+  note(restartable
+           ? what + "; restarting all ranks (restart " + std::to_string(rendezvous_.round() + 1) +
+                 " of " + std::to_string(max_restarts) + ")"
+           : "job " + config_.rendezvous.job + " failed: " + what);
+  if (!result_.root_cause_tail.empty()) {
+    std::string block = "last lines of rank " + std::to_string(rank) + ":";
+    for (const auto& l : result_.root_cause_tail) block += "\n  | " + l;
+    note(block);
+  }
+  if (restartable) {
+    phase_ = Phase::restarting;
+    result_.restarts = rendezvous_.round() + 1;
+    proto::Stop stop;
+    stop.restart = true;
+    stop.reason = what;
+    stop_every_node(stop);
+    if (rendezvous_.all_done()) begin_next_round();
+    return;
+  }
+  stop_job(code, what);
+}
+
+void JobPolicy::begin_next_round() {
+  emit(job_action::ArmTimer{JobTimer::restart_backoff, restart_delay(rendezvous_.round())});
+}
+
+void JobPolicy::start_next_round() {
+  if (phase_ != Phase::restarting) return;
+  auto assignments = rendezvous_.begin_restart();
+  emit(job_action::MarkRound{rendezvous_.round()});
+  failed_this_round_ = false;
+  phase_ = Phase::running;
+  emit(log_line(log::Level::info, "restart ", rendezvous_.round(), " of ",
+                config_.rendezvous.max_restarts, ": starting all ranks"));
+  send_all(assignments);
+}
+
+void JobPolicy::stop_job(int code, const std::string& reason) {
+  if (phase_ == Phase::stopping) return;
+  phase_ = Phase::stopping;
+  exit_code_ = code;
+  emit(job_action::CancelTimer{JobTimer::rendezvous});
+  emit(job_action::CancelTimer{JobTimer::restart_backoff});
+  proto::Stop stop;
+  stop.exit_code = code;
+  stop.reason = reason.empty() ? "" : "job " + config_.rendezvous.job + " failed: " + reason;
+  stop_every_node(stop);
+  for (std::size_t i = 0; i < nodes_.size(); ++i) {
+    // Agents that never joined learn it from their stdin.
+    if (!nodes_[i].conn && nodes_[i].setup.agent_started_here)
+      emit(job_action::CloseStdin{static_cast<int>(i)});
+  }
+  // Agents stop their ranks within the grace period; past that, end them.
+  emit(job_action::ArmTimer{JobTimer::stop_deadline, std::chrono::seconds(config_.grace_s + 5)});
+  check_finished();
+}
+
+JobActions JobPolicy::on_connection_closed(ConnId conn, const std::string& reason) {
+  const auto index = node_of(conn);
+  if (finished_ || !index) return {};
+  auto& node = nodes_[static_cast<std::size_t>(*index)];
+  node.conn_closed = true;
+  if (phase_ == Phase::stopping) {
+    check_finished();
+    return take();
+  }
+  // The agent is dead to us (silent, frozen, or its link is cut): end it now
+  // rather than after the grace period; over SSH this closes its channel, so a
+  // live agent behind a broken rendezvous link still stops its ranks.
+  if (node.setup.agent_started_here && !node.agent_gone) emit(job_action::KillAgent{*index});
+  fail(
+      kExitFailure,
+      "lost the agent of node " + std::to_string(*index) + " (" + node.setup.label + "): " + reason,
+      -1, {});
+  return take();
+}
+
+JobActions JobPolicy::on_agent_exited(int index, int exit_code, const std::string& error,
+                                      const std::string& stderr_tail) {
+  if (finished_) return {};
+  auto& node = nodes_[static_cast<std::size_t>(index)];
+  node.agent_gone = true;
+  emit(job_action::CloseStdin{index});
+  if (phase_ == Phase::stopping) {
+    check_finished();
+    return take();
+  }
+  std::string what;
+  if (!error.empty()) {
+    what = error;
+  } else {
+    what = "the agent on " + node.setup.label + " exited with code " + std::to_string(exit_code);
+    if (!stderr_tail.empty()) what += ": " + stderr_tail;
+  }
+  // A lost agent fails the job; its connection may not have noticed yet.
+  fail(kExitFailure, what, -1, {});
+  check_finished();
+  return take();
+}
+
+void JobPolicy::check_finished() {
+  if (phase_ != Phase::stopping || finished_) return;
+  for (const auto& n : nodes_) {
+    if (n.setup.agent_started_here && !n.agent_gone) return;
+    if (!n.setup.agent_started_here && n.conn && !n.conn_closed) return;
+  }
+  finish();
+}
+
+void JobPolicy::finish() {
+  finished_ = true;
+  emit(job_action::Finish{exit_code_});
+}
+
+JobActions JobPolicy::on_signal(int signal) {
+  if (finished_) return {};
+  ++interrupts_;
+  const std::string name = signal_name(signal);
+  if (interrupts_ == 1) {
+    note("received " + name + ": stopping all ranks (again to kill them now)");
+    failed_this_round_ = true;
+    result_.root_cause = "interrupted by " + name;
+    if (phase_ == Phase::stopping) {
+      exit_code_ = 128 + signal;
+    } else {
+      stop_job(128 + signal, "interrupted by " + name);
+    }
+  } else {
+    note("received " + name + " again: killing all ranks now");
+    proto::Stop stop;
+    stop.exit_code = exit_code_;
+    stop.grace_s = 0;
+    stop_every_node(stop);
+    killing_now_ = true;
+    emit(job_action::ArmTimer{JobTimer::stop_deadline, std::chrono::seconds(3)});
+  }
+  return take();
+}
+
+JobActions JobPolicy::on_timer(JobTimer timer) {
+  if (finished_) return {};
+  switch (timer) {
+    case JobTimer::rendezvous:
+      on_rendezvous_timeout();
+      break;
+    case JobTimer::restart_backoff:
+      start_next_round();
+      break;
+    case JobTimer::stop_deadline:
+      on_stop_deadline();
+      break;
+  }
+  return take();
+}
+
+void JobPolicy::on_rendezvous_timeout() {
+  if (rendezvous_.assigned() || phase_ != Phase::starting) return;
+  std::string missing;
+  for (const auto& n : nodes_) {
+    if (!n.conn) missing += (missing.empty() ? "" : ", ") + n.setup.label;
+  }
+  fail(kExitFailure,
+       "timed out after " + std::to_string(config_.rdzv_timeout_s) +
+           " s waiting for nodes to join: " + missing +
+           " (raise --rdzv-timeout, or check that they can reach the "
+           "rendezvous port)",
+       -1, {});
+}
+
+void JobPolicy::on_stop_deadline() {
+  for (std::size_t i = 0; i < nodes_.size(); ++i) {
+    const auto& n = nodes_[i];
+    if (!n.setup.agent_started_here || n.agent_gone) continue;
+    if (!killing_now_)
+      emit(log_line(log::Level::warn, "agent on ", n.setup.label,
+                    " did not exit in time; killing it"));
+    emit(job_action::KillAgent{static_cast<int>(i)});
+  }
+  finish();
+}
+
+}  // namespace dlaunch

@@ -1,0 +1,176 @@
+// The job's fate, with no I/O: which failure wins, whether it restarts the
+// ranks or ends the job, the restart backoff, what Ctrl-C (once and twice)
+// does, when the job is finished and with which exit code. Events go in (an
+// agent joined, a rank or an agent exited, a connection was lost, a signal, a
+// timer); actions come out (messages to agents, stdin to close, agents to kill,
+// timers to arm, lines to print, the end). The coordinator wires sockets,
+// transports, timers and the console to it, the way rendezvous/server.h wires
+// them to RendezvousState, which this policy drives: so a unit test runs a
+// whole job of 1,000 nodes in one process with a fake clock.
+//
+// Rules kept here:
+// - The first failure in time wins: it decides the exit code (a rank's own
+//   code, 128+N for signal N, 1 for a lost agent) and the root cause.
+// - A rank's failure restarts every rank while restart rounds remain and no
+//   interrupt came; a lost agent or node always ends the job, even between
+//   rounds (it could not take part in the next one).
+// - Rounds back off like torchrun: min(500 ms * 2^min(round, 6), 30 s).
+// - Stopping gives agents the grace period plus 5 s before they are killed; a
+//   second SIGINT/SIGTERM asks for grace 0 and kills the agents after 3 s.
+#pragma once
+
+#include <chrono>
+#include <map>
+#include <optional>
+#include <string>
+#include <utility>
+#include <variant>
+#include <vector>
+
+#include "common/log.h"
+#include "launcher/job/job_record.h"
+#include "protocol/messages.h"
+#include "rendezvous/state.h"
+
+namespace dlaunch {
+
+enum class JobTimer { rendezvous, restart_backoff, stop_deadline };
+
+namespace job_action {
+
+struct Send {
+  ConnId to = 0;
+  proto::Message message;
+};
+struct CloseConnection {
+  ConnId conn = 0;
+  std::string reason;
+};
+struct CloseStdin {
+  int node = 0;
+};
+struct KillAgent {
+  int node = 0;
+};
+// Arming an armed timer replaces its deadline, as asio's expires_after does.
+struct ArmTimer {
+  JobTimer timer = JobTimer::rendezvous;
+  std::chrono::milliseconds after{0};
+};
+struct CancelTimer {
+  JobTimer timer = JobTimer::rendezvous;
+};
+// A "dlaunch: <text>" line for the user.
+struct Note {
+  std::string text;
+};
+// A line for the launcher's log (shown by level: --verbose, --quiet).
+struct Log {
+  log::Level level = log::Level::info;
+  std::string text;
+};
+// A new restart round begins: rank files get a marker.
+struct MarkRound {
+  int round = 0;
+};
+// The job is over; nothing more will come out of the policy.
+struct Finish {
+  int exit_code = 0;
+};
+
+}  // namespace job_action
+
+using JobAction =
+    std::variant<job_action::Send, job_action::CloseConnection, job_action::CloseStdin,
+                 job_action::KillAgent, job_action::ArmTimer, job_action::CancelTimer,
+                 job_action::Note, job_action::Log, job_action::MarkRound, job_action::Finish>;
+using JobActions = std::vector<JobAction>;
+
+class JobPolicy {
+ public:
+  struct NodeSetup {
+    std::string label;  // the name used in prefixes and messages
+    // This coordinator started the node's agent (and so can close its stdin or
+    // kill it); false for manual-mode nodes that start their own.
+    bool agent_started_here = false;
+  };
+  struct Config {
+    RendezvousState::Config rendezvous;  // its max_restarts is the job's
+    std::vector<NodeSetup> nodes;        // indexed by node rank, rendezvous.nnodes of them
+    bool label_from_join = false;        // manual mode: name a node after its agent's host
+    int rdzv_timeout_s = 600;
+    int grace_s = 10;
+    bool verbose = false;  // a note for every rank exit
+  };
+
+  explicit JobPolicy(Config config);
+
+  // The job begins (agents are being started): arms the rendezvous timeout.
+  JobActions start();
+  // An authenticated agent's Join; assignments go out once every node joined.
+  JobActions on_join(ConnId conn, const proto::Join& join);
+  // A rank exited. `last_lines` is what it printed last, for the root cause.
+  JobActions on_rank_exit(ConnId conn, const proto::RankExit& exit,
+                          std::vector<std::string> last_lines);
+  // An agent's ranks have all exited for the round.
+  JobActions on_agent_done(ConnId conn, const proto::AgentDone& done);
+  // A joined agent's rendezvous connection closed (or timed out).
+  JobActions on_connection_closed(ConnId conn, const std::string& reason);
+  // The agent process of a node started here is gone (or never started):
+  // `error` says why when it is not an ordinary exit; `stderr_tail` is the end
+  // of the agent's own diagnostics.
+  JobActions on_agent_exited(int node, int exit_code, const std::string& error,
+                             const std::string& stderr_tail);
+  // SIGINT or SIGTERM.
+  JobActions on_signal(int signal);
+  JobActions on_timer(JobTimer timer);
+
+  const RendezvousState& rendezvous() const { return rendezvous_; }
+  const std::string& node_label(int node) const;
+  std::optional<int> node_of(ConnId conn) const;
+  bool finished() const { return finished_; }
+  // Exit code, root cause and its tail, restarts and world size so far.
+  JobResult result() const;
+
+ private:
+  struct Node {
+    NodeSetup setup;
+    std::optional<ConnId> conn;
+    bool agent_gone = false;  // its process exited (or could never start)
+    bool conn_closed = false;
+  };
+  enum class Phase { starting, running, restarting, stopping };
+
+  void send_all(const std::vector<Outbound>& out);
+  void stop_every_node(const proto::Stop& stop);
+  void fail(int code, const std::string& what, int rank, std::vector<std::string> tail);
+  void stop_job(int code, const std::string& reason);
+  void begin_next_round();
+  void start_next_round();
+  void check_finished();
+  void finish();
+  void on_rendezvous_timeout();
+  void on_stop_deadline();
+  std::string rank_label(int rank) const;
+  template <class Action>
+  void emit(Action action) {
+    out_.emplace_back(std::in_place_type<Action>, std::move(action));
+  }
+  void note(std::string text) { emit(job_action::Note{std::move(text)}); }
+  JobActions take();
+
+  Config config_;
+  RendezvousState rendezvous_;
+  std::vector<Node> nodes_;  // indexed by node rank
+  std::map<ConnId, int> node_of_conn_;
+  Phase phase_ = Phase::starting;
+  bool failed_this_round_ = false;
+  int exit_code_ = 0;
+  int interrupts_ = 0;
+  bool killing_now_ = false;  // the stop deadline is the second interrupt's 3 s
+  bool finished_ = false;
+  JobResult result_;
+  JobActions out_;
+};
+
+}  // namespace dlaunch

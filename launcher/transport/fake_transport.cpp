@@ -1,0 +1,46 @@
+#include "launcher/transport/fake_transport.h"
+
+#include <utility>
+
+namespace dlaunch {
+namespace {
+
+class FakeHandle : public AgentHandle {
+ public:
+  explicit FakeHandle(FakeTransport::Agent& agent) : agent_(agent) {}
+  void close_stdin() override { agent_.stdin_closed = true; }
+  void kill() override { ++agent_.kills; }
+
+ private:
+  FakeTransport::Agent& agent_;
+};
+
+}  // namespace
+
+std::unique_ptr<AgentHandle> FakeTransport::start(const HostEntry& host, const AgentLaunch& launch,
+                                                  AgentEvents events) {
+  Agent& agent = agents_.emplace_back();
+  agent.host = host;
+  agent.launch = launch;
+  agent.events = std::move(events);
+  return std::make_unique<FakeHandle>(agent);
+}
+
+std::string FakeTransport::stdin_of(std::size_t index, const std::string& local_address) const {
+  const auto& launch = agents_.at(index).launch;
+  return launch.make_stdin ? launch.make_stdin(local_address) : std::string();
+}
+
+void FakeTransport::write_stderr(std::size_t index, std::string_view bytes) {
+  auto& a = agents_.at(index);
+  if (!a.exited && a.events.on_stderr) a.events.on_stderr(bytes);
+}
+
+void FakeTransport::exit(std::size_t index, int exit_code, const std::string& error) {
+  auto& a = agents_.at(index);
+  if (a.exited) return;
+  a.exited = true;
+  if (a.events.on_exit) a.events.on_exit(exit_code, error);
+}
+
+}  // namespace dlaunch

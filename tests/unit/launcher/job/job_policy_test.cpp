@@ -1,0 +1,357 @@
+#include "launcher/job/job_policy.h"
+
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <csignal>
+
+#include "fake_job.h"
+
+using namespace dlaunch;
+using dlaunch::testing::FakeJob;
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+
+namespace {
+
+constexpr int kNodes = 1000;
+
+// Every node got exactly this Stop as its last message, except those in `skip`.
+void check_everyone_got(FakeJob& job, int nodes, const proto::Stop& expected,
+                        const std::vector<int>& skip = {}) {
+  int got = 0;
+  for (int node = 0; node < nodes; ++node) {
+    if (std::find(skip.begin(), skip.end(), node) != skip.end()) {
+      CHECK(job.received_of<proto::Stop>(node).empty());
+      continue;
+    }
+    const auto stops = job.received_of<proto::Stop>(node);
+    REQUIRE(stops.size() == 1);
+    const auto& stop = stops.back();
+    CHECK(stop.exit_code == expected.exit_code);
+    CHECK(stop.restart == expected.restart);
+    CHECK(stop.grace_s == expected.grace_s);
+    CHECK(stop.reason == expected.reason);
+    ++got;
+  }
+  CHECK(got == nodes - static_cast<int>(skip.size()));
+}
+
+proto::Stop stop_of(int exit_code, std::string reason, bool restart = false, int grace_s = -1) {
+  proto::Stop stop;
+  stop.exit_code = exit_code;
+  stop.restart = restart;
+  stop.grace_s = grace_s;
+  stop.reason = std::move(reason);
+  return stop;
+}
+
+}  // namespace
+
+TEST_CASE("a job of 1,000 nodes that succeeds ends with code 0 once every agent has exited") {
+  FakeJob job({.nodes = kNodes});
+  job.start();
+  CHECK(job.transport.started() == kNodes);
+  CHECK(job.armed(JobTimer::rendezvous) == seconds(600));
+
+  job.join_all();
+  CHECK_FALSE(job.armed(JobTimer::rendezvous));
+  CHECK(
+      job.has_log("info: job job: 2000 ranks on 1000 nodes, MASTER_ADDR=10.0.0.1 "
+                  "MASTER_PORT=29500"));
+  for (int node = 0; node < kNodes; ++node) {
+    const auto assigns = job.received_of<proto::Assign>(node);
+    REQUIRE(assigns.size() == 1);
+    CHECK(assigns[0].rank_offset == 2 * node);
+    CHECK(assigns[0].world_size == 2000);
+    CHECK(assigns[0].round == 0);
+  }
+
+  job.all_ranks_exit(0);
+  for (int node = 0; node + 1 < kNodes; ++node) job.agent_done(node);
+  CHECK(job.received_of<proto::Stop>(0).empty());  // one node still has ranks running
+  job.agent_done(kNodes - 1);
+  check_everyone_got(job, kNodes, stop_of(0, ""));
+  CHECK(job.armed(JobTimer::stop_deadline) == seconds(15));  // grace + 5 s
+
+  for (int node = 0; node + 1 < kNodes; ++node) job.agent_stops(node);
+  CHECK_FALSE(job.exit_code);
+  job.agent_stops(kNodes - 1);
+  CHECK(job.exit_code == 0);
+  CHECK(job.printed().empty());
+  CHECK(job.policy().result().root_cause.empty());
+  CHECK(job.policy().result().world_size == 2000);
+  for (int node = 0; node < kNodes; ++node) CHECK(job.transport.agent(node).kills == 0);
+}
+
+TEST_CASE("the first failure in time decides the exit code and the root cause") {
+  FakeJob job({.nodes = kNodes});
+  job.start();
+  job.join_all();
+  job.rank_prints(1501, "loading shard 1501");
+  job.rank_prints(1501, "ValueError: bad batch");
+
+  SUBCASE("an exit code passes through") {
+    job.rank_exits(1501, 3);
+    job.rank_exits(8, 0, SIGKILL);  // later, and a consequence: ignored
+    CHECK(job.printed() ==
+          "dlaunch: job job failed: rank 1501 on host750 exited with code 3\n"
+          "dlaunch: last lines of rank 1501:\n"
+          "  | loading shard 1501\n"
+          "  | ValueError: bad batch\n");
+    check_everyone_got(job, kNodes,
+                       stop_of(3, "job job failed: rank 1501 on host750 exited with code 3"));
+    job.all_agents_stop();
+    CHECK(job.exit_code == 3);
+    const auto result = job.policy().result();
+    CHECK(result.exit_code == 3);
+    CHECK(result.root_cause == "rank 1501 on host750 exited with code 3");
+    CHECK(result.root_cause_tail ==
+          std::vector<std::string>{"loading shard 1501", "ValueError: bad batch"});
+  }
+  SUBCASE("a signal gives 128+N") {
+    job.rank_exits(8, 0, SIGKILL);
+    job.rank_exits(1501, 3);
+    CHECK(job.printed() ==
+          "dlaunch: job job failed: rank 8 on host4 was killed by signal SIGKILL\n");
+    check_everyone_got(
+        job, kNodes, stop_of(137, "job job failed: rank 8 on host4 was killed by signal SIGKILL"));
+    job.all_agents_stop();
+    CHECK(job.exit_code == 137);
+    CHECK(job.policy().result().root_cause_tail.empty());
+  }
+}
+
+TEST_CASE("restarts back off 500 ms, 1 s, 2 s ... up to 30 s, then the job fails") {
+  constexpr int kRestarts = 8;
+  FakeJob job({.nodes = kNodes, .max_restarts = kRestarts});
+  job.start();
+  job.join_all();
+  const std::vector<milliseconds> delays = {
+      milliseconds(500),  milliseconds(1000),  milliseconds(2000),  milliseconds(4000),
+      milliseconds(8000), milliseconds(16000), milliseconds(30000), milliseconds(30000)};
+  for (int round = 0; round < kRestarts; ++round) {
+    CAPTURE(round);
+    job.forget_received();
+    const int rank = (round * 7 + 1) % job.world_size();
+    const std::string what = "rank " + std::to_string(rank) + " on host" +
+                             std::to_string(job.node_of_rank(rank)) + " exited with code 1";
+    job.rank_exits(rank, 1);
+    CHECK(job.printed() == "dlaunch: " + what + "; restarting all ranks (restart " +
+                               std::to_string(round + 1) + " of 8)\n");
+    check_everyone_got(job, kNodes, stop_of(0, what, true));
+    CHECK(job.policy().result().restarts == round + 1);
+
+    job.all_ranks_exit(0);  // ranks stopped for the restart: not a new failure
+    job.all_agents_done();
+    CHECK(job.armed(JobTimer::restart_backoff) == delays[static_cast<std::size_t>(round)]);
+    const auto before = job.now();
+    CHECK(job.fire_next_timer() == JobTimer::restart_backoff);
+    CHECK(job.now() - before == delays[static_cast<std::size_t>(round)]);
+    CHECK(job.marked_rounds.back() == round + 1);
+    CHECK(job.has_log("info: restart " + std::to_string(round + 1) + " of 8: starting all ranks"));
+    for (int node = 0; node < kNodes; node += 111) {
+      const auto assigns = job.received_of<proto::Assign>(node);
+      REQUIRE(assigns.size() == 1);
+      CHECK(assigns[0].round == round + 1);
+      CHECK(assigns[0].master_port == 31000);  // node 0's fresh port
+    }
+  }
+  CHECK(job.printed().empty());
+  job.forget_received();
+  job.rank_exits(5, 1);
+  CHECK(job.printed() == "dlaunch: job job failed: rank 5 on host2 exited with code 1\n");
+  check_everyone_got(job, kNodes, stop_of(1, "job job failed: rank 5 on host2 exited with code 1"));
+  job.all_agents_stop();
+  CHECK(job.exit_code == 1);
+  CHECK(job.policy().result().restarts == kRestarts);
+}
+
+TEST_CASE("a node lost while restarting fails the job instead of waiting for it") {
+  FakeJob job({.nodes = kNodes, .max_restarts = 3});
+  job.start();
+  job.join_all();
+  job.rank_exits(0, 2);
+  CHECK(job.printed() ==
+        "dlaunch: rank 0 on host0 exited with code 2; restarting all ranks (restart 1 of 3)\n");
+  job.all_agents_done();
+  REQUIRE(job.armed(JobTimer::restart_backoff));
+  job.forget_received();
+
+  job.connection_lost(999, "no message for 15 s");
+  const std::string what = "lost the agent of node 999 (host999): no message for 15 s";
+  CHECK(job.printed() == "dlaunch: job job failed: " + what + " (while restarting)\n");
+  CHECK(job.transport.agent(999).kills == 1);
+  CHECK(job.transport.agent(998).kills == 0);
+  check_everyone_got(job, kNodes, stop_of(1, "job job failed: " + what), {999});
+  CHECK_FALSE(job.armed(JobTimer::restart_backoff));
+  CHECK(job.marked_rounds.empty());
+
+  for (int node = 0; node < kNodes; ++node) job.agent_stops(node);
+  CHECK(job.exit_code == 1);
+  CHECK(job.policy().result().root_cause == what);
+}
+
+TEST_CASE("a second interrupt asks for grace 0 and kills the agents after 3 s") {
+  FakeJob job({.nodes = kNodes, .max_restarts = 5});
+  job.start();
+  job.join_all();
+
+  job.signal(SIGINT);
+  CHECK(job.printed() == "dlaunch: received SIGINT: stopping all ranks (again to kill them now)\n");
+  check_everyone_got(job, kNodes, stop_of(130, "job job failed: interrupted by SIGINT"));
+  CHECK(job.armed(JobTimer::stop_deadline) == seconds(15));
+  // Ranks stopped by the interrupt do not count as failures, nor restart.
+  job.rank_exits(3, 0, SIGTERM);
+  CHECK(job.printed().empty());
+  for (int node = 0; node < kNodes / 2; ++node) job.agent_stops(node);
+  job.forget_received();
+
+  job.signal(SIGINT);
+  CHECK(job.printed() == "dlaunch: received SIGINT again: killing all ranks now\n");
+  for (int node = kNodes / 2; node < kNodes; ++node) {
+    const auto stops = job.received_of<proto::Stop>(node);
+    REQUIRE(stops.size() == 1);
+    CHECK(stops[0].grace_s == 0);
+    CHECK(stops[0].exit_code == 130);
+  }
+  for (int node = 0; node < kNodes / 2; ++node) CHECK(job.received(node).empty());
+  CHECK(job.armed(JobTimer::stop_deadline) == seconds(3));
+
+  const auto before = job.now();
+  CHECK(job.fire_next_timer() == JobTimer::stop_deadline);
+  CHECK(job.now() - before == seconds(3));
+  for (int node = 0; node < kNodes; ++node)
+    CHECK(job.transport.agent(node).kills == (node < kNodes / 2 ? 0 : 1));
+  CHECK(job.logs.end() == std::find_if(job.logs.begin(), job.logs.end(), [](const auto& l) {
+          return l.find("did not exit in time") != std::string::npos;
+        }));
+  CHECK(job.exit_code == 130);
+  CHECK(job.policy().result().root_cause == "interrupted by SIGINT");
+  CHECK(job.policy().result().restarts == 0);
+}
+
+TEST_CASE("SIGTERM stops the job with 143; an interrupt while stopping sets the code") {
+  FakeJob job({.nodes = 4});
+  job.start();
+  job.join_all();
+  SUBCASE("while running") {
+    job.signal(SIGTERM);
+    job.all_agents_stop();
+    CHECK(job.exit_code == 143);
+  }
+  SUBCASE("while already stopping after a failure") {
+    job.rank_exits(1, 7);
+    job.signal(SIGTERM);
+    CHECK(job.printed() ==
+          "dlaunch: job job failed: rank 1 on host0 exited with code 7\n"
+          "dlaunch: received SIGTERM: stopping all ranks (again to kill them now)\n");
+    job.all_agents_stop();
+    CHECK(job.exit_code == 143);
+    CHECK(job.policy().result().root_cause == "interrupted by SIGTERM");
+  }
+}
+
+TEST_CASE("the rendezvous timeout names the nodes that never joined") {
+  FakeJob job({.nodes = kNodes});
+  job.start();
+  for (int node = 0; node < kNodes; ++node) {
+    if (node != 3 && node != 500 && node != 999) job.join(node);
+  }
+  CHECK(job.fire_next_timer() == JobTimer::rendezvous);
+  CHECK(job.now() == seconds(600));
+  const std::string what =
+      "timed out after 600 s waiting for nodes to join: host3, host500, host999 (raise "
+      "--rdzv-timeout, or check that they can reach the rendezvous port)";
+  CHECK(job.printed() == "dlaunch: job job failed: " + what + "\n");
+  check_everyone_got(job, kNodes, stop_of(1, "job job failed: " + what), {3, 500, 999});
+  for (int node = 0; node < kNodes; ++node) {
+    const bool missing = node == 3 || node == 500 || node == 999;
+    CHECK(job.transport.agent(node).stdin_closed == missing);
+  }
+  job.all_agents_stop();
+  CHECK(job.exit_code == 1);
+}
+
+TEST_CASE("agents that do not exit by the stop deadline are killed") {
+  FakeJob job({.nodes = kNodes, .grace_s = 30});
+  job.start();
+  job.join_all();
+  job.rank_exits(42, 9);
+  for (int node = 0; node < kNodes; ++node) {
+    if (node != 10 && node != 20) job.agent_stops(node);
+  }
+  CHECK_FALSE(job.exit_code);
+  CHECK(job.fire_next_timer() == JobTimer::stop_deadline);
+  CHECK(job.now() == seconds(35));
+  CHECK(job.has_log("warn: agent on host10 did not exit in time; killing it"));
+  CHECK(job.has_log("warn: agent on host20 did not exit in time; killing it"));
+  for (int node = 0; node < kNodes; ++node)
+    CHECK(job.transport.agent(node).kills == (node == 10 || node == 20 ? 1 : 0));
+  CHECK(job.exit_code == 9);
+}
+
+TEST_CASE("a lost agent fails the job at once, even with restarts left") {
+  FakeJob job({.nodes = 3, .max_restarts = 2});
+  job.start();
+  job.join_all();
+  SUBCASE("its connection closes: it is killed") {
+    job.connection_lost(1, "connection closed by peer");
+    CHECK(job.printed() ==
+          "dlaunch: job job failed: lost the agent of node 1 (host1): connection closed by peer\n");
+    CHECK(job.transport.agent(1).kills == 1);
+    check_everyone_got(job, 3,
+                       stop_of(1,
+                               "job job failed: lost the agent of node 1 (host1): connection "
+                               "closed by peer"),
+                       {1});
+  }
+  SUBCASE("its process exits: the tail of its diagnostics is the cause") {
+    job.agent_writes_stderr(2, "warning: low disk\nerror: cannot bind\n\n");
+    job.agent_exits(2, 3);
+    CHECK(job.printed() ==
+          "dlaunch: job job failed: the agent on host2 exited with code 3: warning: low disk\n"
+          "error: cannot bind\n");
+    CHECK(job.transport.agent(2).stdin_closed);
+    CHECK(job.transport.agent(2).kills == 0);
+  }
+  SUBCASE("it could never start: the transport's error is the cause") {
+    job.agent_exits(0, -1, "cannot connect to host0: no route to host");
+    CHECK(job.printed() == "dlaunch: job job failed: cannot connect to host0: no route to host\n");
+  }
+  job.all_agents_stop();
+  CHECK(job.exit_code == 1);
+  CHECK(job.policy().result().restarts == 0);
+}
+
+TEST_CASE("--verbose notes every rank's exit") {
+  FakeJob job({.nodes = 2, .verbose = true});
+  job.start();
+  job.join_all();
+  job.rank_exits(0, 0);
+  job.rank_exits(3, 0, SIGSEGV);
+  CHECK(job.printed() ==
+        "dlaunch: rank 0 on host0 exited with code 0\n"
+        "dlaunch: rank 3 on host1 exited with signal SIGSEGV\n"
+        "dlaunch: job job failed: rank 3 on host1 was killed by signal SIGSEGV\n");
+}
+
+TEST_CASE("a refused agent is told why and dropped; exits of foreign ranks are ignored") {
+  FakeJob job({.nodes = 2});
+  job.start();
+  job.join(0);
+  job.join(0);  // the same connection joins again
+  const auto rejects = job.received_of<proto::Reject>(0);
+  REQUIRE(rejects.size() == 1);
+  CHECK(rejects[0].reason == "this connection has already joined");
+  CHECK(job.closed_by_server == std::vector<ConnId>{FakeJob::conn(0)});
+  CHECK(job.has_log("warn: refused an agent: this connection has already joined"));
+
+  job.join(1);
+  job.rank_exits_on(0, 3, 5);  // node 0 reports a rank of node 1
+  CHECK(
+      job.has_log("warn: host0 reported an exit for rank 3, which is not one of its ranks; "
+                  "ignored"));
+  CHECK(job.printed().empty());
+  CHECK(job.received_of<proto::Stop>(1).empty());
+}
