@@ -86,6 +86,7 @@ void Agent::start() {
           },
           [this](proto::Message&& m) { on_message(std::move(m)); },
           [this](const std::string& reason) { handle(agent_event::CoordinatorLost{reason}); }});
+  client_->on_output_space([this] { supervisor_.resume_output(); });
   client_->start();
 }
 
@@ -150,7 +151,11 @@ void Agent::apply(const AgentAction& action) {
           [this](const AnnounceStop& a) {
             if (spec_.echo) std::fprintf(stderr, "dlaunch: %s\n", a.reason.c_str());
           },
-          [this](const DropCoordinator&) { client_.reset(); },
+          [this](const DropCoordinator&) {
+            client_.reset();
+            // Nobody is left to hold output back for.
+            supervisor_.resume_output();
+          },
           [](const LogWarning& a) { log::warn(a.text); },
           [](const LogError& a) { log::error(a.text); },
           [this](const Finish& a) { finish(a.exit_code); },
@@ -170,7 +175,10 @@ void Agent::start_round(const proto::Assign& assign) {
 }
 
 void Agent::on_line(int rank, proto::Stream stream, std::string_view line) {
-  if (client_) client_->send(proto::LogLine{rank, stream, std::string(line)});
+  if (client_) {
+    client_->send(proto::LogLine{rank, stream, std::string(line)});
+    if (client_->output_full()) supervisor_.pause_output();
+  }
   if (spec_.echo) {
     std::FILE* f = stream == proto::Stream::err ? stderr : stdout;
     std::fprintf(f, "[%d] ", rank);

@@ -25,6 +25,9 @@ struct RankSupervisor::Rank {
   int wait_status = 0;
   bool reported = false;
   std::unique_ptr<asio::steady_timer> drain_timer;
+  // A pipe with a completed read that was not re-armed while output is paused.
+  bool out_parked = false;
+  bool err_parked = false;
 };
 
 RankSupervisor::RankSupervisor(asio::io_context& io, ProcessOps& ops, Callbacks callbacks,
@@ -78,7 +81,11 @@ void RankSupervisor::read_stream(Rank& rank, bool err) {
         };
         if (!ec) {
           lines.feed(std::string_view((err ? rank.err_buffer : rank.out_buffer).data(), n), sink);
-          read_stream(rank, err);
+          if (paused_) {
+            (err ? rank.err_parked : rank.out_parked) = true;
+          } else {
+            read_stream(rank, err);
+          }
           return;
         }
         lines.finish(sink);
@@ -107,12 +114,7 @@ void RankSupervisor::maybe_report_exit(Rank& rank) {
   if (rank.out_open || rank.err_open) {
     if (!rank.drain_timer) {
       rank.drain_timer = std::make_unique<asio::steady_timer>(io_, timings_.drain_after_exit);
-      rank.drain_timer->async_wait([&rank](const asio::error_code& ec) {
-        if (ec) return;
-        asio::error_code ignored;
-        if (rank.out_open) rank.out->cancel(ignored);
-        if (rank.err_open) rank.err->cancel(ignored);
-      });
+      arm_drain_timer(rank);
     }
     return;
   }
@@ -130,6 +132,41 @@ void RankSupervisor::maybe_report_exit(Rank& rank) {
     if (!r->reported) return;
   }
   callbacks_.on_ranks_ended();
+}
+
+void RankSupervisor::arm_drain_timer(Rank& rank) {
+  rank.drain_timer->async_wait([this, &rank](const asio::error_code& ec) {
+    if (ec) return;
+    if (paused_) {
+      // Output held back by flow control is not a grandchild holding the
+      // pipe: wait for it rather than cut it off.
+      rank.drain_timer->expires_after(timings_.drain_after_exit);
+      arm_drain_timer(rank);
+      return;
+    }
+    asio::error_code ignored;
+    if (rank.out_open) rank.out->cancel(ignored);
+    if (rank.err_open) rank.err->cancel(ignored);
+  });
+}
+
+void RankSupervisor::pause_output() {
+  paused_ = true;
+}
+
+void RankSupervisor::resume_output() {
+  if (!paused_) return;
+  paused_ = false;
+  for (auto& rank : ranks_) {
+    if (rank->out_parked) {
+      rank->out_parked = false;
+      read_stream(*rank, false);
+    }
+    if (rank->err_parked) {
+      rank->err_parked = false;
+      read_stream(*rank, true);
+    }
+  }
 }
 
 bool RankSupervisor::ranks_running() const {

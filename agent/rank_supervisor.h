@@ -62,12 +62,19 @@ class RankSupervisor {
   // after sweep_give_up_steps.
   void sweep();
   void cancel_timers();
+  // Flow control: while paused, no rank pipe is read, so ranks block on their
+  // writes exactly as on a slow terminal; nothing is dropped and nothing
+  // grows. A rank's exit waits for its output as long as the pause lasts.
+  void pause_output();
+  void resume_output();
+  bool output_paused() const { return paused_; }
 
  private:
   struct Rank;
 
   void read_stream(Rank& rank, bool err);
   void maybe_report_exit(Rank& rank);
+  void arm_drain_timer(Rank& rank);
   bool ranks_running() const;
   void kill_everything();
   void sweep_step(int step);
@@ -79,6 +86,7 @@ class RankSupervisor {
   asio::steady_timer kill_timer_;
   asio::steady_timer sweep_timer_;
   std::vector<std::unique_ptr<Rank>> ranks_;
+  bool paused_ = false;
 };
 
 }  // namespace dlaunch

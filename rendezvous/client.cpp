@@ -72,6 +72,7 @@ void RendezvousClient::on_connected(asio::ip::tcp::socket socket) {
                         }
                         fail("lost the coordinator: " + reason);
                       }});
+  if (on_output_space_) connection_->on_output_space(on_output_space_);
   connection_->send(proto::Hello{proto::kMagic, proto::kVersion, agent_nonce_});
 }
 
@@ -124,6 +125,11 @@ void RendezvousClient::on_message(proto::Message&& message) {
 
 void RendezvousClient::send(const proto::Message& message) {
   if (connection_ && phase_ == Phase::joined) connection_->send(message);
+}
+
+void RendezvousClient::on_output_space(std::function<void()> callback) {
+  on_output_space_ = std::move(callback);
+  if (connection_) connection_->on_output_space(on_output_space_);
 }
 
 void RendezvousClient::close(const std::string& reason) {

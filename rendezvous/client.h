@@ -34,6 +34,10 @@ class RendezvousClient {
 
   void start();
   void send(const proto::Message& message);
+  // True while the rank output queued for the coordinator is at its bound:
+  // the agent stops reading its ranks' pipes until on_output_space.
+  bool output_full() const { return connection_ && connection_->output_full(); }
+  void on_output_space(std::function<void()> callback);
   void close(const std::string& reason);
   bool connected() const { return connection_ && !connection_->closed(); }
 
@@ -57,6 +61,7 @@ class RendezvousClient {
   std::string agent_nonce_;
   enum class Phase { connecting, challenge, welcome, joined, closed } phase_ = Phase::connecting;
   std::string last_error_;
+  std::function<void()> on_output_space_;
 };
 
 }  // namespace dlaunch

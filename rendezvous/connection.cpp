@@ -51,6 +51,7 @@ void Connection::send(const proto::Message& message) {
   auto frame = proto::encode(message);
   output_bytes_ += frame.size();
   output_.push_back(std::move(frame));
+  if (output_full()) output_refused_ = true;
   if (!writing_) write_next();
 }
 

@@ -58,7 +58,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   std::size_t output_queued_bytes() const { return output_bytes_; }
   void set_output_limit(std::size_t bytes) { output_limit_ = bytes; }
   // Called (on the connection's executor) once the output lane has drained to
-  // half its limit after a send_output() was refused.
+  // half its limit after having reached it.
   void on_output_space(std::function<void()> callback) { on_output_space_ = std::move(callback); }
   // Closes after pending writes are flushed (bounded by a short timer).
   void close_after_flush(const std::string& reason);
