@@ -1,7 +1,7 @@
 // dlaunch: the command-line entry point. Everything it does lives in the
-// launcher library; this file only wires the pieces in order.
-#include "launcher/cli/run.h"
+// launcher library; the first word of the command line picks the command.
+#include "launcher/cli/commands.h"
 
 int main(int argc, char** argv) {
-  return dlaunch::run_dlaunch(argc, argv);
+  return dlaunch::run_command_line(argc, argv);
 }

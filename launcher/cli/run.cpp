@@ -1,18 +1,23 @@
-#include "launcher/cli/run.h"
+// The `run` command, and the launch that `dlaunch` does without a command:
+// parse options, load the hosts file, plan, then either print the plan, run a
+// coordinator, or (on a manual-mode node other than 0) run this node's agent
+// in-process.
+#include "launcher/cli/commands.h"
 
-#include <spdlog/sinks/stdout_color_sinks.h>
-#include <spdlog/spdlog.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
-#include <cstdio>
+#include <cctype>
+#include <cstdlib>
 #include <ctime>
 #include <filesystem>
 
 #include "agent/agent.h"
 #include "agent/guardian.h"
+#include "common/console.h"
+#include "common/exit_codes.h"
 #include "common/log.h"
-#include "launcher/cli/job_commands.h"
+#include "launcher/cli/log_backend.h"
 #include "launcher/config/hosts_file.h"
 #include "launcher/config/options.h"
 #include "launcher/config/secret.h"
@@ -28,39 +33,6 @@
 
 namespace dlaunch {
 namespace {
-
-void error_line(const std::string& message) {
-  std::fprintf(stderr, "dlaunch: error: %s\n", message.c_str());
-}
-
-void setup_logging(const Options& o) {
-  // Diagnostics go to stderr: stdout carries only the ranks' own output.
-  spdlog::set_default_logger(spdlog::stderr_color_mt("dlaunch"));
-  spdlog::set_pattern("dlaunch: %^%l%$: %v");
-  const auto level = o.verbose >= 2   ? log::Level::debug
-                     : o.verbose == 1 ? log::Level::info
-                                      : log::Level::warn;
-  spdlog::set_level(o.verbose >= 2   ? spdlog::level::debug
-                    : o.verbose == 1 ? spdlog::level::info
-                                     : spdlog::level::warn);
-  log::set_level(level);
-  log::set_sink([](log::Level l, const std::string& message) {
-    switch (l) {
-      case log::Level::debug:
-        spdlog::debug("{}", message);
-        break;
-      case log::Level::info:
-        spdlog::info("{}", message);
-        break;
-      case log::Level::warn:
-        spdlog::warn("{}", message);
-        break;
-      case log::Level::error:
-        spdlog::error("{}", message);
-        break;
-    }
-  });
-}
 
 std::string this_host_name() {
   char name[256] = {};
@@ -93,20 +65,18 @@ bool valid_job_name(const std::string& name) {
 std::optional<std::string> manual_secret(const Options& o) {
   if (o.secret_file.empty()) {
     if (o.nnodes > 1) {
-      spdlog::warn(
-          "no --secret-file (or DLAUNCH_SECRET_FILE): any host that reaches rendezvous port {} "
-          "can join this job; give every node the same secret file",
-          o.rdzv_port);
+      log::warn("no --secret-file (or DLAUNCH_SECRET_FILE): any host that reaches rendezvous port ",
+                o.rdzv_port, " can join this job; give every node the same secret file");
     }
     return std::string();
   }
   std::string error, warning;
   auto secret = read_secret_file(o.secret_file, &error, &warning);
   if (!secret) {
-    error_line(error);
+    console().error(error);
     return std::nullopt;
   }
-  if (!warning.empty()) spdlog::warn("{}", warning);
+  if (!warning.empty()) log::warn(warning);
   return secret;
 }
 
@@ -133,27 +103,26 @@ void raise_fd_limit() {
 
 }  // namespace
 
-int run_dlaunch(int argc, const char* const* argv) {
-  if (argc > 1 && is_job_command(argv[1])) return run_job_command(argc - 1, argv + 1);
+int run_command(int argc, const char* const* argv) {
   raise_fd_limit();
-  ParseResult parsed = parse_options(argc, argv);
+  ParseResult parsed = parse_options(argc, argv, command_help());
   if (!parsed.options) {
     if (parsed.exit_code == 0) {
-      std::printf("%s\n", parsed.message.c_str());
+      console().out(parsed.message + "\n");
     } else {
-      error_line(parsed.message);
-      std::fprintf(stderr, "Run with --help for more information.\n");
+      console().error(parsed.message);
+      console().line("Run with --help for more information.");
     }
     return parsed.exit_code;
   }
   Options o = std::move(*parsed.options);
-  setup_logging(o);
+  setup_logging(o.verbose);
 
   std::optional<HostsFile> hosts;
   if (o.mode == Mode::hosts) {
     auto loaded = load_hosts_file(o.hosts_file);
     if (auto* diags = std::get_if<std::vector<Diagnostic>>(&loaded)) {
-      for (const auto& d : *diags) error_line(d.to_string());
+      for (const auto& d : *diags) console().error(d.to_string());
       return kExitUsage;
     }
     hosts = std::get<HostsFile>(std::move(loaded));
@@ -161,14 +130,14 @@ int run_dlaunch(int argc, const char* const* argv) {
 
   std::string job = o.name.empty() ? default_job_name(o.command[0], std::time(nullptr)) : o.name;
   if (!valid_job_name(job)) {
-    error_line("--name '" + job + "': use letters, digits, '-', '_' and '.' (not first)");
+    console().error("--name '" + job + "': use letters, digits, '-', '_' and '.' (not first)");
     return kExitUsage;
   }
   Plan plan = make_plan(o, hosts ? &*hosts : nullptr, job);
   // A manual-mode node is this machine, named as the other nodes will see it.
   if (o.mode == Mode::manual) plan.nodes.front().host.name = this_host_name();
   if (o.dry_run) {
-    std::printf("%s", describe_plan(plan, o).c_str());
+    console().out(describe_plan(plan, o));
     return kExitOk;
   }
 
@@ -184,7 +153,7 @@ int run_dlaunch(int argc, const char* const* argv) {
 
   const std::string agent = find_agent_binary();
   if (agent.empty()) {
-    error_line("cannot find dlaunch-agent next to dlaunch; set DLAUNCH_AGENT to its path");
+    console().error("cannot find dlaunch-agent next to dlaunch; set DLAUNCH_AGENT to its path");
     return kExitFailure;
   }
 
@@ -192,7 +161,7 @@ int run_dlaunch(int argc, const char* const* argv) {
   try {
     plan.job = create_job_dir(o.log_dir, job, &job_dir);
   } catch (const std::exception& e) {
-    error_line(std::string(e.what()) + " (set --log-dir or DLAUNCH_STATE_DIR)");
+    console().error(std::string(e.what()) + " (set --log-dir or DLAUNCH_STATE_DIR)");
     return kExitFailure;
   }
   JobInfo info;
@@ -224,8 +193,7 @@ int run_dlaunch(int argc, const char* const* argv) {
   result.exit_code = code;
   result.finished = std::time(nullptr);
   write_job_result(job_dir, result);
-  if (code != 0)
-    std::fprintf(stderr, "dlaunch: logs of job %s are in %s\n", plan.job.c_str(), job_dir.c_str());
+  if (code != 0) console().note("logs of job " + plan.job + " are in " + job_dir);
   return code;
 }
 

@@ -3,6 +3,7 @@
 #include "common/version.h"
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cstdlib>
 
 namespace dlaunch {
@@ -38,6 +39,34 @@ std::optional<std::set<int>> parse_rank_list(const std::string& text) {
   return ranks;
 }
 
+namespace {
+
+// "Commands:" and "Examples:" after the options, each in two aligned columns.
+std::string help_footer(std::span<const CommandHelp> commands) {
+  std::size_t name_width = 0;
+  std::size_t example_width = 0;
+  for (const auto& c : commands) {
+    name_width = std::max(name_width, c.name.size());
+    for (const auto& e : c.examples) example_width = std::max(example_width, e.command_line.size());
+  }
+  auto row = [](std::string_view left, std::size_t width, std::string_view right) {
+    std::string line = "  " + std::string(left);
+    if (!right.empty()) line += std::string(width - left.size() + 2, ' ') + std::string(right);
+    return line + "\n";
+  };
+  if (commands.empty()) return "";
+  std::string text = "Commands (dlaunch COMMAND --help shows a command's options):\n";
+  for (const auto& c : commands) text += row(c.name, name_width, c.summary);
+  text += "\nExamples:\n";
+  for (const auto& c : commands) {
+    for (const auto& e : c.examples) text += row(e.command_line, example_width, e.what);
+  }
+  text.pop_back();  // CLI11 ends the help with its own newline
+  return text;
+}
+
+}  // namespace
+
 std::string default_log_dir() {
   if (const char* dir = std::getenv("DLAUNCH_STATE_DIR"); dir && *dir) return dir;
   if (const char* xdg = std::getenv("XDG_STATE_HOME"); xdg && *xdg) {
@@ -47,7 +76,8 @@ std::string default_log_dir() {
   return std::string(home && *home ? home : "/tmp") + "/.local/state/dlaunch/jobs";
 }
 
-ParseResult parse_options(int argc, const char* const* argv) {
+ParseResult parse_options(int argc, const char* const* argv,
+                          std::span<const CommandHelp> commands) {
   // Everything after the first "--" is the program, byte for byte; CLI11 never
   // sees it, so a trainer flag can never be mistaken for ours.
   std::vector<std::string> ours;
@@ -63,11 +93,7 @@ ParseResult parse_options(int argc, const char* const* argv) {
 
   CLI::App app{"dlaunch: start distributed PyTorch/LibTorch training on plain hosts", "dlaunch"};
   app.set_version_flag("--version", std::string("dlaunch ") + kVersion);
-  app.footer(
-      "Examples:\n"
-      "  dlaunch --nproc-per-node 4 -- mnist_dist                      one machine\n"
-      "  dlaunch --hosts hosts.toml -- mnist_dist --epochs 10          hosts over SSH\n"
-      "  dlaunch --nnodes 2 --node-rank 1 --master-addr A -- mnist_dist  by hand on each node");
+  app.footer(help_footer(commands));
   app.prefix_command(!seen_dashes);  // `dlaunch -n 2 prog args` also works without "--"
 
   std::string nproc_text;

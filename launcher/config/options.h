@@ -5,7 +5,9 @@
 
 #include <optional>
 #include <set>
+#include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace dlaunch {
@@ -51,7 +53,24 @@ struct ParseResult {
   std::string message;  // help text or the error
 };
 
-ParseResult parse_options(int argc, const char* const* argv);
+// One example line of --help: a command line and what it does.
+struct HelpExample {
+  std::string_view command_line;
+  std::string_view what;
+};
+
+// A command as --help lists it. The command table lives above this library
+// (launcher/cli/commands.h) and hands its rows down.
+struct CommandHelp {
+  std::string_view name;
+  std::string_view summary;
+  std::span<const HelpExample> examples;
+};
+
+// argv[0] is not looked at: it is "dlaunch", or "run" for `dlaunch run ...`.
+// --help lists `commands` with their examples.
+ParseResult parse_options(int argc, const char* const* argv,
+                          std::span<const CommandHelp> commands = {});
 
 // "0,3,5-7" -> {0,3,5,6,7}; nullopt on malformed input.
 std::optional<std::set<int>> parse_rank_list(const std::string& text);

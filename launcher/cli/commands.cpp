@@ -1,0 +1,121 @@
+#include "launcher/cli/commands.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <array>
+#include <cstdlib>
+
+#include "common/console.h"
+#include "common/did_you_mean.h"
+#include "common/exit_codes.h"
+
+namespace dlaunch {
+namespace {
+
+constexpr HelpExample kRunExamples[] = {
+    {"dlaunch --nproc-per-node 4 -- mnist_dist", "one machine"},
+    {"dlaunch --hosts hosts.toml -- mnist_dist --epochs 10", "hosts over SSH"},
+    {"dlaunch --nnodes 2 --node-rank 1 --master-addr A -- mnist_dist", "by hand on each node"},
+    {"dlaunch -- top", "the program top, not dlaunch's top"},
+};
+constexpr HelpExample kListExamples[] = {{"dlaunch list", "every job in the state dir"}};
+constexpr HelpExample kGetExamples[] = {{"dlaunch get JOB", "one job, with its root cause"}};
+constexpr HelpExample kLogsExamples[] = {
+    {"dlaunch logs JOB -t 20", "the last 20 lines of each rank"},
+    {"dlaunch logs JOB -r 0 -f", "rank 0 as it runs"},
+};
+constexpr HelpExample kStopExamples[] = {{"dlaunch stop JOB", "a graceful stop"}};
+constexpr HelpExample kTopExamples[] = {{"dlaunch top", "this machine's ranks"}};
+
+constexpr Command kCommands[] = {
+    {{"run", "start a job; the default when the first word is an option or a program",
+      kRunExamples},
+     run_command},
+    {{"list", "jobs in the state dir, newest last, with status and exit code", kListExamples},
+     list_command},
+    {{"get", "one job: nodes, ranks, times, root cause", kGetExamples}, get_command},
+    {{"logs", "a job's rank logs, prefixed by rank; -f follows a running job", kLogsExamples},
+     logs_command},
+    {{"stop", "SIGTERM to a job's coordinator: a graceful stop", kStopExamples}, stop_command},
+    {{"top", "CPU and memory of this machine's ranks", kTopExamples}, top_command},
+};
+
+std::string unknown_command_message(std::string_view word) {
+  std::vector<std::string_view> names;
+  for (const auto& c : kCommands) names.push_back(c.help.name);
+  const std::string quoted = "'" + std::string(word) + "'";
+  if (auto suggestion = did_you_mean(word, names)) {
+    return "unknown command " + quoted + "; did you mean '" + *suggestion + "'?";
+  }
+  std::string message =
+      "unknown command " + quoted + " and no program " + quoted + " on PATH; the commands are";
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    message += (i == 0 ? " " : ", ") + std::string(names[i]);
+  }
+  return message;
+}
+
+}  // namespace
+
+std::span<const Command> commands() {
+  return kCommands;
+}
+
+const Command* find_command(std::string_view name) {
+  for (const auto& c : kCommands) {
+    if (c.help.name == name) return &c;
+  }
+  return nullptr;
+}
+
+std::vector<CommandHelp> command_help() {
+  std::vector<CommandHelp> help;
+  for (const auto& c : kCommands) help.push_back(c.help);
+  return help;
+}
+
+FirstWord resolve_first_word(int argc, const char* const* argv, const ProgramLookup& on_path) {
+  const Command* launch = find_command("run");
+  if (argc < 2) return {launch, 0, {}};  // the launch says what is missing
+  const std::string_view word = argv[1];
+  if (const Command* command = find_command(word)) return {command, 1, {}};
+  // Options and "--" lead a launch, and a path or a program on PATH is the
+  // program to launch: all of these worked before there were commands.
+  if (word.starts_with('-') || word.find('/') != std::string_view::npos ||
+      (!word.empty() && on_path(word))) {
+    return {launch, 0, {}};
+  }
+  return {nullptr, 0, unknown_command_message(word)};
+}
+
+bool program_on_path(std::string_view name) {
+  const char* env = std::getenv("PATH");
+  // execvp's search path when PATH is unset.
+  const std::string path = env ? env : "/bin:/usr/bin";
+  std::size_t start = 0;
+  while (start <= path.size()) {
+    const std::size_t end = std::min(path.find(':', start), path.size());
+    // An empty entry is the current directory, for execvp as for the shell.
+    const std::string dir = end == start ? "." : path.substr(start, end - start);
+    const std::string candidate = dir + "/" + std::string(name);
+    struct stat st {};
+    if (::stat(candidate.c_str(), &st) == 0 && S_ISREG(st.st_mode) &&
+        ::access(candidate.c_str(), X_OK) == 0) {
+      return true;
+    }
+    start = end + 1;
+  }
+  return false;
+}
+
+int run_command_line(int argc, const char* const* argv) {
+  const FirstWord first = resolve_first_word(argc, argv, program_on_path);
+  if (!first.command) {
+    console().error(first.error);
+    return kExitUsage;
+  }
+  return first.command->run(argc - first.first_arg, argv + first.first_arg);
+}
+
+}  // namespace dlaunch

@@ -1,0 +1,24 @@
+// What the job commands (list, get, logs, stop, top) share: their arguments
+// parsed the same way, with the same help and errors, the --log-dir option,
+// and one message for a job name that names nothing.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <optional>
+#include <string>
+
+#include "launcher/job/job_store.h"
+
+namespace dlaunch {
+
+// Parses argv[1..] (argv[0] is the command's name). Returns the exit code when
+// the command is done already: 0 after printing --help, 2 after a usage error.
+std::optional<int> parse_subcommand(CLI::App& app, int argc, const char* const* argv);
+
+// --log-dir, defaulting to where coordinators write their records.
+void add_log_dir_option(CLI::App& app, std::string& log_dir);
+
+// The job, or nothing after telling the user there is no such job.
+std::optional<Job> find_job_or_report(const std::string& log_dir, const std::string& name);
+
+}  // namespace dlaunch

@@ -1,0 +1,94 @@
+#include "launcher/job/job_store.h"
+
+#include <signal.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <tuple>
+
+namespace dlaunch {
+
+namespace fs = std::filesystem;
+
+std::string_view job_state_name(JobState state) {
+  switch (state) {
+    case JobState::running:
+      return "running";
+    case JobState::succeeded:
+      return "succeeded";
+    case JobState::failed:
+      return "failed";
+    case JobState::interrupted:
+      return "interrupted";
+    case JobState::lost:
+      return "lost";
+  }
+  return "?";
+}
+
+JobState decide_job_state(const std::optional<JobResult>& result, bool coordinator_alive) {
+  if (result) {
+    const int code = result->exit_code;
+    return code == 0                    ? JobState::succeeded
+           : code == 130 || code == 143 ? JobState::interrupted
+                                        : JobState::failed;
+  }
+  return coordinator_alive ? JobState::running : JobState::lost;
+}
+
+long long job_duration(const Job& job, long long now) {
+  const long long end = job.result ? job.result->finished : now;
+  return job.state == JobState::lost ? -1 : end - job.info.started;
+}
+
+bool coordinator_alive(long long pid) {
+  if (pid <= 0 || ::kill(static_cast<pid_t>(pid), 0) != 0) return false;
+  std::ifstream cmdline("/proc/" + std::to_string(pid) + "/cmdline");
+  std::string argv0;
+  std::getline(cmdline, argv0, '\0');
+  return argv0.find("dlaunch") != std::string::npos;
+}
+
+std::optional<Job> load_job(const std::string& dir) {
+  auto info = read_job_info(dir);
+  if (!info) return std::nullopt;
+  Job job{dir, *info, read_job_result(dir), JobState::lost};
+  // Only a job without a result needs the /proc lookup.
+  job.state = decide_job_state(job.result, !job.result && coordinator_alive(info->coordinator_pid));
+  return job;
+}
+
+std::vector<Job> load_jobs(const std::string& log_dir) {
+  std::vector<Job> jobs;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(log_dir, ec)) {
+    if (!entry.is_directory()) continue;
+    if (auto job = load_job(entry.path().string())) jobs.push_back(std::move(*job));
+  }
+  std::sort(jobs.begin(), jobs.end(), [](const Job& a, const Job& b) {
+    return std::tie(a.info.started, a.info.name) < std::tie(b.info.started, b.info.name);
+  });
+  return jobs;
+}
+
+std::optional<Job> find_job(const std::string& log_dir, const std::string& name) {
+  if (name.find('/') != std::string::npos) return std::nullopt;
+  return load_job(log_dir + "/" + name);
+}
+
+std::map<int, std::string> rank_logs(const std::string& job_dir) {
+  std::map<int, std::string> logs;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(job_dir, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (!name.starts_with("rank-") || !name.ends_with(".log")) continue;
+    try {
+      logs[std::stoi(name.substr(5))] = entry.path().string();
+    } catch (const std::exception&) {
+    }
+  }
+  return logs;
+}
+
+}  // namespace dlaunch

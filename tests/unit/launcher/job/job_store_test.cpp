@@ -1,0 +1,116 @@
+#include "launcher/job/job_store.h"
+
+#include <doctest/doctest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+using namespace dlaunch;
+
+namespace {
+
+struct StateDir {
+  std::filesystem::path dir;
+  StateDir() {
+    std::string tmpl = std::filesystem::temp_directory_path() / "dlaunch-store-XXXXXX";
+    dir = ::mkdtemp(tmpl.data());
+  }
+  ~StateDir() { std::filesystem::remove_all(dir); }
+
+  std::string add(const std::string& name, long long started, long long pid,
+                  std::optional<JobResult> result = std::nullopt) {
+    std::string job_dir;
+    create_job_dir(dir.string(), name, &job_dir);
+    JobInfo info;
+    info.name = name;
+    info.mode = "standalone";
+    info.command = {"prog", "--flag"};
+    info.coordinator_pid = pid;
+    info.started = started;
+    write_job_info(job_dir, info);
+    if (result) write_job_result(job_dir, *result);
+    return job_dir;
+  }
+};
+
+JobResult finished_with(int code, long long finished = 0) {
+  JobResult r;
+  r.exit_code = code;
+  r.finished = finished;
+  return r;
+}
+
+// A pid that is surely not running: past the largest pid Linux hands out.
+constexpr long long kDeadPid = 1LL << 30;
+
+}  // namespace
+
+TEST_CASE("a job's state comes from its result, else from its coordinator") {
+  CHECK(decide_job_state(finished_with(0), false) == JobState::succeeded);
+  CHECK(decide_job_state(finished_with(9), false) == JobState::failed);
+  CHECK(decide_job_state(finished_with(130), false) == JobState::interrupted);
+  CHECK(decide_job_state(finished_with(143), true) == JobState::interrupted);
+  CHECK(decide_job_state(std::nullopt, true) == JobState::running);
+  CHECK(decide_job_state(std::nullopt, false) == JobState::lost);
+  CHECK(job_state_name(JobState::interrupted) == "interrupted");
+  CHECK(job_state_name(JobState::lost) == "lost");
+}
+
+TEST_CASE("a job's duration runs to its end, or to now; a lost job has none") {
+  Job job;
+  job.info.started = 100;
+  job.state = JobState::running;
+  CHECK(job_duration(job, 160) == 60);
+  job.result = finished_with(0, 130);
+  job.state = JobState::succeeded;
+  CHECK(job_duration(job, 1000) == 30);
+  job.result.reset();
+  job.state = JobState::lost;
+  CHECK(job_duration(job, 1000) == -1);
+}
+
+TEST_CASE("load_jobs reads every job under the state dir, oldest first") {
+  StateDir state;
+  state.add("b-done", 200, kDeadPid, finished_with(0, 210));
+  state.add("a-live", 300, ::getpid());  // this test binary's name holds "dlaunch"
+  state.add("c-lost", 100, kDeadPid);
+  std::filesystem::create_directories(state.dir / "not-a-job");
+  std::ofstream(state.dir / "stray-file") << "x";
+
+  const auto jobs = load_jobs(state.dir.string());
+  REQUIRE(jobs.size() == 3);
+  CHECK(jobs[0].info.name == "c-lost");
+  CHECK(jobs[0].state == JobState::lost);
+  CHECK(jobs[1].info.name == "b-done");
+  CHECK(jobs[1].state == JobState::succeeded);
+  CHECK(jobs[2].info.name == "a-live");
+  CHECK(jobs[2].state == JobState::running);
+  CHECK(jobs[2].info.command == std::vector<std::string>{"prog", "--flag"});
+
+  CHECK(load_jobs((state.dir / "missing").string()).empty());
+}
+
+TEST_CASE("find_job takes a job's name, never a path") {
+  StateDir state;
+  state.add("job-1", 100, kDeadPid, finished_with(3, 101));
+  auto job = find_job(state.dir.string(), "job-1");
+  REQUIRE(job);
+  CHECK(job->state == JobState::failed);
+  CHECK(job->dir == (state.dir / "job-1").string());
+  CHECK_FALSE(find_job(state.dir.string(), "job-2").has_value());
+  CHECK_FALSE(find_job(state.dir.string(), "../" + state.dir.filename().string() + "/job-1"));
+}
+
+TEST_CASE("rank_logs finds rank-<R>.log files by rank number") {
+  StateDir state;
+  const std::string dir = state.add("job", 100, kDeadPid);
+  for (const char* name : {"rank-0.log", "rank-10.log", "rank-2.log", "rank-x.log", "other.log"}) {
+    std::ofstream(std::filesystem::path(dir) / name) << "line\n";
+  }
+  const auto logs = rank_logs(dir);
+  REQUIRE(logs.size() == 3);
+  CHECK(logs.begin()->first == 0);
+  CHECK(logs.rbegin()->first == 10);
+  CHECK(logs.at(2) == dir + "/rank-2.log");
+}
