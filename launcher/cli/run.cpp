@@ -193,7 +193,10 @@ int run_command(int argc, const char* const* argv) {
   result.exit_code = code;
   result.finished = std::time(nullptr);
   write_job_result(job_dir, result);
-  if (code != 0) console().note("logs of job " + plan.job + " are in " + job_dir);
+  // A full or failing log disk never passes unnoticed.
+  for (const auto& loss : sink.losses()) log::warn("rank log incomplete: ", loss);
+  if (code != 0 || !sink.losses().empty())
+    console().note("logs of job " + plan.job + " are in " + job_dir);
   return code;
 }
 
