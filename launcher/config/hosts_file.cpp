@@ -1,7 +1,6 @@
 #include "launcher/config/hosts_file.h"
 
 #include <algorithm>
-#include <cctype>
 #include <cerrno>
 #include <cstdint>
 #include <cstdio>
@@ -15,6 +14,7 @@
 // toml::ex), so toml::parse throws toml::parse_error on a syntax error.
 #include <toml++/toml.h>
 
+#include "common/address.h"
 #include "common/did_you_mean.h"
 
 namespace dlaunch {
@@ -514,10 +514,7 @@ bool is_local_host(const HostEntry& host) {
   }
   // A port means an sshd to talk to (tests run one on 127.0.0.1:2222).
   if (host.port) return false;
-  std::string address = host.address;
-  std::transform(address.begin(), address.end(), address.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return address == "localhost" || address == "127.0.0.1" || address == "::1";
+  return is_loopback_address(host.address);
 }
 
 }  // namespace dlaunch
