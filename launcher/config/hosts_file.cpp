@@ -1,7 +1,7 @@
 #include "launcher/config/hosts_file.h"
 
 #include <algorithm>
-#include <cctype>
+#include <array>
 #include <cerrno>
 #include <cstdint>
 #include <cstdio>
@@ -15,17 +15,13 @@
 // toml::ex), so toml::parse throws toml::parse_error on a syntax error.
 #include <toml++/toml.h>
 
+#include "common/address.h"
 #include "common/did_you_mean.h"
 
 namespace dlaunch {
 namespace {
 
 constexpr std::string_view kTopLevelKeys[] = {"defaults", "host", "rendezvous"};
-constexpr std::string_view kHostKeys[] = {"name",  "address", "port",      "user", "identity",
-                                          "slots", "gpus",    "interface", "env",  "transport"};
-// [defaults] takes every host key but the two that identify a host.
-constexpr std::string_view kDefaultsKeys[] = {"port", "user",      "identity", "slots",
-                                              "gpus", "interface", "env",      "transport"};
 constexpr std::string_view kRendezvousKeys[] = {"address", "port"};
 constexpr std::string_view kTransports[] = {"local", "ssh"};
 
@@ -50,31 +46,15 @@ struct Diagnostics {
   }
 };
 
-// What one [[host]] or [defaults] table sets; unset fields fall through to
-// [defaults] and then to the built-in behaviour.
-struct HostFields {
-  std::optional<std::string> name;
-  std::optional<std::string> address;
-  std::optional<int> port;
-  std::optional<std::string> user;
-  std::optional<std::string> identity;
-  std::optional<int> slots;
-  std::optional<int> gpus;
-  std::optional<std::string> interface;
-  std::map<std::string, std::string> env;
-  std::optional<TransportKind> transport;
-  // Where the host's name came from (the name, else the address), so that a
-  // duplicate can point at both.
-  toml::source_region name_source;
+}  // namespace
+
+struct HostFieldInput {
+  const toml::node& node;
+  std::string_view key;
+  Diagnostics& diags;
 };
 
-// One [[host]] table as read, with the table for positions.
-struct ReadHost {
-  HostFields fields;
-  const toml::table* table;
-};
-
-enum class Section { defaults, host };
+namespace {
 
 // Values are echoed in messages; keep each diagnostic on one printable line.
 std::string quoted(std::string_view text) {
@@ -195,20 +175,27 @@ bool valid_interface_name(std::string_view name) {
   });
 }
 
-std::optional<std::string> read_interface(const toml::node& node, Diagnostics& diags) {
-  auto text = read_string(node, "interface", diags);
+template <int low, int high>
+std::optional<int> read_int_in(const toml::node& node, std::string_view key, Diagnostics& diags) {
+  return read_int(node, key, low, high, diags);
+}
+
+std::optional<std::string> read_interface(const toml::node& node, std::string_view key,
+                                          Diagnostics& diags) {
+  auto text = read_string(node, key, diags);
   if (!text) return std::nullopt;
   if (!valid_interface_name(*text)) {
     diags.add(node.source(),
-              "'interface' " + quoted(*text) +
+              "'" + std::string(key) + "' " + quoted(*text) +
                   " is not a network interface name (1 to 15 of A-Z a-z 0-9 _ . : -)");
     return std::nullopt;
   }
   return text;
 }
 
-std::optional<TransportKind> read_transport(const toml::node& node, Diagnostics& diags) {
-  auto text = read_string(node, "transport", diags);
+std::optional<TransportKind> read_transport(const toml::node& node, std::string_view key,
+                                            Diagnostics& diags) {
+  auto text = read_string(node, key, diags);
   if (!text) return std::nullopt;
   if (*text == "local") return TransportKind::local;
   if (*text == "ssh") return TransportKind::ssh;
@@ -238,10 +225,12 @@ std::optional<std::string> env_value(const toml::node& node) {
   return std::nullopt;
 }
 
-void read_env(const toml::node& node, std::map<std::string, std::string>& env, Diagnostics& diags) {
+// Adds to (and overrides) what [defaults] set, one variable at a time.
+void merge_env(const HostFieldInput& input, HostEntry& entry) {
+  const auto& [node, field, diags] = input;
   const auto* table = node.as_table();
   if (table == nullptr) {
-    diags.add(node.source(), wrong_type("env", "a table like { NAME = \"value\" }", node));
+    diags.add(node.source(), wrong_type(field, "a table like { NAME = \"value\" }", node));
     return;
   }
   for (auto&& [key, value] : *table) {
@@ -264,96 +253,122 @@ void read_env(const toml::node& node, std::map<std::string, std::string>& env, D
                 "environment variable " + quoted(key.str()) + " must not contain NUL characters");
       ok = false;
     }
-    if (ok) env[std::string(key.str())] = std::move(*text);
+    if (ok) entry.env[std::string(key.str())] = std::move(*text);
   }
 }
 
-// Reads one key of a [[host]] or [defaults] table; false when the key is not a
-// host key at all.
-bool read_host_key(std::string_view key, const toml::node& value, HostFields& fields,
-                   Diagnostics& diags) {
-  if (key == "name") {
-    fields.name = read_word(value, key, diags);
-  } else if (key == "address") {
-    fields.address = read_word(value, key, diags);
-  } else if (key == "port") {
-    fields.port = read_int(value, key, 1, 65535, diags);
-  } else if (key == "user") {
-    fields.user = read_word(value, key, diags);
-  } else if (key == "identity") {
-    fields.identity = read_string(value, key, diags);
-  } else if (key == "slots") {
-    fields.slots = read_int(value, key, 1, kMaxSlots, diags);
-  } else if (key == "gpus") {
-    fields.gpus = read_int(value, key, 0, kMaxGpus, diags);
-  } else if (key == "interface") {
-    fields.interface = read_interface(value, diags);
-  } else if (key == "env") {
-    read_env(value, fields.env, diags);
-  } else if (key == "transport") {
-    fields.transport = read_transport(value, diags);
-  } else {
-    return false;
-  }
-  return true;
+// A host key whose value `read_value` checks (type and range) goes to `member`.
+template <auto read_value, auto member>
+void read_into(const HostFieldInput& input, HostEntry& entry) {
+  if (auto value = read_value(input.node, input.key, input.diags))
+    entry.*member = std::move(*value);
 }
 
-HostFields read_host_table(const toml::table& table, Section section, Diagnostics& diags) {
-  HostFields fields;
+void name_from_address(HostEntry& entry) {
+  entry.name = entry.address;
+}
+
+using enum HostField::Scope;
+using E = HostEntry;
+
+// Every per-host key: name, scope, example, read (type, range -> member) and,
+// where HostEntry's initial value will not do, the default when unset. The
+// order is the order of suggestions (ties go to the earlier row).
+constexpr HostField kHostFields[] = {
+    {"name", host_only, R"("gpu1")", read_into<read_word, &E::name>, name_from_address},
+    {"address", host_only, R"("10.0.1.2")", read_into<read_word, &E::address>},
+    {"port", host_and_defaults, "2222", read_into<read_int_in<1, 65535>, &E::port>},
+    {"user", host_and_defaults, R"("train")", read_into<read_word, &E::user>},
+    {"identity", host_and_defaults, R"("~/.ssh/id_ed25519")", read_into<read_string, &E::identity>},
+    {"slots", host_and_defaults, "8", read_into<read_int_in<1, kMaxSlots>, &E::slots>},
+    {"gpus", host_and_defaults, "8", read_into<read_int_in<0, kMaxGpus>, &E::gpus>},
+    {"interface", host_and_defaults, R"("eth0")", read_into<read_interface, &E::interface>},
+    {"env", host_and_defaults, R"({ NCCL_DEBUG = "INFO" })", merge_env},
+    {"transport", host_and_defaults, R"("ssh")", read_into<read_transport, &E::transport>},
+};
+
+// The names of the rows in `scope` (or all rows), for suggestions.
+template <std::size_t count>
+constexpr std::array<std::string_view, count> field_names(std::optional<HostField::Scope> scope) {
+  std::array<std::string_view, count> names{};
+  std::size_t i = 0;
+  for (const HostField& field : kHostFields) {
+    if (!scope || field.scope == *scope) names[i++] = field.name;
+  }
+  return names;
+}
+constexpr auto kHostKeys = field_names<std::size(kHostFields)>(std::nullopt);
+constexpr auto kDefaultsKeys = field_names<static_cast<std::size_t>(
+    std::ranges::count(kHostFields, host_and_defaults, &HostField::scope))>(host_and_defaults);
+
+const HostField* find_host_field(std::string_view name) {
+  const auto* found = std::ranges::find(kHostFields, name, &HostField::name);
+  return found == std::end(kHostFields) ? nullptr : found;
+}
+
+enum class Section { defaults, host };
+
+// Reads the keys of a [[host]] or [defaults] table over `entry`, which holds
+// what [defaults] set (or HostEntry's initial values).
+void read_host_table(const toml::table& table, Section section, HostEntry& entry,
+                     Diagnostics& diags) {
   for (auto&& [key, value] : table) {
-    const std::string_view name = key.str();
-    if (section == Section::defaults && (name == "name" || name == "address")) {
-      diags.add(key.source(), "'" + std::string(name) +
-                                  "' cannot be set in [defaults]: each [[host]] sets its own");
-      continue;
-    }
-    if (!read_host_key(name, value, fields, diags)) {
+    const HostField* field = find_host_field(key.str());
+    if (field == nullptr) {
       if (section == Section::defaults) {
         report_unknown_key(key, "[defaults]", kDefaultsKeys, diags);
       } else {
         report_unknown_key(key, "[[host]]", kHostKeys, diags);
       }
+    } else if (section == Section::defaults && field->scope == host_only) {
+      diags.add(key.source(), "'" + std::string(field->name) +
+                                  "' cannot be set in [defaults]: each [[host]] sets its own");
+    } else {
+      field->read({value, field->name, diags}, entry);
     }
   }
-  if (const auto* name = table.get("name")) {
-    fields.name_source = name->source();
-  } else if (const auto* address = table.get("address")) {
-    fields.name_source = address->source();
-  }
-  return fields;
 }
 
-HostEntry merge(const HostFields& defaults, const HostFields& host, int line) {
+// What [defaults] sets, and its table to tell which keys it set.
+struct Defaults {
   HostEntry entry;
-  entry.address = host.address.value_or("");
-  entry.name = host.name.value_or(entry.address);
-  entry.port = host.port ? host.port : defaults.port;
-  entry.user = host.user.value_or(defaults.user.value_or(""));
-  entry.identity = host.identity.value_or(defaults.identity.value_or(""));
-  entry.slots = host.slots ? host.slots : defaults.slots;
-  entry.gpus = host.gpus ? host.gpus : defaults.gpus;
-  entry.interface = host.interface.value_or(defaults.interface.value_or(""));
-  entry.env = defaults.env;
-  for (const auto& [name, value] : host.env) entry.env[name] = value;
-  entry.transport = host.transport.value_or(defaults.transport.value_or(TransportKind::automatic));
-  entry.line = line;
-  return entry;
+  const toml::table* table = nullptr;
+};
+
+Defaults read_defaults(const toml::table& root, Diagnostics& diags) {
+  Defaults defaults;
+  const auto* node = root.get("defaults");
+  if (node == nullptr) return defaults;
+  defaults.table = node->as_table();
+  if (defaults.table == nullptr) {
+    diags.add(node->source(), wrong_type("defaults", "a table ([defaults])", *node));
+    return defaults;
+  }
+  read_host_table(*defaults.table, Section::defaults, defaults.entry, diags);
+  return defaults;
 }
 
-HostFields read_defaults(const toml::table& root, Diagnostics& diags) {
-  const auto* node = root.get("defaults");
-  if (node == nullptr) return {};
-  const auto* table = node->as_table();
-  if (table == nullptr) {
-    diags.add(node->source(), wrong_type("defaults", "a table ([defaults])", *node));
-    return {};
+void fill_unset_keys(const toml::table& host, const Defaults& defaults, HostEntry& entry) {
+  for (const HostField& field : kHostFields) {
+    if (field.default_when_unset == nullptr || host.contains(field.name)) continue;
+    if (defaults.table != nullptr && field.scope == host_and_defaults &&
+        defaults.table->contains(field.name)) {
+      continue;
+    }
+    field.default_when_unset(entry);
   }
-  return read_host_table(*table, Section::defaults, diags);
 }
+
+// One [[host]] table as read, with the table for positions.
+struct ReadHost {
+  HostEntry entry;
+  const toml::table* table;
+};
 
 // Each [[host]] table as read, in file order; hosts whose own keys were
 // broken still come back so that later checks (duplicates) see them.
-std::vector<ReadHost> read_hosts(const toml::table& root, Diagnostics& diags) {
+std::vector<ReadHost> read_hosts(const toml::table& root, const Defaults& defaults,
+                                 Diagnostics& diags) {
   std::vector<ReadHost> hosts;
   const auto* node = root.get("host");
   if (node == nullptr) {
@@ -375,27 +390,39 @@ std::vector<ReadHost> read_hosts(const toml::table& root, Diagnostics& diags) {
                 "each 'host' entry must be a table, not " + std::string(type_name(element)));
       continue;
     }
-    HostFields fields = read_host_table(*table, Section::host, diags);
+    HostEntry entry = defaults.entry;
+    read_host_table(*table, Section::host, entry, diags);
+    fill_unset_keys(*table, defaults, entry);
+    entry.line = static_cast<int>(table->source().begin.line);
     if (!table->contains("address")) {
       diags.add(table->source(),
                 "[[host]] has no 'address' (a host name, IP or ~/.ssh/config alias)");
     }
-    hosts.push_back({std::move(fields), table});
+    hosts.push_back({std::move(entry), table});
   }
   return hosts;
 }
 
+// Where a host's name came from (the name, else the address), so that a
+// duplicate can point at both.
+toml::source_region name_source(const toml::table& host) {
+  const auto* node = host.get("name");
+  if (node == nullptr) node = host.get("address");
+  return node == nullptr ? toml::source_region{} : node->source();
+}
+
 void check_unique_names(const std::vector<ReadHost>& hosts, Diagnostics& diags) {
-  std::map<std::string, const HostFields*> seen;
-  for (const auto& [fields, table] : hosts) {
-    const auto& name = table->contains("name") ? fields.name : fields.address;
-    if (!name) continue;  // missing or invalid: already reported
-    auto [it, inserted] = seen.emplace(*name, &fields);
+  std::map<std::string, toml::source_region> seen;
+  for (const auto& [entry, table] : hosts) {
+    // Names are never empty when valid: empty means missing or invalid,
+    // already reported.
+    if (entry.name.empty()) continue;
+    auto [it, inserted] = seen.emplace(entry.name, name_source(*table));
     if (!inserted) {
-      diags.add(fields.name_source, "duplicate host name " + quoted(*name) +
-                                        " (first used on line " +
-                                        std::to_string(it->second->name_source.begin.line) +
-                                        "); give each [[host]] a unique 'name'");
+      diags.add(name_source(*table), "duplicate host name " + quoted(entry.name) +
+                                         " (first used on line " +
+                                         std::to_string(it->second.begin.line) +
+                                         "); give each [[host]] a unique 'name'");
     }
   }
 }
@@ -429,7 +456,7 @@ void check_top_level_keys(const toml::table& root, Diagnostics& diags) {
       continue;
     }
     // A host key at the top level is a common slip: say where it belongs.
-    if (std::find(std::begin(kHostKeys), std::end(kHostKeys), name) != std::end(kHostKeys)) {
+    if (find_host_field(name) != nullptr) {
       diags.add(key.source(), "unknown top-level key " + quoted(name) +
                                   "; host settings go in [defaults] or a [[host]] table");
       continue;
@@ -449,6 +476,10 @@ std::optional<toml::table> parse_toml(const std::string& text, Diagnostics& diag
 
 }  // namespace
 
+std::span<const HostField> host_fields() {
+  return kHostFields;
+}
+
 std::string Diagnostic::to_string() const {
   // Line 0: the file as a whole (it could not be read).
   if (line <= 0) return file + ": " + message;
@@ -461,8 +492,8 @@ HostsFileResult parse_hosts_file(const std::string& text, const std::string& pat
   if (!root) return std::move(diags.list);
 
   check_top_level_keys(*root, diags);
-  const HostFields defaults = read_defaults(*root, diags);
-  const auto hosts = read_hosts(*root, diags);
+  const Defaults defaults = read_defaults(*root, diags);
+  auto hosts = read_hosts(*root, defaults, diags);
   check_unique_names(hosts, diags);
   RendezvousSettings rendezvous = read_rendezvous(*root, diags);
 
@@ -475,9 +506,7 @@ HostsFileResult parse_hosts_file(const std::string& text, const std::string& pat
   }
   HostsFile file;
   file.path = path;
-  for (const auto& [fields, table] : hosts) {
-    file.hosts.push_back(merge(defaults, fields, static_cast<int>(table->source().begin.line)));
-  }
+  for (auto& host : hosts) file.hosts.push_back(std::move(host.entry));
   file.rendezvous = std::move(rendezvous);
   return file;
 }
@@ -514,10 +543,7 @@ bool is_local_host(const HostEntry& host) {
   }
   // A port means an sshd to talk to (tests run one on 127.0.0.1:2222).
   if (host.port) return false;
-  std::string address = host.address;
-  std::transform(address.begin(), address.end(), address.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return address == "localhost" || address == "127.0.0.1" || address == "::1";
+  return is_loopback_address(host.address);
 }
 
 }  // namespace dlaunch

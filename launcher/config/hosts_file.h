@@ -5,7 +5,9 @@
 
 #include <map>
 #include <optional>
+#include <span>
 #include <string>
+#include <string_view>
 #include <variant>
 #include <vector>
 
@@ -25,7 +27,38 @@ struct HostEntry {
   std::map<std::string, std::string> env;  // extra environment for the host's ranks
   TransportKind transport = TransportKind::automatic;
   int line = 0;  // where the [[host]] table starts, for messages
+
+  bool operator==(const HostEntry&) const = default;
 };
+
+// One TOML value being read, with where to report what is wrong with it;
+// defined by the loader.
+struct HostFieldInput;
+
+// One per-host key of [[host]] and [defaults]. The loader's table of them is
+// the only list of host keys: parsing both sections, did-you-mean suggestions,
+// the top-level "goes in [defaults]" hint and validation all read it, so a new
+// key is a HostEntry member and one row.
+struct HostField {
+  enum class Scope {
+    host_only,          // identifies a host: [defaults] refuses it
+    host_and_defaults,  // [defaults] sets it for every host that does not
+  };
+  std::string_view name;
+  Scope scope;
+  // A valid TOML value, for documentation and for the test that every row
+  // is accepted and lands in HostEntry.
+  std::string_view example;
+  // Checks type and range, reporting problems to the input's diagnostics, and
+  // stores a good value in its HostEntry member.
+  void (*read)(const HostFieldInput& input, HostEntry& entry);
+  // What the key becomes when neither [[host]] nor [defaults] set it;
+  // nullptr: HostEntry's initial value above.
+  void (*default_when_unset)(HostEntry& entry) = nullptr;
+};
+
+// The rows, in the order suggestions prefer them.
+std::span<const HostField> host_fields();
 
 struct RendezvousSettings {
   std::string address;      // what agents connect to; empty: derived per host

@@ -6,9 +6,11 @@
 
 #include <toml++/toml.h>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <sstream>
 #include <stdexcept>
+#include <string_view>
 
 namespace dlaunch {
 namespace {
@@ -24,19 +26,78 @@ void make_private_dirs(const std::string& path) {
   }
 }
 
-// Written to a temporary name and renamed, so a reader never sees half a file.
-void write_private_file(const std::string& path, const std::string& content) {
-  const std::string tmp = path + ".tmp";
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-  if (fd < 0) return;
-  std::string_view rest(content);
-  while (!rest.empty()) {
-    const ssize_t n = ::write(fd, rest.data(), rest.size());
-    if (n <= 0) break;
-    rest.remove_prefix(static_cast<std::size_t>(n));
+std::string failure(const std::string& what, const std::string& path, int error) {
+  return "cannot " + what + " " + path + ": " + std::strerror(error);
+}
+
+// Closes the descriptor and removes the temporary unless it was renamed.
+class TempFile {
+ public:
+  explicit TempFile(std::string path_template) : path_(std::move(path_template)) {
+    fd_ = ::mkostemp(path_.data(), O_CLOEXEC);
   }
+  TempFile(const TempFile&) = delete;
+  TempFile& operator=(const TempFile&) = delete;
+  ~TempFile() {
+    if (fd_ >= 0) ::close(fd_);
+    if (!renamed_) ::unlink(path_.c_str());
+  }
+
+  bool opened() const { return fd_ >= 0; }
+  int fd() const { return fd_; }
+  // Closes and reports the error close() saw (NFS reports write-back failures there).
+  int close() {
+    const int result = ::close(fd_);
+    fd_ = -1;
+    return result;
+  }
+  void mark_renamed() { renamed_ = true; }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+  int fd_ = -1;
+  bool renamed_ = false;
+};
+
+bool write_all(int fd, std::string_view data) {
+  while (!data.empty()) {
+    const ssize_t n = ::write(fd, data.data(), data.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      if (n == 0) errno = EIO;
+      return false;
+    }
+    data.remove_prefix(static_cast<std::size_t>(n));
+  }
+  return true;
+}
+
+// The rename is durable only once the directory itself is on disk.
+int sync_directory(const std::string& dir) {
+  const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return -1;
+  const int result = ::fsync(fd);
+  const int saved = errno;
   ::close(fd);
-  ::rename(tmp.c_str(), path.c_str());
+  errno = saved;
+  return result;
+}
+
+std::optional<std::string> write_private_file(const std::string& dir, const std::string& name,
+                                              const std::string& content) {
+  const std::string path = dir + "/" + name;
+  // Hidden and unique, in the same directory so that rename() is atomic;
+  // mkostemp creates it 0600.
+  TempFile tmp(dir + "/." + name + ".XXXXXX");
+  if (!tmp.opened()) return failure("create a temporary file for", path, errno);
+  if (!write_all(tmp.fd(), content)) return failure("write", path, errno);
+  if (::fsync(tmp.fd()) != 0) return failure("write", path, errno);
+  if (tmp.close() != 0) return failure("write", path, errno);
+  if (::rename(tmp.path().c_str(), path.c_str()) != 0) return failure("rename to", path, errno);
+  tmp.mark_renamed();
+  if (sync_directory(dir) != 0) return failure("flush the directory of", path, errno);
+  return std::nullopt;
 }
 
 toml::array to_array(const std::vector<std::string>& items) {
@@ -88,7 +149,7 @@ std::string create_job_dir(const std::string& log_dir, const std::string& job,
   throw std::runtime_error("too many jobs named " + job + " in " + log_dir);
 }
 
-void write_job_info(const std::string& job_dir, const JobInfo& info) {
+std::optional<std::string> write_job_info(const std::string& job_dir, const JobInfo& info) {
   toml::table t{{"name", info.name},
                 {"mode", info.mode},
                 {"nnodes", info.nnodes},
@@ -96,17 +157,17 @@ void write_job_info(const std::string& job_dir, const JobInfo& info) {
                 {"coordinator_pid", info.coordinator_pid},
                 {"started", info.started},
                 {"hosts", to_array(info.hosts)}};
-  write_private_file(job_dir + "/job.toml", serialize(t));
+  return write_private_file(job_dir, "job.toml", serialize(t));
 }
 
-void write_job_result(const std::string& job_dir, const JobResult& r) {
+std::optional<std::string> write_job_result(const std::string& job_dir, const JobResult& r) {
   toml::table t{{"exit_code", r.exit_code},
                 {"root_cause", r.root_cause},
                 {"root_cause_tail", to_array(r.root_cause_tail)},
                 {"restarts", r.restarts},
                 {"world_size", r.world_size},
                 {"finished", r.finished}};
-  write_private_file(job_dir + "/result.toml", serialize(t));
+  return write_private_file(job_dir, "result.toml", serialize(t));
 }
 
 std::optional<JobInfo> read_job_info(const std::string& job_dir) {

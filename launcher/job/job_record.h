@@ -36,8 +36,16 @@ struct JobResult {
 std::string create_job_dir(const std::string& log_dir, const std::string& job,
                            std::string* job_dir);
 
-void write_job_info(const std::string& job_dir, const JobInfo& info);
-void write_job_result(const std::string& job_dir, const JobResult& result);
+// Each record is written whole or not at all: to a temporary file in the job
+// directory, flushed to disk, then renamed over the final name, so a reader (or
+// a crash) never sees half a record and a failed write never empties an old
+// one. Returns nothing on success, else one line naming the file and the
+// system's reason ("cannot write <dir>/result.toml: No space left on device")
+// for the caller to report: a job whose result was not recorded must not later
+// read as succeeded. A killed writer can leave a hidden ".<name>.XXXXXX"
+// temporary behind; readers never look at it.
+std::optional<std::string> write_job_info(const std::string& job_dir, const JobInfo& info);
+std::optional<std::string> write_job_result(const std::string& job_dir, const JobResult& result);
 std::optional<JobInfo> read_job_info(const std::string& job_dir);
 std::optional<JobResult> read_job_result(const std::string& job_dir);
 

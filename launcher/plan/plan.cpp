@@ -8,10 +8,6 @@
 
 namespace dlaunch {
 
-bool is_loopback_address(const std::string& address) {
-  return address == "localhost" || address == "::1" || address.starts_with("127.");
-}
-
 std::string default_job_name(const std::string& program, long long unix_seconds) {
   std::string base = program.substr(program.find_last_of('/') + 1);
   std::string clean;

@@ -46,6 +46,4 @@ std::string describe_plan(const Plan& plan, const Options& options);
 // "mnist_dist-20261122-173000" from the program path and a time.
 std::string default_job_name(const std::string& program, long long unix_seconds);
 
-bool is_loopback_address(const std::string& address);
-
 }  // namespace dlaunch

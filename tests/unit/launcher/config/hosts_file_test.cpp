@@ -1,5 +1,6 @@
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -474,5 +475,86 @@ TEST_CASE("is_local_host") {
     h.port = 22;
     h.transport = TransportKind::local;
     CHECK(is_local_host(h));
+  }
+}
+
+// The HostField table is the only list of per-host keys: each of the checks
+// below runs over its rows, so a new row is covered without a new test.
+TEST_CASE("host fields: every row is read from [[host]] and lands in its own place") {
+  const HostEntry plain = parse_ok(kOneHost).hosts[0];
+  REQUIRE_FALSE(host_fields().empty());
+  std::vector<HostEntry> entries;
+  for (const HostField& field : host_fields()) {
+    const std::string name(field.name);
+    CAPTURE(name);
+    const std::string address = name == "address" ? "" : "address = \"h\"\n";
+    const HostEntry entry =
+        parse_ok("[[host]]\n" + address + name + " = " + std::string(field.example) + "\n")
+            .hosts[0];
+    CHECK(entry != plain);
+    // Two rows storing to the same member would give equal entries.
+    CHECK(std::find(entries.begin(), entries.end(), entry) == entries.end());
+    entries.push_back(entry);
+  }
+}
+
+TEST_CASE("host fields: [defaults] takes every shared row to the same place, refuses the rest") {
+  for (const HostField& field : host_fields()) {
+    const std::string name(field.name);
+    const std::string line = name + " = " + std::string(field.example) + "\n";
+    CAPTURE(name);
+    if (field.scope == HostField::Scope::host_only) {
+      check_one_error("[defaults]\n" + line + kOneHost, 2, 1,
+                      "'" + name + "' cannot be set in [defaults]: each [[host]] sets its own");
+      continue;
+    }
+    HostEntry from_defaults = parse_ok("[defaults]\n" + line + kOneHost).hosts[0];
+    const HostEntry from_host = parse_ok(kOneHost + line).hosts[0];
+    from_defaults.line = from_host.line;
+    CHECK(from_defaults == from_host);
+  }
+}
+
+TEST_CASE("host fields: a near-miss of every row's name is suggested in its sections") {
+  for (const HostField& field : host_fields()) {
+    const std::string name(field.name);
+    const std::string typo = name + "x";
+    const std::string line = typo + " = " + std::string(field.example) + "\n";
+    CAPTURE(name);
+    auto diags = parse_errors(kOneHost + line);
+    REQUIRE(diags.size() == 1);
+    CHECK(diags[0].to_string() ==
+          "hosts.toml:3:1: unknown key '" + typo + "' in [[host]]; did you mean '" + name + "'?");
+    if (field.scope == HostField::Scope::host_only) continue;
+    diags = parse_errors("[defaults]\n" + line + kOneHost);
+    REQUIRE(diags.size() == 1);
+    CHECK(diags[0].to_string() ==
+          "hosts.toml:2:1: unknown key '" + typo + "' in [defaults]; did you mean '" + name + "'?");
+  }
+}
+
+TEST_CASE("host fields: every row checks its type and is placed from the top level") {
+  for (const HostField& field : host_fields()) {
+    const std::string name(field.name);
+    CAPTURE(name);
+    // No host key takes a date.
+    const std::string host = name == "address" ? "[[host]]\nname = \"n\"\n" : kOneHost;
+    const std::string assignment = name + " = 1979-05-27\n";
+    check_one_error(host + assignment, 3, static_cast<int>(name.size()) + 4,
+                    "'" + name + "' must be ");
+    check_one_error(
+        name + " = " + std::string(field.example) + "\n" + kOneHost, 1, 1,
+        "unknown top-level key '" + name + "'; host settings go in [defaults] or a [[host]] table");
+  }
+}
+
+TEST_CASE("host fields: names are unique and every row is complete") {
+  std::vector<std::string_view> names;
+  for (const HostField& field : host_fields()) {
+    CAPTURE(field.name);
+    CHECK(std::find(names.begin(), names.end(), field.name) == names.end());
+    names.push_back(field.name);
+    CHECK_FALSE(field.example.empty());
+    CHECK((field.read != nullptr));
   }
 }

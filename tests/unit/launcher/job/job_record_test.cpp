@@ -1,0 +1,224 @@
+#include <doctest/doctest.h>
+
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "launcher/job/job_record.h"
+
+using namespace dlaunch;
+namespace fs = std::filesystem;
+
+namespace {
+
+// A fresh directory under the temporary directory, removed at the end.
+class ScratchDir {
+ public:
+  ScratchDir() {
+    std::string path = (fs::temp_directory_path() / "dlaunch-job-record-test.XXXXXX").string();
+    REQUIRE(::mkdtemp(path.data()) != nullptr);
+    path_ = path;
+  }
+  ScratchDir(const ScratchDir&) = delete;
+  ScratchDir& operator=(const ScratchDir&) = delete;
+  ~ScratchDir() {
+    ::chmod(path_.c_str(), 0700);
+    std::error_code ignored;
+    fs::remove_all(path_, ignored);
+  }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+std::vector<std::string> files_in(const std::string& dir) {
+  std::vector<std::string> names;
+  for (const auto& entry : fs::directory_iterator(dir)) {
+    names.push_back(entry.path().filename().string());
+  }
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+std::string read_text(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+JobResult sample_result() {
+  JobResult r;
+  r.exit_code = 3;
+  r.root_cause = "rank 2 on gpu1 exited with code 3";
+  r.root_cause_tail = {"Traceback (most recent call last):", "RuntimeError: \"quoted\" \\ x"};
+  r.restarts = 2;
+  r.world_size = 16;
+  r.finished = 1764000000;
+  return r;
+}
+
+// A result big enough that a small file-size limit cuts its write short.
+JobResult large_result() {
+  JobResult r = sample_result();
+  r.root_cause_tail.assign(200, std::string(100, 'x'));
+  return r;
+}
+
+// Runs `body` in a child with file writes limited to `max_bytes`, so that the
+// record's write stops part-way, and returns the child's wait status.
+template <typename Body>
+int run_with_file_size_limit(rlim_t max_bytes, bool ignore_sigxfsz, Body body) {
+  const pid_t pid = ::fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    ::signal(SIGXFSZ, ignore_sigxfsz ? SIG_IGN : SIG_DFL);
+    const rlimit limit{max_bytes, max_bytes};
+    if (::setrlimit(RLIMIT_FSIZE, &limit) != 0) ::_exit(100);
+    ::_exit(body());
+  }
+  int status = 0;
+  REQUIRE(::waitpid(pid, &status, 0) == pid);
+  return status;
+}
+
+}  // namespace
+
+TEST_CASE("job records: info and result round-trip, private and with no leftovers") {
+  ScratchDir dir;
+  JobInfo info;
+  info.name = "mnist_dist-20261122-173000";
+  info.mode = "hosts";
+  info.nnodes = 2;
+  info.command = {"mnist_dist", "--epochs", "10", "a b"};
+  info.coordinator_pid = 4242;
+  info.started = 1764000000;
+  info.hosts = {"gpu1", "gpu2"};
+  CHECK(write_job_info(dir.path(), info) == std::nullopt);
+  CHECK(write_job_result(dir.path(), sample_result()) == std::nullopt);
+
+  const auto read_info = read_job_info(dir.path());
+  REQUIRE(read_info.has_value());
+  CHECK(read_info->name == info.name);
+  CHECK(read_info->mode == info.mode);
+  CHECK(read_info->nnodes == info.nnodes);
+  CHECK(read_info->command == info.command);
+  CHECK(read_info->coordinator_pid == info.coordinator_pid);
+  CHECK(read_info->started == info.started);
+  CHECK(read_info->hosts == info.hosts);
+
+  const auto result = read_job_result(dir.path());
+  REQUIRE(result.has_value());
+  const JobResult expected = sample_result();
+  CHECK(result->exit_code == expected.exit_code);
+  CHECK(result->root_cause == expected.root_cause);
+  CHECK(result->root_cause_tail == expected.root_cause_tail);
+  CHECK(result->restarts == expected.restarts);
+  CHECK(result->world_size == expected.world_size);
+  CHECK(result->finished == expected.finished);
+
+  CHECK(files_in(dir.path()) == std::vector<std::string>{"job.toml", "result.toml"});
+  struct stat st {};
+  REQUIRE(::stat((dir.path() + "/result.toml").c_str(), &st) == 0);
+  CHECK((st.st_mode & 0777) == 0600);
+}
+
+TEST_CASE("job records: a rewrite replaces the record") {
+  ScratchDir dir;
+  REQUIRE(write_job_result(dir.path(), large_result()) == std::nullopt);
+  REQUIRE(write_job_result(dir.path(), sample_result()) == std::nullopt);
+  CHECK(read_job_result(dir.path())->root_cause_tail == sample_result().root_cause_tail);
+  CHECK(files_in(dir.path()) == std::vector<std::string>{"result.toml"});
+}
+
+TEST_CASE("job records: a write that cannot happen is reported, naming the file") {
+  SUBCASE("missing directory") {
+    ScratchDir dir;
+    const std::string missing = dir.path() + "/no-such-job";
+    const auto error = write_job_result(missing, sample_result());
+    REQUIRE(error.has_value());
+    CHECK(*error == "cannot create a temporary file for " + missing +
+                        "/result.toml: No such file or directory");
+    CHECK(write_job_info(missing, JobInfo{}).has_value());
+  }
+  SUBCASE("a file where the directory should be") {
+    ScratchDir dir;
+    const std::string file = dir.path() + "/plain-file";
+    std::ofstream(file) << "x";
+    const auto error = write_job_info(file, JobInfo{});
+    REQUIRE(error.has_value());
+    CHECK(error->find(file + "/job.toml: Not a directory") != std::string::npos);
+  }
+  SUBCASE("read-only directory") {
+    ScratchDir dir;
+    REQUIRE(::chmod(dir.path().c_str(), 0500) == 0);
+    // Permissions do not stop root; sysfs refuses new files even to root.
+    const std::string read_only = ::geteuid() == 0 ? "/sys" : dir.path();
+    const auto error = write_job_result(read_only, sample_result());
+    REQUIRE(error.has_value());
+    CHECK(error->find(read_only + "/result.toml: ") != std::string::npos);
+    CHECK_FALSE(fs::exists(read_only + "/result.toml"));
+  }
+}
+
+TEST_CASE("job records: a failed write keeps the old record whole and cleans up") {
+  ScratchDir dir;
+  REQUIRE(write_job_result(dir.path(), sample_result()) == std::nullopt);
+  const std::string before = read_text(dir.path() + "/result.toml");
+
+  // With SIGXFSZ ignored, writing past the limit fails with EFBIG, as a full
+  // disk fails with ENOSPC.
+  const std::string job_dir = dir.path();
+  const int status = run_with_file_size_limit(1024, true, [&] {
+    const auto error = write_job_result(job_dir, large_result());
+    if (!error) return 1;
+    return error->find("cannot write " + job_dir + "/result.toml: File too large") == 0 ? 0 : 2;
+  });
+  REQUIRE(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 0);
+  CHECK(read_text(dir.path() + "/result.toml") == before);
+  CHECK(files_in(dir.path()) == std::vector<std::string>{"result.toml"});
+}
+
+TEST_CASE("job records: a writer killed mid-write never leaves half a file under the name") {
+  ScratchDir dir;
+  const std::string job_dir = dir.path();
+
+  SUBCASE("no record before") {
+    const int status = run_with_file_size_limit(1024, false, [&] {
+      (void)write_job_result(job_dir, large_result());
+      return 0;
+    });
+    REQUIRE(WIFSIGNALED(status));
+    CHECK(WTERMSIG(status) == SIGXFSZ);
+    CHECK_FALSE(fs::exists(job_dir + "/result.toml"));
+    CHECK_FALSE(read_job_result(job_dir).has_value());
+  }
+  SUBCASE("an old record stays whole") {
+    REQUIRE(write_job_result(job_dir, sample_result()) == std::nullopt);
+    const std::string before = read_text(job_dir + "/result.toml");
+    const int status = run_with_file_size_limit(1024, false, [&] {
+      (void)write_job_result(job_dir, large_result());
+      return 0;
+    });
+    REQUIRE(WIFSIGNALED(status));
+    CHECK(WTERMSIG(status) == SIGXFSZ);
+    CHECK(read_text(job_dir + "/result.toml") == before);
+    CHECK(read_job_result(job_dir)->root_cause == sample_result().root_cause);
+  }
+  // Only the hidden temporary can be left over, and readers never look at it.
+  for (const auto& name : files_in(job_dir)) {
+    CAPTURE(name);
+    CHECK((name == "result.toml" || name.starts_with(".result.toml.")));
+  }
+}
