@@ -174,7 +174,8 @@ int run_command(int argc, const char* const* argv) {
   info.coordinator_pid = ::getpid();
   info.started = std::time(nullptr);
   for (const auto& n : plan.nodes) info.hosts.push_back(n.host.name);
-  write_job_info(job_dir, info);
+  // The job goes on without its record; `list` and `get` will not know it.
+  if (auto error = write_job_info(job_dir, info)) log::warn(*error);
 
   LogSink sink({job_dir, plan.hosts_in_prefix, o.ranks_filter, o.quiet, 20});
   asio::io_context io;
@@ -192,7 +193,7 @@ int run_command(int argc, const char* const* argv) {
   JobResult result = coordinator.result();
   result.exit_code = code;
   result.finished = std::time(nullptr);
-  write_job_result(job_dir, result);
+  if (auto error = write_job_result(job_dir, result)) log::warn(*error);
   // A full or failing log disk never passes unnoticed.
   for (const auto& loss : sink.losses()) log::warn("rank log incomplete: ", loss);
   if (code != 0 || !sink.losses().empty())

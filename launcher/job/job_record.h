@@ -44,8 +44,10 @@ std::string create_job_dir(const std::string& log_dir, const std::string& job,
 // for the caller to report: a job whose result was not recorded must not later
 // read as succeeded. A killed writer can leave a hidden ".<name>.XXXXXX"
 // temporary behind; readers never look at it.
-std::optional<std::string> write_job_info(const std::string& job_dir, const JobInfo& info);
-std::optional<std::string> write_job_result(const std::string& job_dir, const JobResult& result);
+[[nodiscard]] std::optional<std::string> write_job_info(const std::string& job_dir,
+                                                        const JobInfo& info);
+[[nodiscard]] std::optional<std::string> write_job_result(const std::string& job_dir,
+                                                          const JobResult& result);
 std::optional<JobInfo> read_job_info(const std::string& job_dir);
 std::optional<JobResult> read_job_result(const std::string& job_dir);
 

@@ -28,8 +28,8 @@ struct StateDir {
     info.command = {"prog", "--flag"};
     info.coordinator_pid = pid;
     info.started = started;
-    write_job_info(job_dir, info);
-    if (result) write_job_result(job_dir, *result);
+    REQUIRE_FALSE(write_job_info(job_dir, info).has_value());
+    if (result) REQUIRE_FALSE(write_job_result(job_dir, *result).has_value());
     return job_dir;
   }
 };
