@@ -187,8 +187,11 @@ std::optional<JobInfo> read_job_info(const std::string& job_dir) {
 std::optional<JobResult> read_job_result(const std::string& job_dir) {
   auto t = read_table(job_dir + "/result.toml");
   if (!t) return std::nullopt;
+  // A result without its exit code (cut short) says nothing: not a success.
+  const auto code = (*t)["exit_code"].value<int>();
+  if (!code) return std::nullopt;
   JobResult r;
-  r.exit_code = (*t)["exit_code"].value_or(0);
+  r.exit_code = *code;
   r.root_cause = (*t)["root_cause"].value_or(std::string());
   r.root_cause_tail = from_array((*t)["root_cause_tail"]);
   r.restarts = (*t)["restarts"].value_or(0);

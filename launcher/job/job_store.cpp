@@ -23,6 +23,8 @@ std::string_view job_state_name(JobState state) {
       return "interrupted";
     case JobState::lost:
       return "lost";
+    case JobState::unknown:
+      return "unknown";
   }
   return "?";
 }
@@ -39,7 +41,8 @@ JobState decide_job_state(const std::optional<JobResult>& result, bool coordinat
 
 long long job_duration(const Job& job, long long now) {
   const long long end = job.result ? job.result->finished : now;
-  return job.state == JobState::lost ? -1 : end - job.info.started;
+  return job.state == JobState::lost || job.state == JobState::unknown ? -1
+                                                                       : end - job.info.started;
 }
 
 bool coordinator_alive(long long pid) {
@@ -56,6 +59,9 @@ std::optional<Job> load_job(const std::string& dir) {
   Job job{dir, *info, read_job_result(dir), JobState::lost};
   // Only a job without a result needs the /proc lookup.
   job.state = decide_job_state(job.result, !job.result && coordinator_alive(info->coordinator_pid));
+  std::error_code ec;
+  if (job.state == JobState::lost && fs::exists(dir + "/result.toml", ec))
+    job.state = JobState::unknown;
   return job;
 }
 

@@ -14,7 +14,9 @@
 
 namespace dlaunch {
 
-enum class JobState { running, succeeded, failed, interrupted, lost };
+// unknown: the job ended (its coordinator is gone) but its result.toml is
+// empty or unreadable, e.g. written to a full disk: never shown as succeeded.
+enum class JobState { running, succeeded, failed, interrupted, lost, unknown };
 
 std::string_view job_state_name(JobState state);
 

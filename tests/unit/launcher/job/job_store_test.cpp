@@ -114,3 +114,16 @@ TEST_CASE("rank_logs finds rank-<R>.log files by rank number") {
   CHECK(logs.rbegin()->first == 10);
   CHECK(logs.at(2) == dir + "/rank-2.log");
 }
+
+TEST_CASE("job store: an empty or cut-short result.toml is unknown, never succeeded") {
+  StateDir dir;
+  JobResult ok;
+  const std::string job_dir = dir.add("cut", 100, kDeadPid, ok);
+  for (const char* text : {"", "root_cause = \"x\"\n", "exit_code = "}) {
+    std::ofstream(job_dir + "/result.toml", std::ios::trunc) << text;
+    const auto job = load_job(job_dir);
+    REQUIRE(job.has_value());
+    CHECK(job->state == JobState::unknown);
+    CHECK(job_state_name(job->state) == "unknown");
+  }
+}
