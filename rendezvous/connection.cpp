@@ -40,40 +40,47 @@ void Connection::start(Handler handler) {
   read_more();
 }
 
+namespace {
+// Heartbeats and the handshake: they prove the peer alive and who it is, and
+// carry no order with respect to rank output.
+bool is_priority(const proto::Message& message) {
+  return std::holds_alternative<proto::Heartbeat>(message) ||
+         std::holds_alternative<proto::Hello>(message) ||
+         std::holds_alternative<proto::Challenge>(message) ||
+         std::holds_alternative<proto::Join>(message) ||
+         std::holds_alternative<proto::Welcome>(message) ||
+         std::holds_alternative<proto::Reject>(message);
+}
+}  // namespace
+
 void Connection::send(const proto::Message& message) {
-  if (!std::holds_alternative<proto::LogLine>(message)) {
-    send_raw(proto::encode(message));
+  if (closed_ || closing_after_flush_) return;
+  if (is_priority(message)) {
+    priority_.push_back(proto::encode(message));
+    if (!writing_) write_next();
     return;
   }
-  // Output through send() is never refused: a sender that holds its producers
-  // back uses send_output() and watches output_full().
-  if (closed_ || closing_after_flush_) return;
-  auto frame = proto::encode(message);
-  output_bytes_ += frame.size();
-  output_.push_back(std::move(frame));
-  if (output_full()) output_refused_ = true;
-  if (!writing_) write_next();
-}
-
-void Connection::send_raw(std::string bytes) {
-  if (closed_ || closing_after_flush_) return;
-  control_.push_back(std::move(bytes));
-  if (!writing_) write_next();
+  enqueue_ordered(proto::encode(message));
 }
 
 bool Connection::send_output(std::string frame) {
   if (closed_ || closing_after_flush_) return false;
-  if (!output_.empty() && output_full()) {
+  if (!ordered_.empty() && output_full()) {
     output_refused_ = true;
     return false;
   }
-  output_bytes_ += frame.size();
-  output_.push_back(std::move(frame));
-  if (!writing_) write_next();
+  enqueue_ordered(std::move(frame));
   return true;
 }
 
-// Moves the next frames into in_flight_: control first, then output, up to
+void Connection::enqueue_ordered(std::string frame) {
+  output_bytes_ += frame.size();
+  ordered_.push_back(std::move(frame));
+  if (output_full()) output_refused_ = true;
+  if (!writing_) write_next();
+}
+
+// Moves the next frames into in_flight_: priority first, then ordered, up to
 // kMaxWriteBatch bytes (at least one frame).
 void Connection::take_batch() {
   in_flight_.clear();
@@ -89,8 +96,8 @@ void Connection::take_batch() {
       queue.pop_front();
     }
   };
-  take_from(control_, false);
-  take_from(output_, true);
+  take_from(priority_, false);
+  take_from(ordered_, true);
 }
 
 void Connection::write_next() {
@@ -98,7 +105,7 @@ void Connection::write_next() {
     writing_ = false;
     return;
   }
-  if (control_.empty() && output_.empty()) {
+  if (priority_.empty() && ordered_.empty()) {
     writing_ = false;
     if (closing_after_flush_) close(close_reason_);
     return;
@@ -213,8 +220,8 @@ void Connection::close(const std::string& reason) {
   socket_.shutdown(asio::ip::tcp::socket::shutdown_both, ec);
   socket_.close(ec);
   // The write in flight, if any, still reads in_flight_: leave it alone.
-  control_.clear();
-  output_.clear();
+  priority_.clear();
+  ordered_.clear();
   output_bytes_ = 0;
   on_output_space_ = nullptr;
   auto on_close = std::move(handler_.on_close);

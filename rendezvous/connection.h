@@ -3,14 +3,16 @@
 // with shared_from_this while reads or writes are pending; a malformed frame,
 // a receive timeout or a socket error closes it and reports why exactly once.
 //
-// Sending has two lanes. Control frames (handshake, heartbeats, assignments,
-// exits, stop) are never refused and always go out before queued output, so a
-// flood of rank output cannot delay a heartbeat past the peer's timeout. Output
-// frames (LogLine) are bounded in bytes: when the bound is reached,
-// send_output() refuses and the sender holds its producers back until
-// on_output_space fires. The bytes of the write in flight belong to the
-// connection until that write completes, whatever close() does meanwhile; a
-// completion after close() touches nothing.
+// Sending has two lanes. The priority lane carries what says "alive" and
+// "who": heartbeats and the handshake; it is never refused and goes out before
+// anything queued, so a flood of rank output cannot delay a heartbeat past the
+// peer's timeout. Everything else goes on the ordered lane, in order, so that
+// a rank's exit and the agent's AgentDone never overtake that rank's output.
+// The ordered lane is bounded in bytes: past its limit, send_output() refuses
+// rank output and output_full() tells the sender to hold its producers back
+// until on_output_space fires; other messages are always queued. The bytes of
+// the write in flight belong to the connection until that write completes,
+// whatever close() does meanwhile; a completion after close() touches nothing.
 #pragma once
 
 #include <asio.hpp>
@@ -32,7 +34,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   // fit in the coordinator's memory.
   static constexpr std::size_t kDefaultOutputLimit = 4 * 1024 * 1024;
   // Frames coalesced into one write: fewer system calls under a flood of short
-  // lines, without delaying control frames by more than this much output.
+  // lines, without delaying a heartbeat by more than this much output.
   static constexpr std::size_t kMaxWriteBatch = 256 * 1024;
 
   struct Handler {
@@ -44,15 +46,12 @@ class Connection : public std::enable_shared_from_this<Connection> {
   ~Connection();
 
   void start(Handler handler);
-  // Queues a message: LogLine on the output lane (past its limit too: see
-  // send_output for a sender that holds back), everything else on the
-  // control lane.
+  // Queues a message on its lane (past the ordered lane's limit too: see
+  // send_output for a sender that holds back).
   void send(const proto::Message& message);
-  // Queues an already encoded control frame.
-  void send_raw(std::string bytes);
-  // Queues an encoded output frame; false (and nothing queued) when the output
-  // lane already holds its limit. One frame is always accepted into an empty
-  // lane, so a frame larger than the limit still goes out.
+  // Queues an encoded rank-output frame on the ordered lane; false (and
+  // nothing queued) when the lane already holds its limit. One frame is always
+  // accepted into an empty lane, so a frame larger than the limit still goes out.
   bool send_output(std::string frame);
   bool output_full() const { return output_bytes_ >= output_limit_; }
   std::size_t output_queued_bytes() const { return output_bytes_; }
@@ -78,15 +77,16 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void read_more();
   void write_next();
   void take_batch();
-  bool idle() const { return !writing_ && control_.empty() && output_.empty(); }
+  bool idle() const { return !writing_ && priority_.empty() && ordered_.empty(); }
+  void enqueue_ordered(std::string frame);
   void arm_receive_timer();
   void arm_heartbeat();
 
   asio::ip::tcp::socket socket_;
   FrameDecoder decoder_;
   Handler handler_;
-  std::deque<std::string> control_;
-  std::deque<std::string> output_;
+  std::deque<std::string> priority_;
+  std::deque<std::string> ordered_;
   std::size_t output_bytes_ = 0;
   std::size_t output_limit_ = kDefaultOutputLimit;
   bool output_refused_ = false;

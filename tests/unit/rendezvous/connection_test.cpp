@@ -119,28 +119,32 @@ TEST_CASE("connection: the output lane is bounded and says when it has room agai
   CHECK(space);
 }
 
-TEST_CASE("connection: control frames overtake queued output") {
+TEST_CASE("connection: heartbeats overtake queued output; a rank's exit does not") {
   Pair pair;
   pair.conn->start({[](proto::Message&&) {}, [](const std::string&) {}});
   constexpr int kLines = 200;
   for (int i = 0; i < kLines; ++i) pair.conn->send(line_of(16 * 1024, i));
   pair.io.poll();
-  proto::Stop stop;
-  stop.reason = "control";
-  pair.conn->send(stop);
+  proto::RankExit exit;
+  exit.rank = 7;
+  exit.exit_code = 3;
+  pair.conn->send(exit);
+  pair.conn->send(proto::Heartbeat{});
   pair.conn->close_after_flush("done");
   std::vector<proto::Message> got;
   std::thread reader([&] { got = pair.drain_peer(); });
   pair.io.run();
   reader.join();
-  REQUIRE(got.size() == kLines + 1);
-  std::size_t stop_at = 0;
+  REQUIRE(got.size() == kLines + 2);
+  std::size_t heartbeat_at = 0;
   for (std::size_t i = 0; i < got.size(); ++i) {
-    if (std::holds_alternative<proto::Stop>(got[i])) stop_at = i;
+    if (std::holds_alternative<proto::Heartbeat>(got[i])) heartbeat_at = i;
   }
   // Only what was already in flight (one batch of at most 256 KiB, 16 lines)
-  // goes before the Stop; the other lines follow it, in order.
-  CHECK(stop_at <= Connection::kMaxWriteBatch / (16 * 1024));
+  // goes before the heartbeat.
+  CHECK(heartbeat_at <= Connection::kMaxWriteBatch / (16 * 1024));
+  // The exit comes after every line queued before it, and the lines in order.
+  CHECK(std::holds_alternative<proto::RankExit>(got.back()));
   int expected_rank = 0;
   for (const auto& m : got) {
     if (const auto* l = std::get_if<proto::LogLine>(&m)) CHECK(l->rank == expected_rank++);
