@@ -86,6 +86,8 @@ class Worker:
         self.active = len(self.agents)
         self.deadline = time.monotonic() + args.timeout
         self.closing_all = False
+        self.assigned = 0
+        self.holds_failure = args.close_all_on_stop and args.fail_node in nodes
         self.stats = {"connect_errors": 0, "closed_before_welcome": 0, "heartbeats_sent": 0}
         self.errors = []
         self.times = {"first_welcome": None, "last_welcome": None, "last_assign": None,
@@ -239,15 +241,21 @@ class Worker:
             return
         # Joined.
         if msg_type == wire.ASSIGN:
-            a = wire.parse_assign(payload)
-            agent.assign = a
+            agent.assign = wire.parse_assign(payload)
             self.times["last_assign"] = now
-            frames = []
-            for i in range(a["local_world_size"]):
-                code = self.a.fail_code if agent.node == self.a.fail_node and i == 0 else 0
-                frames.append(wire.rank_exit(a["rank_offset"] + i, code))
-            frames.append(wire.agent_done(a["round"], 0))
-            return self.send(agent, b"".join(frames))
+            self.assigned += 1
+            if not self.holds_failure:
+                return self.report_exits(agent)
+            # This process holds the failing node and its agents all exit
+            # together: once every one of them has its assignment, the
+            # failure goes out and all their connections close right
+            # behind it, so node 0 starts writing Stop to every agent with
+            # these closes already queued.
+            if self.assigned == len(self.agents):
+                failing = next(a for a in self.agents if a.node == self.a.fail_node)
+                self.report_exits(failing)
+                self.close_all(keep=failing)
+            return
         if msg_type == wire.STOP:
             stop = wire.parse_stop(payload)
             if stop["restart"]:
@@ -255,18 +263,33 @@ class Worker:
             agent.stop = stop
             if self.times["first_stop"] is None:
                 self.times["first_stop"] = now
-            if self.a.close_all_on_stop and not self.closing_all:
+            if self.a.close_all_on_stop:
                 # A failed job: every agent of this process exits at once,
                 # while node 0 is still writing Stop to the others.
-                self.closing_all = True
-                for other in self.agents:
-                    if other.state != DONE:
-                        self.finish(other, "stopped" if other.stop else "closed_on_stop")
-                return
+                self.close_all()
             return self.finish(agent, "stopped")
         if msg_type == wire.HEARTBEAT:
             return
         self.finish(agent, "protocol_error", f"unexpected message type {msg_type}")
+
+    def report_exits(self, agent):
+        """Every assigned rank's exit (the failing node's first rank with
+        --fail-code), then AgentDone."""
+        a = agent.assign
+        frames = []
+        for i in range(a["local_world_size"]):
+            code = self.a.fail_code if agent.node == self.a.fail_node and i == 0 else 0
+            frames.append(wire.rank_exit(a["rank_offset"] + i, code))
+        frames.append(wire.agent_done(a["round"], 0))
+        self.send(agent, b"".join(frames))
+
+    def close_all(self, keep=None):
+        if self.closing_all:
+            return
+        self.closing_all = True
+        for other in self.agents:
+            if other is not keep and other.state != DONE:
+                self.finish(other, "stopped" if other.stop else "closed_on_stop")
 
     # --- the loop -------------------------------------------------------
     def run(self):
@@ -434,7 +457,9 @@ def parse_args(argv):
                     help="this node reports its first rank's exit with --fail-code")
     ap.add_argument("--fail-code", type=int, default=3)
     ap.add_argument("--close-all-on-stop", action="store_true",
-                    help="at the first Stop, each load process closes all its connections")
+                    help="at the first Stop, each load process closes all its connections; "
+                    "the one holding --fail-node sends the failure once all its agents are "
+                    "assigned and closes all their connections right behind it")
     ap.add_argument("--jitter", type=float, default=0.0,
                     help="seconds of random delay before each agent's first connect")
     ap.add_argument("--timeout", type=float, default=120.0, help="give up after this long")

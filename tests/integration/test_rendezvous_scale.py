@@ -68,6 +68,11 @@ class RendezvousScaleTest(DlaunchTestCase):
         self.assertEqual(load["assigned"], [[n, n, 1, NODES, NODES] for n in range(1, NODES)])
 
     def test_failed_job_while_every_connection_closes_during_stop(self):
+        # The load process holding the failing node sends the failure once all
+        # its agents have their assignment and closes all their connections
+        # right behind it; the other load processes close all theirs at their
+        # first Stop. Before the send-path fix this aborted node 0 with a
+        # double free every time.
         failing = NODES // 2
         code, out, err, load = self.run_job(self.job_name("scale-fail"), fail_node=failing,
                                             fail_code=3, close_all_on_stop=True)
