@@ -32,7 +32,6 @@ sys.path.insert(0, os.path.join(ROOT, "tests", "integration"))
 import rdzv_load  # noqa: E402
 from harness import free_port  # noqa: E402
 
-PAGE = os.sysconf("SC_PAGE_SIZE")
 TICK = os.sysconf("SC_CLK_TCK")
 
 
