@@ -1,6 +1,8 @@
 """A minimal, independent Python encoder for dlaunch's rendezvous frames, used
 by tests that act as hostile or broken peers."""
 
+import hashlib
+import hmac
 import os
 import socket
 import struct
@@ -56,3 +58,150 @@ def read_frame(sock, timeout=5.0):
 
 def connect(port, host="127.0.0.1", timeout=5.0):
     return socket.create_connection((host, port), timeout=timeout)
+
+
+# --- The agent's side of the protocol, for load generators that act as many
+# agents at once over non-blocking sockets. Additions only: the helpers above
+# keep their behaviour for the tests that use them.
+
+AGENT_DONE, STOP, HEARTBEAT, REJECT = 8, 9, 10, 11
+NONCE_SIZE = 32
+HEADER = struct.Struct(">IB")
+# Frames the coordinator may send once the peer has joined (frame.h's kMaxFrame).
+MAX_FRAME = 1024 * 1024
+
+
+def read_secret_file(path):
+    """The job's secret as dlaunch reads it (launcher/config/secret.cpp): the
+    file's bytes without trailing white space."""
+    with open(path, "rb") as f:
+        return f.read().rstrip(b" \t\n\r\x0b\x0c")
+
+
+def join_proof(secret, server_nonce, agent_nonce):
+    """protocol/auth.cpp: HMAC-SHA256(secret, "dlaunch join v1|" server "|" agent)."""
+    return hmac.new(secret, b"dlaunch join v1|" + server_nonce + b"|" + agent_nonce,
+                    hashlib.sha256).digest()
+
+
+def welcome_proof(secret, server_nonce, agent_nonce):
+    """protocol/auth.cpp: HMAC-SHA256(secret, "dlaunch welcome v1|" agent "|" server)."""
+    return hmac.new(secret, b"dlaunch welcome v1|" + agent_nonce + b"|" + server_nonce,
+                    hashlib.sha256).digest()
+
+
+def join_full(proof, node_rank, nproc=1, gpus=0, host=b"load", master_port=0, pid=None):
+    """A Join with every field chosen by the caller (protocol/messages.cpp)."""
+    return frame(JOIN, string(proof) + struct.pack(">iii", node_rank, nproc, gpus) + string(host)
+                 + struct.pack(">iq", master_port, os.getpid() if pid is None else pid))
+
+
+def agent_done(round_, next_master_port=0):
+    return frame(AGENT_DONE, struct.pack(">ii", round_, next_master_port))
+
+
+def heartbeat():
+    return frame(HEARTBEAT, b"")
+
+
+class _Reader:
+    def __init__(self, payload):
+        self.data = payload
+        self.pos = 0
+
+    def take(self, n):
+        if len(self.data) - self.pos < n:
+            raise ValueError("truncated payload")
+        out = self.data[self.pos:self.pos + n]
+        self.pos += n
+        return out
+
+    def unpack(self, fmt):
+        s = struct.Struct(fmt)
+        return s.unpack(self.take(s.size))
+
+    def string(self, limit):
+        (n,) = self.unpack(">I")
+        if n > limit:
+            raise ValueError("string longer than its limit")
+        return bytes(self.take(n))
+
+    def done(self):
+        if self.pos != len(self.data):
+            raise ValueError("trailing bytes in payload")
+
+
+def parse_challenge(payload):
+    """(magic, version, server_nonce); ValueError when malformed."""
+    r = _Reader(payload)
+    magic, version = r.unpack(">IH")
+    nonce = r.string(NONCE_SIZE)
+    r.done()
+    return magic, version, nonce
+
+
+def parse_welcome(payload):
+    r = _Reader(payload)
+    proof = r.string(64)
+    r.done()
+    return proof
+
+
+def parse_assign(payload):
+    """The Assign's fields as a dict; ValueError when malformed."""
+    r = _Reader(payload)
+    job = r.string(1024)
+    (round_, max_restarts, node_rank, nnodes, rank_offset, local_world_size,
+     world_size) = r.unpack(">iiiiiii")
+    master_addr = r.string(255)
+    (master_port,) = r.unpack(">i")
+    r.done()
+    return {"job": job.decode(errors="replace"), "round": round_, "max_restarts": max_restarts,
+            "node_rank": node_rank, "nnodes": nnodes, "rank_offset": rank_offset,
+            "local_world_size": local_world_size, "world_size": world_size,
+            "master_addr": master_addr.decode(errors="replace"), "master_port": master_port}
+
+
+def parse_stop(payload):
+    r = _Reader(payload)
+    exit_code, restart, grace_s = r.unpack(">iBi")
+    reason = r.string(4096)
+    r.done()
+    return {"exit_code": exit_code, "restart": restart == 1, "grace_s": grace_s,
+            "reason": reason.decode(errors="replace")}
+
+
+def parse_reject(payload):
+    r = _Reader(payload)
+    reason = r.string(4096)
+    r.done()
+    return reason.decode(errors="replace")
+
+
+class FrameBuffer:
+    """Incremental frame decoder for non-blocking sockets: feed() what recv()
+    returned, then frames() yields every whole (type, payload) buffered."""
+
+    def __init__(self, max_frame=MAX_FRAME):
+        self.buf = bytearray()
+        self.max_frame = max_frame
+
+    def feed(self, data):
+        self.buf += data
+
+    def frames(self):
+        """Whole frames in order; ValueError on a length outside the limits."""
+        out = []
+        buf = self.buf
+        pos = 0
+        while len(buf) - pos >= 5:
+            length, msg_type = HEADER.unpack_from(buf, pos)
+            if length < 1 or length > self.max_frame:
+                raise ValueError(f"frame length {length} outside 1..{self.max_frame}")
+            if len(buf) - pos - 4 < length:
+                break
+            out.append((msg_type, bytes(buf[pos + 5:pos + 4 + length])))
+            pos += 4 + length
+        if pos:
+            del buf[:pos]
+        return out

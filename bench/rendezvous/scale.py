@@ -1,0 +1,234 @@
+#!/usr/bin/env python3
+"""Rendezvous at scale: node 0 is the real `dlaunch --nnodes N --node-rank 0`,
+nodes 1..N-1 are agents of tests/integration/rdzv_load.py in load processes of
+their own (the real handshake with the real HMAC, each answering Assign with
+its rank's exit and AgentDone, reconnecting with dlaunch-agent's backoff).
+
+For each N and each build it prints: the result (dlaunch's exit code, or the
+signal that ended it), seconds from dlaunch's start to its exit, seconds until
+the last load agent had its Assign, node 0's peak RSS (VmHWM) and CPU time
+(user+sys), and how often load agents had to reconnect (a connection closed
+before Welcome: a handshake eviction or a refused connect).
+
+    bench/rendezvous/scale.py --build after=build/bin --build before=/tmp/wt-before/build/bin \\
+        --nodes 1000,2500,3000,10000,20000 --write bench/results/rendezvous_scale.md
+
+Runs are one at a time: node 0 and the load share the machine's cores."""
+
+import argparse
+import os
+import platform
+import resource
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.normpath(os.path.join(HERE, "..", ".."))
+sys.path.insert(0, os.path.join(ROOT, "tests", "integration"))
+import rdzv_load  # noqa: E402
+from harness import free_port  # noqa: E402
+
+TICK = os.sysconf("SC_CLK_TCK")
+
+
+def proc_status_kib(pid, field):
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith(field + ":"):
+                    return int(line.split()[1])
+    except (OSError, ValueError):
+        pass
+    return None
+
+
+def proc_cpu_s(pid):
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / TICK  # utime, stime
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def machine():
+    mem = ""
+    try:
+        with open("/proc/meminfo") as f:
+            kib = int(f.readline().split()[1])
+        mem = f"{kib / 1024 / 1024:.1f} GiB RAM"
+    except (OSError, ValueError):
+        pass
+    cpu = ""
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    cpu = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    return f"{os.cpu_count()} cores ({cpu}), {mem}, Linux {platform.release()}"
+
+
+def run_one(bin_dir, nodes, procs, timeout, jitter, perf_out=None, verbose=False, storm=False):
+    tmp = tempfile.mkdtemp(prefix="dlaunch-scale-")
+    secret = os.path.join(tmp, "secret")
+    with open(secret, "w") as f:
+        f.write(os.urandom(24).hex() + "\n")
+    os.chmod(secret, 0o600)
+    port = free_port()
+    env = dict(os.environ, DLAUNCH_STATE_DIR=os.path.join(tmp, "state"))
+    err_path = os.path.join(tmp, "stderr")
+    cmd = [os.path.join(bin_dir, "dlaunch"), "--nnodes", str(nodes), "--node-rank", "0",
+           "--master-addr", "127.0.0.1", "--rdzv-port", str(port), "--secret-file", secret,
+           "--nproc-per-node", "1", "--name", f"scale-{nodes}-{os.getpid()}",
+           "--log-dir", os.path.join(tmp, "logs"), "--rdzv-timeout", str(int(timeout)),
+           "--", "true"]
+    # storm: rank N/2 exits with code 3 and every agent's connection closes
+    # while node 0 writes Stop (the double free of the old send path).
+    load = rdzv_load.Load(port, secret, nodes, procs=procs, timeout=timeout + 10, jitter=jitter,
+                          fail_node=nodes // 2 if storm else -1, fail_code=3,
+                          close_all_on_stop=storm)
+    perf = None
+    children_before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    with open(err_path, "w") as err_file:
+        start_wall = time.time()
+        start = time.monotonic()
+        p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=err_file, env=env)
+        load.start()
+        if perf_out:
+            perf = subprocess.Popen(["perf", "record", "-F", "997", "-g", "-o", perf_out, "-p",
+                                     str(p.pid)], stdout=subprocess.DEVNULL,
+                                    stderr=subprocess.DEVNULL)
+        hwm = rss_peak = cpu = None
+        status = usage = None
+        killed = False
+        while True:
+            pid, status, usage = os.wait4(p.pid, os.WNOHANG)
+            if pid:
+                break
+            hwm = proc_status_kib(p.pid, "VmHWM") or hwm
+            rss = proc_status_kib(p.pid, "VmRSS")
+            if rss is not None:
+                rss_peak = max(rss_peak or 0, rss)
+            cpu = proc_cpu_s(p.pid) or cpu
+            if time.monotonic() - start > timeout + 30 and not killed:
+                p.send_signal(signal.SIGKILL)
+                killed = True
+            time.sleep(0.02)
+        elapsed = time.monotonic() - start
+        p.returncode = os.waitstatus_to_exitcode(status)
+    summary = load.wait(timeout=30)
+    load.kill()
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    load_sys = children.ru_stime - children_before.ru_stime - usage.ru_stime
+    load_cpu = (children.ru_utime + children.ru_stime - children_before.ru_utime
+                - children_before.ru_stime - usage.ru_utime - usage.ru_stime)
+    if perf:
+        try:
+            perf.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            perf.send_signal(signal.SIGINT)
+            perf.wait()
+    with open(err_path, errors="replace") as f:
+        stderr = f.read()
+    code = p.returncode
+    if killed:
+        result = "hung (killed)"
+    elif code < 0:
+        result = f"crash: {signal.Signals(-code).name}"
+    else:
+        result = f"exit {code}"
+    if "double free" in stderr:
+        result += " (double free)"
+    last_assign = summary["times"].get("last_assign")
+    row = {
+        "nodes": nodes,
+        "scenario": "fail+close" if storm else "ok",
+        "result": result,
+        "seconds": elapsed,
+        "assigned_s": (last_assign - start_wall) if last_assign else None,
+        "hwm_mib": (hwm or usage.ru_maxrss) / 1024,
+        "rss_mib": (rss_peak or 0) / 1024,
+        "cpu_s": usage.ru_utime + usage.ru_stime,
+        "cpu_proc_s": cpu,
+        "load_cpu_s": load_cpu,
+        "load_sys_s": load_sys,
+        "cpu_sys_s": usage.ru_stime,
+        "reconnects": summary["stats"].get("closed_before_welcome", 0),
+        "refused": summary["stats"].get("connect_errors", 0),
+        "outcomes": summary["outcomes"],
+        "stderr_tail": stderr[-600:],
+    }
+    if verbose:
+        print(f"    load outcomes {summary['outcomes']}, errors {summary['errors'][:3]}; "
+              f"system CPU s: node 0 {usage.ru_stime:.2f}, load {load_sys:.2f}", flush=True)
+        if code != 0:
+            lines = [l if len(l) <= 300 else l[:300] + f"... ({len(l):,} characters)"
+                     for l in stderr.strip().splitlines()[-5:]]
+            print("    dlaunch stderr tail:\n      " + "\n      ".join(lines), flush=True)
+    shutil.rmtree(tmp, ignore_errors=True)
+    return row
+
+
+HEADER = ("| build | nodes | job | result | s to exit | s to last Assign | node 0 peak RSS MiB | "
+          "node 0 CPU s | load CPU s | reconnects | refused connects |")
+RULE = "| --- | ---: | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
+
+
+def fmt(build, r):
+    assigned = f"{r['assigned_s']:.2f}" if r["assigned_s"] is not None else "-"
+    return (f"| {build} | {r['nodes']:,} | {r['scenario']} | {r['result']} | {r['seconds']:.2f} | {assigned} | "
+            f"{r['hwm_mib']:.0f} | {r['cpu_s']:.2f} | {r['load_cpu_s']:.2f} | "
+            f"{r['reconnects']:,} | {r['refused']:,} |")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--build", action="append", default=[],
+                    help="NAME=BIN_DIR (repeat); default: after=build/bin")
+    ap.add_argument("--nodes", default="1000,2500,3000,10000,20000",
+                    help="comma-separated --nnodes values (agents = nodes - 1 plus node 0's own)")
+    ap.add_argument("--repeat", type=int, default=1)
+    ap.add_argument("--storm", action="store_true",
+                    help="the job fails (rank N/2 exits 3) and every load connection closes "
+                    "while node 0 writes Stop; the expected result is exit 3")
+    ap.add_argument("--procs", type=int, default=rdzv_load.default_procs(),
+                    help="load processes")
+    ap.add_argument("--jitter", type=float, default=0.0,
+                    help="load agents' random delay before their first connect, seconds")
+    ap.add_argument("--timeout", type=float, default=60.0, help="per run (also --rdzv-timeout)")
+    ap.add_argument("--perf", help="record node 0 with perf into this file (one run only)")
+    ap.add_argument("--write", help="write the table as markdown into this file")
+    args = ap.parse_args()
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+    builds = [b.split("=", 1) for b in (args.build or [f"after={os.path.join(ROOT, 'build/bin')}"])]
+    nodes = [int(n) for n in args.nodes.split(",")]
+    print(f"machine: {machine()}; fd limit {hard}; load processes: {args.procs}", flush=True)
+    print(HEADER + "\n" + RULE, flush=True)
+    rows = []
+    for n in nodes:
+        for name, bin_dir in builds:
+            for _ in range(args.repeat):
+                r = run_one(bin_dir, n, args.procs, args.timeout, args.jitter, args.perf,
+                            verbose=True, storm=args.storm)
+                rows.append((name, r))
+                print(fmt(name, r), flush=True)
+    if args.write:
+        with open(args.write, "w") as f:
+            f.write("```\n" + " ".join(["bench/rendezvous/scale.py"] + sys.argv[1:]) + "\n```\n\n")
+            f.write(f"machine: {machine()}; fd limit {hard}; load processes: {args.procs}\n\n")
+            f.write(HEADER + "\n" + RULE + "\n")
+            for name, r in rows:
+                f.write(fmt(name, r) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

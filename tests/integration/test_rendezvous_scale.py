@@ -1,0 +1,91 @@
+"""A manual-mode job of 2,000 nodes on one machine: node 0 is the real
+dlaunch, the other 1,999 agents come from load processes that speak the real
+protocol (rdzv_load.py). Everyone joins and gets contiguous ranks, and the
+job's result comes out as a user would see it; a job that fails while every
+agent's connection closes at once, as a real fleet's agents exit while node 0
+is still writing Stop to them, ends with the failing rank's code and no crash."""
+
+import os
+import resource
+import signal
+import sys
+import unittest
+
+sys.path.insert(0, os.path.dirname(__file__))
+import harness  # noqa: E402
+import rdzv_load  # noqa: E402
+from harness import DlaunchTestCase, free_port  # noqa: E402
+
+NODES = 2000
+# Two cores run node 0 and the load: two load processes share them.
+LOAD_PROCS = 2
+TIMEOUT = 90
+
+
+class RendezvousScaleTest(DlaunchTestCase):
+    def setUp(self):
+        super().setUp()
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        if soft < hard:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+        if resource.getrlimit(resource.RLIMIT_NOFILE)[0] < NODES + 256:
+            self.skipTest(f"the descriptor limit is below {NODES + 256}")
+        self.secret = self.write("secret", "scale-test-secret\n", 0o600)
+
+    def run_job(self, job, **load_options):
+        port = free_port()
+        p = self.start_dlaunch(["--nnodes", str(NODES), "--node-rank", "0",
+                                "--master-addr", "127.0.0.1", "--rdzv-port", str(port),
+                                "--secret-file", self.secret, "--nproc-per-node", "1",
+                                "--name", job, "--log-dir", os.path.join(self.tmp, "logs"),
+                                "--rdzv-timeout", str(TIMEOUT), "--", "true"])
+        load = rdzv_load.Load(port, self.secret, NODES, procs=LOAD_PROCS, timeout=TIMEOUT,
+                              **load_options)
+        self.procs.extend(load.start())
+        try:
+            out, err = p.communicate(timeout=TIMEOUT + 30)
+        except Exception:
+            p.kill()
+            out, err = p.communicate()
+            load.kill()
+            self.fail(f"dlaunch did not exit; stderr:\n{err[-3000:]}")
+        summary = load.wait(timeout=30)
+        return p.returncode, out, err, summary
+
+    def assertNoCrash(self, code, err):
+        self.assertNotEqual(code, -signal.SIGABRT, f"dlaunch aborted:\n{err[-3000:]}")
+        self.assertGreaterEqual(code, 0, f"dlaunch died of signal {-code}:\n{err[-3000:]}")
+        for needle in ("double free", "AddressSanitizer", "terminate called", "corrupted"):
+            self.assertNotIn(needle, err)
+
+    def test_two_thousand_nodes_join_get_contiguous_ranks_and_finish(self):
+        code, out, err, load = self.run_job(self.job_name("scale"))
+        self.assertNoCrash(code, err)
+        self.assertEqual(code, 0, f"stderr:\n{err[-3000:]}\nload: {load['errors']}")
+        self.assertEqual(load["outcomes"], {"stopped": NODES - 1}, load["errors"])
+        self.assertEqual(load["stop_codes"], {"0": NODES - 1})
+        # Every load node got one rank, the one after node 0's, in node order.
+        self.assertEqual(load["assigned"], [[n, n, 1, NODES, NODES] for n in range(1, NODES)])
+
+    def test_failed_job_while_every_connection_closes_during_stop(self):
+        # The load process holding the failing node sends the failure once all
+        # its agents have their assignment and closes all their connections
+        # right behind it; the other load processes close all theirs at their
+        # first Stop. Before the send-path fix this aborted node 0 with a
+        # double free every time.
+        failing = NODES // 2
+        code, out, err, load = self.run_job(self.job_name("scale-fail"), fail_node=failing,
+                                            fail_code=3, close_all_on_stop=True)
+        self.assertNoCrash(code, err)
+        self.assertEqual(code, 3, f"stderr:\n{err[-3000:]}\nload: {load['errors']}")
+        self.assertIn(f"rank {failing}", err)
+        self.assertIn("exited with code 3", err)
+        self.assertEqual(load["agents"], NODES - 1)
+        self.assertEqual(set(load["outcomes"]) - {"stopped", "closed_on_stop"}, set(),
+                         load["errors"])
+        self.assertEqual(len(load["assigned"]), NODES - 1)
+
+
+if __name__ == "__main__":
+    harness.require_binaries()
+    unittest.main(verbosity=2)
