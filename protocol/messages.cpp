@@ -178,14 +178,14 @@ std::optional<Message> get(Type type, wire::Reader& r) {
       if (restart > 1) return std::nullopt;  // one encoding per value
       m.restart = restart == 1;
       m.grace_s = r.i32();
-      m.reason = r.str(4096);
+      m.reason = r.str(kMaxStopReason);
       return m;
     }
     case Type::heartbeat:
       return Heartbeat{};
     case Type::reject: {
       Reject m;
-      m.reason = r.str(4096);
+      m.reason = r.str(kMaxStopReason);
       return m;
     }
   }

@@ -22,6 +22,8 @@ inline constexpr std::uint16_t kVersion = 1;
 inline constexpr std::size_t kNonceSize = 32;
 inline constexpr std::size_t kMaxHostName = 255;
 inline constexpr std::size_t kMaxLogChunk = 64 * 1024;
+// A Stop's reason is for the agents' logs: one line, not a list of nodes.
+inline constexpr std::size_t kMaxStopReason = 4096;
 
 enum class Type : std::uint8_t {
   hello = 1,

@@ -24,6 +24,7 @@ void enable_keepalive(asio::ip::tcp::socket& socket) {
 Connection::Connection(asio::ip::tcp::socket socket, std::size_t max_frame)
     : socket_(std::move(socket)),
       decoder_(max_frame),
+      read_wanted_(std::min<std::size_t>(std::max<std::size_t>(max_frame, 4096), kReadBuffer)),
       receive_timer_(socket_.get_executor()),
       heartbeat_timer_(socket_.get_executor()) {
   asio::error_code ec;
@@ -130,9 +131,18 @@ void Connection::write_next() {
                     });
 }
 
+void Connection::set_max_frame(std::size_t n) {
+  decoder_.set_max_frame(n);
+  read_wanted_ = std::min<std::size_t>(std::max<std::size_t>(n, 4096), kReadBuffer);
+}
+
 void Connection::read_more() {
+  if (read_capacity_ < read_wanted_) {
+    read_buffer_ = std::make_unique_for_overwrite<char[]>(read_wanted_);
+    read_capacity_ = read_wanted_;
+  }
   socket_.async_read_some(
-      asio::buffer(read_buffer_),
+      asio::buffer(read_buffer_.get(), read_capacity_),
       [self = shared_from_this()](const asio::error_code& ec, std::size_t n) {
         if (self->closed_) return;
         if (ec) {
@@ -141,7 +151,7 @@ void Connection::read_more() {
           return;
         }
         self->arm_receive_timer();
-        self->decoder_.feed(std::string_view(self->read_buffer_.data(), n));
+        self->decoder_.feed(std::string_view(self->read_buffer_.get(), n));
         for (;;) {
           auto result = self->decoder_.next();
           if (result.status == FrameDecoder::Status::need_more) break;

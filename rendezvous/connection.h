@@ -36,6 +36,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
   // Frames coalesced into one write: fewer system calls under a flood of short
   // lines, without delaying a heartbeat by more than this much output.
   static constexpr std::size_t kMaxWriteBatch = 256 * 1024;
+  // The largest read buffer: one read of a busy agent's stream.
+  static constexpr std::size_t kReadBuffer = 64 * 1024;
 
   struct Handler {
     std::function<void(proto::Message&&)> on_message;
@@ -63,7 +65,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void close_after_flush(const std::string& reason);
   void close(const std::string& reason);
 
-  void set_max_frame(std::size_t n) { decoder_.set_max_frame(n); }
+  void set_max_frame(std::size_t n);
   // Closes the connection when nothing at all arrives for `timeout` (0: never).
   void set_receive_timeout(std::chrono::milliseconds timeout);
   // Sends a Heartbeat every `interval` so that the peer's receive timeout holds.
@@ -99,7 +101,12 @@ class Connection : public std::enable_shared_from_this<Connection> {
   bool closing_after_flush_ = false;
   std::string close_reason_;
   std::string remote_;
-  std::array<char, 64 * 1024> read_buffer_{};
+  // Sized to the frames the peer may send: a peer still in the handshake costs
+  // 4 KiB, an agent 64 KiB. Allocated without zeroing (thousands of agents),
+  // and replaced only between reads.
+  std::unique_ptr<char[]> read_buffer_;
+  std::size_t read_capacity_ = 0;
+  std::size_t read_wanted_ = 0;
   asio::steady_timer receive_timer_;
   asio::steady_timer heartbeat_timer_;
   std::chrono::milliseconds receive_timeout_{0};

@@ -51,6 +51,7 @@ std::vector<Outbound> RendezvousState::on_agent_done(ConnId conn, const proto::A
   auto it = node_of_conn_.find(conn);
   if (it != node_of_conn_.end() && done.round == round_) {
     auto& m = members_[static_cast<std::size_t>(it->second)];
+    if (!m->done) ++done_count_;
     m->done = true;
     if (done.next_master_port != 0) m->master_port = done.next_master_port;
   }
@@ -75,10 +76,7 @@ std::vector<Outbound> RendezvousState::begin_restart() {
 }
 
 bool RendezvousState::all_done() const {
-  for (const auto& m : members_) {
-    if (!m || !m->done) return false;
-  }
-  return true;
+  return done_count_ == members_.size();
 }
 
 const RendezvousState::Member* RendezvousState::member(ConnId conn) const {
@@ -121,6 +119,7 @@ std::vector<Outbound> RendezvousState::assign_all() {
   assigned_ = true;
   std::vector<Outbound> out;
   out.reserve(members_.size());
+  done_count_ = 0;
   for (auto& m : members_) {
     m->done = false;
     proto::Assign a;

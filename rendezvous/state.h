@@ -74,6 +74,7 @@ class RendezvousState {
 
   Config config_;
   std::vector<std::optional<Member>> members_;
+  std::size_t done_count_ = 0;  // members with `done` set: all_done() without a scan
   int joined_ = 0;
   bool assigned_ = false;
   bool restart_pending_ = false;

@@ -108,6 +108,10 @@ void Coordinator::start_server() {
   const auto address = asio::ip::make_address(s_.plan.rdzv_bind);
   RendezvousServer::Options options;
   options.heartbeat_timeout = std::chrono::seconds(s_.options.heartbeat_timeout_s);
+  // Room for every expected agent in the handshake at once, plus a margin for
+  // retries and strays: a whole fleet arriving together is never evicted.
+  options.max_pending =
+      std::max(options.max_pending, static_cast<std::size_t>(s_.plan.nnodes) + 1024);
   server_ = std::make_unique<RendezvousServer>(
       io_, asio::ip::tcp::endpoint(address, static_cast<std::uint16_t>(s_.plan.rdzv_port)),
       s_.secret,

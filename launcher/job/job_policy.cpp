@@ -90,7 +90,12 @@ void JobPolicy::send_all(const std::vector<Outbound>& out) {
 
 // The one way every node is told to stop: those still connected get the
 // message; the others are stopped by the caller's own means.
-void JobPolicy::stop_every_node(const proto::Stop& stop) {
+void JobPolicy::stop_every_node(const proto::Stop& stop_in) {
+  proto::Stop stop = stop_in;
+  // The reason is for the agents' logs; a rendezvous timeout that lists
+  // thousands of missing nodes must still fit the message's limit.
+  if (stop.reason.size() > proto::kMaxStopReason)
+    stop.reason = stop.reason.substr(0, proto::kMaxStopReason - 4) + " ...";
   for (const auto& n : nodes_) {
     if (n.conn && !n.conn_closed) emit(job_action::Send{*n.conn, stop});
   }
@@ -257,7 +262,10 @@ JobActions JobPolicy::on_agent_exited(int index, int exit_code, const std::strin
 
 void JobPolicy::check_finished() {
   if (phase_ != Phase::stopping || finished_) return;
-  for (const auto& n : nodes_) {
+  // Nodes only go away while stopping: resume the scan where the last one
+  // stopped, so that thousands of agents exiting cost O(nodes) in all.
+  for (; finished_scan_ < nodes_.size(); ++finished_scan_) {
+    const auto& n = nodes_[finished_scan_];
     if (n.setup.agent_started_here && !n.agent_gone) return;
     if (!n.setup.agent_started_here && n.conn && !n.conn_closed) return;
   }

@@ -169,6 +169,7 @@ class JobPolicy {
   int interrupts_ = 0;
   bool killing_now_ = false;  // the stop deadline is the second interrupt's 3 s
   bool finished_ = false;
+  std::size_t finished_scan_ = 0;  // nodes before it are known gone (see check_finished)
   JobResult result_;
   JobActions out_;
 };
