@@ -13,6 +13,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <sstream>
 #include <thread>
 #include <unordered_map>
 
@@ -109,6 +110,22 @@ void end_descendants() {
     if (step == 0) signal_all(left, SIGCONT);
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
+}
+
+long long process_start_ticks(pid_t pid) {
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string line;
+  if (!std::getline(stat, line)) return 0;
+  // The command name is in parentheses and may contain spaces: count fields
+  // after the last ')'. Field 3 (state) follows it; field 22 is starttime.
+  const auto close = line.rfind(')');
+  if (close == std::string::npos) return 0;
+  std::istringstream rest(line.substr(close + 1));
+  std::string field;
+  for (int i = 3; i <= 22; ++i) {
+    if (!(rest >> field)) return 0;
+  }
+  return std::atoll(field.c_str());
 }
 
 std::string signal_name(int signal) {

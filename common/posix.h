@@ -39,6 +39,11 @@ int shell_status(int wait_status);
 // for a subreaper's last act, when orphans of the job may be re-parented to it.
 void end_descendants();
 
+// When `pid` started, in clock ticks since boot (/proc/PID/stat field 22);
+// 0 when there is no such process. A pid and its start time name a process
+// for good: a reused pid has another start time.
+long long process_start_ticks(pid_t pid);
+
 // "SIGTERM" for 15; the number as text when unknown.
 std::string signal_name(int signal);
 

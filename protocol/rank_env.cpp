@@ -42,6 +42,13 @@ EnvMap rank_environment(const proto::Assign& a, int local_rank, const LaunchSpec
   return env;
 }
 
+bool is_launcher_variable(std::string_view name) {
+  for (auto v : kLauncherVariables) {
+    if (v == name) return true;
+  }
+  return false;
+}
+
 EnvMap current_environment() {
   EnvMap env;
   for (char** e = environ; e != nullptr && *e != nullptr; ++e) {

@@ -3,8 +3,10 @@
 // assignment, the launch spec and the agent's inherited environment.
 #pragma once
 
+#include <array>
 #include <map>
 #include <string>
+#include <string_view>
 
 #include "protocol/launch_spec.h"
 #include "protocol/messages.h"
@@ -12,6 +14,28 @@
 namespace dlaunch {
 
 using EnvMap = std::map<std::string, std::string>;
+
+// The variables dlaunch sets for every rank, whatever the host's environment
+// or the hosts file say: a hosts-file `env` that sets one is refused.
+inline constexpr std::array<std::string_view, 16> kLauncherVariables = {
+    "RANK",
+    "LOCAL_RANK",
+    "WORLD_SIZE",
+    "LOCAL_WORLD_SIZE",
+    "GROUP_RANK",
+    "GROUP_WORLD_SIZE",
+    "ROLE_NAME",
+    "ROLE_RANK",
+    "ROLE_WORLD_SIZE",
+    "MASTER_ADDR",
+    "MASTER_PORT",
+    "TORCHELASTIC_RESTART_COUNT",
+    "TORCHELASTIC_MAX_RESTARTS",
+    "TORCHELASTIC_RUN_ID",
+    "DLAUNCH_JOB",
+    "DLAUNCH_HOST"};
+
+bool is_launcher_variable(std::string_view name);
 
 // Returns the complete environment for local rank `local_rank`: `inherited`
 // overlaid with the host's extra env and then the launcher's variables.

@@ -50,7 +50,7 @@ void RendezvousServer::accept() {
     if (ec) {
       // Out of descriptors (a flood) or a transient error: try again shortly
       // instead of spinning on an acceptor that fails at once.
-      log::warn("rendezvous accept: ", ec.message());
+      warn_accept_failed(ec);
       retry_timer_.expires_after(std::chrono::milliseconds(50));
       retry_timer_.async_wait([this](const asio::error_code& e) {
         if (!e && !stopped_) accept();
@@ -60,6 +60,23 @@ void RendezvousServer::accept() {
     admit(std::move(socket));
     accept();
   });
+}
+
+// A full accept queue or descriptor table fails every accept for a while:
+// one warning per few seconds, with how many were left unsaid.
+void RendezvousServer::warn_accept_failed(const asio::error_code& ec) {
+  const auto now = std::chrono::steady_clock::now();
+  if (accept_warned_ && now - last_accept_warning_ < std::chrono::seconds(5)) {
+    ++accept_warnings_suppressed_;
+    return;
+  }
+  std::string more;
+  if (accept_warnings_suppressed_ > 0)
+    more = " (and " + std::to_string(accept_warnings_suppressed_) + " more since the last warning)";
+  log::warn("rendezvous accept: ", ec.message(), more);
+  accept_warned_ = true;
+  last_accept_warning_ = now;
+  accept_warnings_suppressed_ = 0;
 }
 
 void RendezvousServer::admit(asio::ip::tcp::socket socket) {

@@ -53,6 +53,7 @@ class RendezvousServer {
   void admit(asio::ip::tcp::socket socket);
   void on_handshake_message(const std::shared_ptr<Session>& session, proto::Message&& message);
   void drop(const std::shared_ptr<Session>& session, const std::string& reason);
+  void warn_accept_failed(const asio::error_code& ec);
 
   asio::ip::tcp::acceptor acceptor_;
   asio::steady_timer retry_timer_;
@@ -72,6 +73,9 @@ class RendezvousServer {
   void forget_pending(Session& session);
   std::size_t rejected_ = 0;
   bool stopped_ = false;
+  bool accept_warned_ = false;
+  std::chrono::steady_clock::time_point last_accept_warning_{};
+  std::size_t accept_warnings_suppressed_ = 0;
 };
 
 }  // namespace dlaunch

@@ -82,8 +82,9 @@ FirstWord resolve_first_word(int argc, const char* const* argv, const ProgramLoo
   if (const Command* command = find_command(word)) return {command, 1, {}};
   // Options and "--" lead a launch, and a path or a program on PATH is the
   // program to launch: all of these worked before there were commands.
-  if (word.starts_with('-') || word.find('/') != std::string_view::npos ||
-      (!word.empty() && on_path(word))) {
+  // An empty word goes to the launch too, which names it as an empty program.
+  if (word.empty() || word.starts_with('-') || word.find('/') != std::string_view::npos ||
+      on_path(word)) {
     return {launch, 0, {}};
   }
   return {nullptr, 0, unknown_command_message(word)};

@@ -17,6 +17,7 @@
 #include "common/console.h"
 #include "common/exit_codes.h"
 #include "common/log.h"
+#include "common/posix.h"
 #include "launcher/cli/log_backend.h"
 #include "launcher/config/hosts_file.h"
 #include "launcher/config/options.h"
@@ -136,6 +137,10 @@ int run_command(int argc, const char* const* argv) {
   Plan plan = make_plan(o, hosts ? &*hosts : nullptr, job);
   // A manual-mode node is this machine, named as the other nodes will see it.
   if (o.mode == Mode::manual) plan.nodes.front().host.name = this_host_name();
+  if (auto error = check_ranks_filter(plan, o.ranks_filter)) {
+    console().error(*error);
+    return kExitUsage;
+  }
   if (o.dry_run) {
     console().out(describe_plan(plan, o));
     return kExitOk;
@@ -172,6 +177,7 @@ int run_command(int argc, const char* const* argv) {
   info.nnodes = plan.nnodes;
   info.command = plan.command;
   info.coordinator_pid = ::getpid();
+  info.coordinator_start_ticks = process_start_ticks(::getpid());
   info.started = std::time(nullptr);
   for (const auto& n : plan.nodes) info.hosts.push_back(n.host.name);
   // The job goes on without its record; `list` and `get` will not know it.

@@ -34,7 +34,7 @@ int stop_command(int argc, const char* const* argv) {
   console().out(formatted("stopping job %s (SIGTERM to coordinator %lld)\n", name.c_str(), pid));
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(wait_s);
   while (std::chrono::steady_clock::now() < deadline) {
-    if (!coordinator_alive(pid)) {
+    if (!coordinator_alive(job->info)) {
       console().out("job " + name + " stopped\n");
       return 0;
     }

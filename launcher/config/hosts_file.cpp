@@ -17,6 +17,7 @@
 
 #include "common/address.h"
 #include "common/did_you_mean.h"
+#include "protocol/rank_env.h"
 
 namespace dlaunch {
 namespace {
@@ -148,10 +149,22 @@ std::optional<int> read_int(const toml::node& node, std::string_view key, int lo
 std::string unsafe_word_reason(std::string_view text) {
   if (text.empty()) return "must not be empty";
   if (text.front() == '-') return "must not start with '-'";
-  for (char c : text) {
-    const auto u = static_cast<unsigned char>(c);
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const auto u = static_cast<unsigned char>(text[i]);
     if (u < 0x20 || u == 0x7f) return "must not contain control characters";
-    if (c == ' ') return "must not contain whitespace";
+    if (text[i] == ' ') return "must not contain whitespace";
+    // C1 controls (U+0080-U+009F) in UTF-8.
+    if (u == 0xc2 && i + 1 < text.size() && static_cast<unsigned char>(text[i + 1]) < 0xa0)
+      return "must not contain control characters";
+    // Direction marks and overrides (U+200E-U+200F, U+202A-U+202E, U+2066-U+2069)
+    // would make the name print as something else on a terminal.
+    if (u == 0xe2 && i + 2 < text.size()) {
+      const auto b1 = static_cast<unsigned char>(text[i + 1]);
+      const auto b2 = static_cast<unsigned char>(text[i + 2]);
+      if ((b1 == 0x80 && (b2 == 0x8e || b2 == 0x8f || (b2 >= 0xaa && b2 <= 0xae))) ||
+          (b1 == 0x81 && b2 >= 0xa6 && b2 <= 0xa9))
+        return "must not contain text-direction control characters";
+    }
   }
   return {};
 }
@@ -239,6 +252,10 @@ void merge_env(const HostFieldInput& input, HostEntry& entry) {
       diags.add(key.source(), "environment variable name " + quoted(key.str()) +
                                   " is not valid (letters, digits and '_', not starting with a "
                                   "digit)");
+      ok = false;
+    } else if (is_launcher_variable(key.str())) {
+      diags.add(key.source(), "environment variable " + quoted(key.str()) +
+                                  " is set by dlaunch for every rank and cannot be set here");
       ok = false;
     }
     auto text = env_value(value);

@@ -168,6 +168,7 @@ ParseResult parse_options(int argc, const char* const* argv,
   };
   if (o.command.empty())
     return usage_error("no program given: dlaunch [OPTIONS] -- PROG [ARGS...]");
+  if (o.command[0].empty()) return usage_error("the program name is empty (dlaunch -- '' ...)");
   if (!nproc_text.empty() && nproc_text != "auto" && nproc_text != "gpu") {
     try {
       std::size_t used = 0;

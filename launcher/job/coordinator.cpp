@@ -44,6 +44,7 @@ JobPolicy::Config policy_config(const Plan& plan, const Options& options) {
   config.rdzv_timeout_s = options.rdzv_timeout_s;
   config.grace_s = options.grace_s;
   config.verbose = options.verbose > 0;
+  config.ranks_filter = options.ranks_filter;
   return config;
 }
 

@@ -74,6 +74,7 @@ JobActions JobPolicy::on_join(ConnId conn, const proto::Join& join) {
     emit(log_line(log::Level::info, "job ", config_.rendezvous.job, ": ", rendezvous_.world_size(),
                   " ranks on ", config_.rendezvous.nnodes, " nodes, MASTER_ADDR=",
                   rendezvous_.config().master_addr, " MASTER_PORT=", rendezvous_.master_port()));
+    warn_about_ranks_filter();
   }
   return take();
 }
@@ -86,6 +87,18 @@ void JobPolicy::send_all(const std::vector<Outbound>& out) {
       emit(job_action::CloseConnection{o.to, "rejected"});
     }
   }
+}
+
+// Ranks asked for with --ranks-filter that the job does not have would print
+// nothing, silently: say so once the world size is known.
+void JobPolicy::warn_about_ranks_filter() {
+  std::string missing;
+  for (int r : config_.ranks_filter) {
+    if (r >= rendezvous_.world_size()) missing += (missing.empty() ? "" : ",") + std::to_string(r);
+  }
+  if (missing.empty()) return;
+  emit(log_line(log::Level::warn, "--ranks-filter ", missing, ": this job has ranks 0..",
+                rendezvous_.world_size() - 1, " only; those print nothing"));
 }
 
 // The one way every node is told to stop: those still connected get the
@@ -285,6 +298,7 @@ JobActions JobPolicy::on_signal(int signal) {
     note("received " + name + ": stopping all ranks (again to kill them now)");
     failed_this_round_ = true;
     result_.root_cause = "interrupted by " + name;
+    result_.interrupted = true;
     if (phase_ == Phase::stopping) {
       exit_code_ = 128 + signal;
     } else {

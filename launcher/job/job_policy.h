@@ -22,6 +22,7 @@
 #include <chrono>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <utility>
 #include <variant>
@@ -100,7 +101,8 @@ class JobPolicy {
     bool label_from_join = false;        // manual mode: name a node after its agent's host
     int rdzv_timeout_s = 600;
     int grace_s = 10;
-    bool verbose = false;  // a note for every rank exit
+    bool verbose = false;        // a note for every rank exit
+    std::set<int> ranks_filter;  // --ranks-filter, checked against the world once known
   };
 
   explicit JobPolicy(Config config);
@@ -142,6 +144,7 @@ class JobPolicy {
   enum class Phase { starting, running, restarting, stopping };
 
   void send_all(const std::vector<Outbound>& out);
+  void warn_about_ranks_filter();
   void stop_every_node(const proto::Stop& stop);
   void fail(int code, const std::string& what, int rank, std::vector<std::string> tail);
   void stop_job(int code, const std::string& reason);

@@ -155,6 +155,7 @@ std::optional<std::string> write_job_info(const std::string& job_dir, const JobI
                 {"nnodes", info.nnodes},
                 {"command", to_array(info.command)},
                 {"coordinator_pid", info.coordinator_pid},
+                {"coordinator_start_ticks", info.coordinator_start_ticks},
                 {"started", info.started},
                 {"hosts", to_array(info.hosts)}};
   return write_private_file(job_dir, "job.toml", serialize(t));
@@ -166,7 +167,8 @@ std::optional<std::string> write_job_result(const std::string& job_dir, const Jo
                 {"root_cause_tail", to_array(r.root_cause_tail)},
                 {"restarts", r.restarts},
                 {"world_size", r.world_size},
-                {"finished", r.finished}};
+                {"finished", r.finished},
+                {"interrupted", r.interrupted}};
   return write_private_file(job_dir, "result.toml", serialize(t));
 }
 
@@ -179,6 +181,7 @@ std::optional<JobInfo> read_job_info(const std::string& job_dir) {
   info.nnodes = (*t)["nnodes"].value_or(1);
   info.command = from_array((*t)["command"]);
   info.coordinator_pid = (*t)["coordinator_pid"].value_or(0LL);
+  info.coordinator_start_ticks = (*t)["coordinator_start_ticks"].value_or(0LL);
   info.started = (*t)["started"].value_or(0LL);
   info.hosts = from_array((*t)["hosts"]);
   return info;
@@ -197,6 +200,8 @@ std::optional<JobResult> read_job_result(const std::string& job_dir) {
   r.restarts = (*t)["restarts"].value_or(0);
   r.world_size = (*t)["world_size"].value_or(0);
   r.finished = (*t)["finished"].value_or(0LL);
+  // Records written before the key existed: an interruption's codes.
+  r.interrupted = (*t)["interrupted"].value_or(r.exit_code == 130 || r.exit_code == 143);
   return r;
 }
 

@@ -18,6 +18,10 @@ struct JobInfo {
   int nnodes = 1;
   std::vector<std::string> command;
   long long coordinator_pid = 0;
+  // The coordinator's start time in clock ticks since boot (/proc/PID/stat
+  // field 22): with the pid, it tells the coordinator from a process that
+  // reused its pid.
+  long long coordinator_start_ticks = 0;
   long long started = 0;  // unix seconds
   std::vector<std::string> hosts;
 };
@@ -29,6 +33,9 @@ struct JobResult {
   int restarts = 0;
   int world_size = 0;
   long long finished = 0;  // unix seconds
+  // dlaunch itself was stopped (Ctrl-C, SIGTERM, `dlaunch stop`); a rank that
+  // exits 130 or 143 on its own is a failure, not an interruption.
+  bool interrupted = false;
 };
 
 // Creates the job directory (and its parents, 0700). If `job` is taken, appends

@@ -1,5 +1,7 @@
 #include "launcher/job/job_store.h"
 
+#include "common/posix.h"
+
 #include <signal.h>
 
 #include <algorithm>
@@ -31,10 +33,8 @@ std::string_view job_state_name(JobState state) {
 
 JobState decide_job_state(const std::optional<JobResult>& result, bool coordinator_alive) {
   if (result) {
-    const int code = result->exit_code;
-    return code == 0                    ? JobState::succeeded
-           : code == 130 || code == 143 ? JobState::interrupted
-                                        : JobState::failed;
+    if (result->interrupted) return JobState::interrupted;
+    return result->exit_code == 0 ? JobState::succeeded : JobState::failed;
   }
   return coordinator_alive ? JobState::running : JobState::lost;
 }
@@ -45,12 +45,15 @@ long long job_duration(const Job& job, long long now) {
                                                                        : end - job.info.started;
 }
 
-bool coordinator_alive(long long pid) {
-  if (pid <= 0 || ::kill(static_cast<pid_t>(pid), 0) != 0) return false;
+bool coordinator_alive(const JobInfo& info) {
+  const auto pid = static_cast<pid_t>(info.coordinator_pid);
+  if (pid <= 0 || ::kill(pid, 0) != 0) return false;
+  if (info.coordinator_start_ticks != 0)
+    return process_start_ticks(pid) == info.coordinator_start_ticks;
   std::ifstream cmdline("/proc/" + std::to_string(pid) + "/cmdline");
   std::string argv0;
   std::getline(cmdline, argv0, '\0');
-  return argv0.find("dlaunch") != std::string::npos;
+  return fs::path(argv0).filename() == "dlaunch";
 }
 
 std::optional<Job> load_job(const std::string& dir) {
@@ -58,7 +61,7 @@ std::optional<Job> load_job(const std::string& dir) {
   if (!info) return std::nullopt;
   Job job{dir, *info, read_job_result(dir), JobState::lost};
   // Only a job without a result needs the /proc lookup.
-  job.state = decide_job_state(job.result, !job.result && coordinator_alive(info->coordinator_pid));
+  job.state = decide_job_state(job.result, !job.result && coordinator_alive(*info));
   std::error_code ec;
   if (job.state == JobState::lost && fs::exists(dir + "/result.toml", ec))
     job.state = JobState::unknown;

@@ -36,7 +36,10 @@ struct Job {
 long long job_duration(const Job& job, long long now);
 
 // Whether `pid` is still a dlaunch process: the pid may have been reused since.
-bool coordinator_alive(long long pid);
+// Whether the coordinator of a job record still runs: its pid with the same
+// start time (records from before start times were kept: a live process whose
+// program is dlaunch itself, never dlaunch-agent).
+bool coordinator_alive(const JobInfo& info);
 
 // The job in `dir`, or nothing when it holds no readable job.toml.
 std::optional<Job> load_job(const std::string& dir);

@@ -93,6 +93,22 @@ Plan make_plan(const Options& o, const HostsFile* hosts, const std::string& job)
   return plan;
 }
 
+std::optional<std::string> check_ranks_filter(const Plan& plan, const std::set<int>& filter) {
+  if (filter.empty() || plan.mode == Mode::manual) return std::nullopt;
+  int world = 0;
+  for (const auto& node : plan.nodes) {
+    if (node.nproc <= 0) return std::nullopt;  // decided by the agents
+    world += node.nproc;
+  }
+  if (*filter.rbegin() < world) return std::nullopt;
+  std::string outside;
+  for (int r : filter) {
+    if (r >= world) outside += (outside.empty() ? "" : ",") + std::to_string(r);
+  }
+  return "--ranks-filter " + outside + ": this job has ranks 0.." + std::to_string(world - 1) +
+         " only";
+}
+
 std::string describe_plan(const Plan& plan, const Options& o) {
   std::ostringstream out;
   const char* mode = plan.mode == Mode::standalone ? "one machine"

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -39,6 +40,10 @@ struct Plan {
 };
 
 Plan make_plan(const Options& options, const HostsFile* hosts, const std::string& job);
+
+// An error when --ranks-filter names ranks the plan cannot have (only when the
+// world size is known before the rendezvous: every node's rank count is set).
+std::optional<std::string> check_ranks_filter(const Plan& plan, const std::set<int>& filter);
 
 // Human-readable plan for --dry-run: nodes, rank ranges and each rank's environment.
 std::string describe_plan(const Plan& plan, const Options& options);

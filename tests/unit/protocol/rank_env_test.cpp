@@ -41,3 +41,14 @@ TEST_CASE("OMP_NUM_THREADS is left alone for one rank or when set") {
   a.world_size = 2;
   CHECK(rank_environment(a, 0, spec, {{"OMP_NUM_THREADS", "4"}}).at("OMP_NUM_THREADS") == "4");
 }
+
+TEST_CASE("the launcher's variables are exactly the ones every rank gets") {
+  proto::Assign a;
+  a.world_size = 1;
+  a.local_world_size = 1;
+  LaunchSpec spec;
+  const EnvMap env = rank_environment(a, 0, spec, {});
+  for (auto name : kLauncherVariables) CHECK(env.contains(std::string(name)));
+  for (const auto& [k, v] : env) CHECK(is_launcher_variable(k));
+  CHECK_FALSE(is_launcher_variable("NCCL_DEBUG"));
+}

@@ -95,7 +95,8 @@ TEST_CASE("an unknown word is a usage error with a suggestion or the list of com
   CHECK(first.error ==
         "unknown command 'frobnicate' and no program 'frobnicate' on PATH; the commands are run, "
         "list, get, logs, stop, top");
-  CHECK(resolve({""}).command == nullptr);
+  // An empty first word is the launch's to refuse, as an empty program name.
+  CHECK(resolve({""}).command == find_command("run"));
 }
 
 TEST_CASE("program_on_path searches PATH like execvp") {

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "launcher/config/hosts_file.h"
+#include "protocol/rank_env.h"
 
 using namespace dlaunch;
 
@@ -295,6 +296,29 @@ TEST_CASE("hosts file: env names and values") {
   check_one_error(host + "env = { A = \"x\\u0000y\" }\n", 3, 13, "NUL");
   check_one_error(host + "env = \"A=1\"\n", 3, 7, "'env' must be a table");
   CHECK(parse_ok(host + "env = { _x9 = \"\" }\n").hosts[0].env.at("_x9").empty());
+}
+
+TEST_CASE("hosts file: names that would print as something else are refused") {
+  // U+202E RIGHT-TO-LEFT OVERRIDE, U+2067 RIGHT-TO-LEFT ISOLATE, U+200F RLM, U+0085 NEL.
+  for (const char* bad : {"gpu\u202e1", "gpu\u20671", "gpu\u200f1", "gpu\u00851"}) {
+    check_one_error(std::string("[[host]]\nname = \"") + bad + "\"\naddress = \"h\"\n", 2, 8,
+                    "'name'");
+  }
+  CHECK(parse_ok("[[host]]\nname = \"gpu-\u00e9t\u00e91\"\naddress = \"h\"\n").hosts[0].name ==
+        "gpu-\u00e9t\u00e91");
+}
+
+TEST_CASE("hosts file: env may not set what dlaunch sets for every rank") {
+  const std::string host = kOneHost;
+  for (auto name : kLauncherVariables) {
+    check_one_error(host + "env = { " + std::string(name) + " = \"1\" }\n", 3, 9,
+                    "'" + std::string(name) + "' is set by dlaunch for every rank");
+  }
+  // [defaults] is checked the same way, at its own line.
+  check_one_error("[defaults]\nenv = { MASTER_PORT = 1 }\n" + host, 2, 9,
+                  "'MASTER_PORT' is set by dlaunch");
+  CHECK(parse_ok(host + "env = { NCCL_DEBUG = \"INFO\" }\n").hosts[0].env.at("NCCL_DEBUG") ==
+        "INFO");
 }
 
 TEST_CASE("hosts file: unknown keys at every level, with suggestions") {

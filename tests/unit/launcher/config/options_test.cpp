@@ -52,6 +52,7 @@ TEST_CASE("usage errors exit 2 with a message") {
               "cannot be combined");
   check_error({"--ranks-filter", "1,,2", "--", "p"}, "--ranks-filter");
   check_error({"--bogus", "--", "p"}, "bogus");
+  check_error({"--", ""}, "the program name is empty");
 }
 
 TEST_CASE("rank lists") {

@@ -1,5 +1,7 @@
 #include "launcher/job/job_store.h"
 
+#include "common/posix.h"
+
 #include <doctest/doctest.h>
 #include <unistd.h>
 
@@ -27,6 +29,7 @@ struct StateDir {
     info.mode = "standalone";
     info.command = {"prog", "--flag"};
     info.coordinator_pid = pid;
+    info.coordinator_start_ticks = process_start_ticks(static_cast<pid_t>(pid));
     info.started = started;
     REQUIRE_FALSE(write_job_info(job_dir, info).has_value());
     if (result) REQUIRE_FALSE(write_job_result(job_dir, *result).has_value());
@@ -49,8 +52,13 @@ constexpr long long kDeadPid = 1LL << 30;
 TEST_CASE("a job's state comes from its result, else from its coordinator") {
   CHECK(decide_job_state(finished_with(0), false) == JobState::succeeded);
   CHECK(decide_job_state(finished_with(9), false) == JobState::failed);
-  CHECK(decide_job_state(finished_with(130), false) == JobState::interrupted);
-  CHECK(decide_job_state(finished_with(143), true) == JobState::interrupted);
+  // A rank that exits 130 or 143 by itself failed; only dlaunch being stopped
+  // is an interruption.
+  CHECK(decide_job_state(finished_with(130), false) == JobState::failed);
+  CHECK(decide_job_state(finished_with(143), true) == JobState::failed);
+  auto stopped = finished_with(130);
+  stopped.interrupted = true;
+  CHECK(decide_job_state(stopped, false) == JobState::interrupted);
   CHECK(decide_job_state(std::nullopt, true) == JobState::running);
   CHECK(decide_job_state(std::nullopt, false) == JobState::lost);
   CHECK(job_state_name(JobState::interrupted) == "interrupted");
@@ -73,7 +81,7 @@ TEST_CASE("a job's duration runs to its end, or to now; a lost job has none") {
 TEST_CASE("load_jobs reads every job under the state dir, oldest first") {
   StateDir state;
   state.add("b-done", 200, kDeadPid, finished_with(0, 210));
-  state.add("a-live", 300, ::getpid());  // this test binary's name holds "dlaunch"
+  state.add("a-live", 300, ::getpid());  // this test binary, with its start time
   state.add("c-lost", 100, kDeadPid);
   std::filesystem::create_directories(state.dir / "not-a-job");
   std::ofstream(state.dir / "stray-file") << "x";
@@ -126,4 +134,18 @@ TEST_CASE("job store: an empty or cut-short result.toml is unknown, never succee
     CHECK(job->state == JobState::unknown);
     CHECK(job_state_name(job->state) == "unknown");
   }
+}
+
+TEST_CASE("job store: a reused pid is not the coordinator") {
+  StateDir state;
+  // This test binary's pid with another start time: the pid was reused.
+  const std::string dir = state.add("reused", 100, ::getpid());
+  auto info = read_job_info(dir);
+  REQUIRE(info);
+  CHECK(coordinator_alive(*info));
+  info->coordinator_start_ticks += 1;
+  CHECK_FALSE(coordinator_alive(*info));
+  // An old record without a start time: only a process named dlaunch counts.
+  info->coordinator_start_ticks = 0;
+  CHECK_FALSE(coordinator_alive(*info));
 }

@@ -59,3 +59,14 @@ TEST_CASE("default job names are safe directory names") {
   CHECK(n.starts_with("my_prog-"));
   CHECK(n.find('/') == std::string::npos);
 }
+
+TEST_CASE("--ranks-filter outside a known world is refused; unknown worlds wait") {
+  Options o;
+  o.command = {"prog"};
+  o.nproc_per_node = 4;
+  const Plan plan = make_plan(o, nullptr, "job");
+  CHECK_FALSE(check_ranks_filter(plan, {0, 3}).has_value());
+  CHECK(check_ranks_filter(plan, {1, 5, 7}) == "--ranks-filter 5,7: this job has ranks 0..3 only");
+  o.nproc_per_node.reset();  // one per GPU: known only when the agent joins
+  CHECK_FALSE(check_ranks_filter(make_plan(o, nullptr, "job"), {9}).has_value());
+}

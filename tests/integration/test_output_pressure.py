@@ -1,0 +1,172 @@
+"""Output under pressure, as a user hits it: a terminal that stops reading, a
+flood of output from every rank, a full log disk, and the small ways output
+was lost or mislabelled."""
+
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+
+sys.path.insert(0, os.path.dirname(__file__))
+from harness import DLAUNCH, DlaunchTestCase, require_binaries, wait_for  # noqa: E402
+
+
+def peak_rss_kib(pid):
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
+def agents_of(pid):
+    """dlaunch-agent processes below a coordinator (guardian and worker)."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            with open(f"/proc/{entry}/comm") as f:
+                comm = f.read().strip()
+        except OSError:
+            continue
+        if comm == "dlaunch-agent" and int(fields[1]) in [pid] + found:
+            found.append(int(entry))
+    return found
+
+
+class StalledTerminalTest(DlaunchTestCase):
+    def test_a_reader_that_stalls_past_the_heartbeat_timeout_does_not_fail_the_job(self):
+        # Before, the coordinator blocked writing to the stalled pipe, missed
+        # heartbeats, and the agent stopped the ranks as "coordinator lost".
+        job = self.job_name("stall")
+        read_end, write_end = os.pipe()
+        p = subprocess.Popen(
+            [DLAUNCH, "-n", "2", "--heartbeat-timeout", "3", "--name", job, "--", "sh", "-c",
+             "seq 1 200000; sleep 8; echo finished"],
+            stdout=write_end, stderr=subprocess.PIPE, text=True, env=self.env())
+        self.procs.append(p)
+        os.close(write_end)
+        time.sleep(7)  # the pipe is full and unread for more than twice the timeout
+        with os.fdopen(read_end, "rb") as reader:
+            out = reader.read()
+        _, err = p.communicate(timeout=60)
+        self.assertEqual(p.returncode, 0, err)
+        self.assertNotIn("lost", err)
+        self.assertIn(b"[0] finished\n", out)
+        logs = os.path.join(self.state, job)
+        for rank in (0, 1):
+            with open(os.path.join(logs, f"rank-{rank}.log"), "rb") as f:
+                lines = f.read().splitlines()
+            self.assertEqual(len(lines), 200001)
+            self.assertEqual(lines[-1], b"finished")
+
+    def test_ctrl_c_during_a_stall_stops_the_job_at_once(self):
+        job = self.job_name("stallint")
+        read_end, write_end = os.pipe()
+        p = subprocess.Popen(
+            [DLAUNCH, "-n", "1", "--name", job, "--", "sh", "-c", "while true; do seq 1 10000; done"],
+            stdout=write_end, stderr=subprocess.PIPE, text=True, env=self.env())
+        self.procs.append(p)
+        os.close(write_end)
+        time.sleep(3)  # stalled: nobody reads
+        p.send_signal(signal.SIGINT)
+        # Drain in the background only after the signal, so the stall was real.
+        with os.fdopen(read_end, "rb") as reader:
+            reader.read()
+        p.communicate(timeout=30)
+        self.assertEqual(p.returncode, 130)
+        self.assertNothingLeft(job)
+
+
+class FloodTest(DlaunchTestCase):
+    def test_four_ranks_of_yes_keep_the_agent_and_coordinator_bounded(self):
+        job = self.job_name("flood")
+        p = subprocess.Popen(
+            [DLAUNCH, "-n", "4", "--name", job, "--", "timeout", "6", "yes"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=self.env())
+        self.procs.append(p)
+        agents = wait_for(lambda: agents_of(p.pid), timeout=10)
+        peaks = {}
+        deadline = time.monotonic() + 5.5
+        while time.monotonic() < deadline:
+            for pid in [p.pid] + agents:
+                peaks[pid] = max(peaks.get(pid, 0), peak_rss_kib(pid))
+            time.sleep(0.2)
+        p.communicate(timeout=60)
+        self.assertEqual(p.returncode, 124)  # timeout's code: the ranks were ended by it
+        # Bounded: the output lane (4 MiB) and the terminal buffer (8 MiB) plus
+        # the program itself; before, the agent grew by hundreds of MB a second.
+        for pid, kib in peaks.items():
+            self.assertLess(kib, 128 * 1024, f"process {pid} reached {kib} KiB")
+
+
+class FullDiskTest(DlaunchTestCase):
+    def setUp(self):
+        super().setUp()
+        if os.geteuid() != 0:
+            self.skipTest("mounting a 1 MiB tmpfs needs root")
+        self.mnt = tempfile.mkdtemp(prefix="dlaunch-full-")
+        r = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", self.mnt],
+                           capture_output=True, text=True)
+        if r.returncode != 0:
+            os.rmdir(self.mnt)
+            self.skipTest(f"cannot mount a tmpfs: {r.stderr.strip()}")
+
+    def tearDown(self):
+        subprocess.run(["umount", self.mnt], capture_output=True)
+        os.rmdir(self.mnt)
+        super().tearDown()
+
+    def test_a_full_log_disk_is_reported_and_never_turns_into_success(self):
+        job = self.job_name("full")
+        r = self.run_dlaunch(["-n", "2", "--log-dir", self.mnt, "--name", job, "--", "sh", "-c",
+                              "seq 1 200000; exit 3"])
+        self.assertEqual(r.returncode, 3, r.stderr)
+        self.assertIn("No space left on device", r.stderr)
+        self.assertRegex(r.stderr, r"rank log incomplete: .*rank-\d\.log: \d+ bytes not written")
+        listing = self.run_dlaunch(["list", "--log-dir", self.mnt])
+        row = [line for line in listing.stdout.splitlines() if line.startswith(job)]
+        self.assertEqual(len(row), 1, listing.stdout)
+        self.assertNotIn("succeeded", row[0])
+
+
+class SmallLossesTest(DlaunchTestCase):
+    def test_a_rank_that_exits_130_by_itself_failed(self):
+        job = self.job_name("own130")
+        r = self.run_dlaunch(["-n", "1", "--name", job, "--", "sh", "-c", "exit 130"])
+        self.assertEqual(r.returncode, 130)
+        listing = self.run_dlaunch(["list"])
+        row = [line.split() for line in listing.stdout.splitlines() if line.startswith(job)]
+        self.assertEqual(row[0][1:3], ["failed", "130"])
+
+    def test_ranks_filter_outside_the_world_is_refused(self):
+        r = self.run_dlaunch(["-n", "4", "--ranks-filter", "5", "--", "true"])
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("--ranks-filter 5: this job has ranks 0..3 only", r.stderr)
+
+    def test_an_empty_program_name_is_named_as_such(self):
+        r = self.run_dlaunch(["-n", "1", "--", ""])
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("the program name is empty", r.stderr)
+
+    def test_hosts_file_env_may_not_set_rank_variables(self):
+        hosts = self.write("hosts.toml", '[[host]]\naddress = "127.0.0.1"\n'
+                                         'env = { WORLD_SIZE = "8" }\n')
+        r = self.run_dlaunch(["--hosts", hosts, "--", "true"])
+        self.assertEqual(r.returncode, 2)
+        self.assertIn(f"{hosts}:3:9:", r.stderr)
+        self.assertIn("'WORLD_SIZE' is set by dlaunch for every rank", r.stderr)
+
+
+if __name__ == "__main__":
+    require_binaries()
+    unittest.main()
