@@ -24,20 +24,19 @@ Overloaded(Fs...) -> Overloaded<Fs...>;
 Agent::Agent(asio::io_context& io, LaunchSpec spec, int stdin_fd)
     : io_(io),
       spec_(std::move(spec)),
-      supervisor_(
-          io, process_ops_,
-          RankSupervisor::Callbacks{[this](int rank, proto::Stream stream, std::string_view line) {
-                                      on_line(rank, stream, line);
-                                    },
-                                    [this](const proto::RankExit& exit) {
-                                      if (client_) client_->send(exit);
-                                    },
-                                    [this] { handle(agent_event::RanksEnded{}); },
-                                    [this](std::size_t left_alive) {
-                                      if (left_alive > 0)
-                                        log::warn(left_alive, " leftover processes would not die");
-                                      handle(agent_event::LeftoversSwept{});
-                                    }}),
+      supervisor_(io, process_ops_,
+                  RankSupervisor::Callbacks{
+                      [this](int rank, proto::Stream stream, std::string_view text,
+                             proto::LineEnd end) { on_line(rank, stream, text, end); },
+                      [this](const proto::RankExit& exit) {
+                        if (client_) client_->send(exit);
+                      },
+                      [this] { handle(agent_event::RanksEnded{}); },
+                      [this](std::size_t left_alive) {
+                        if (left_alive > 0)
+                          log::warn(left_alive, " leftover processes would not die");
+                        handle(agent_event::LeftoversSwept{});
+                      }}),
       child_signals_(io, SIGCHLD),
       stop_signals_(io, SIGINT, SIGTERM),
       drain_timer_(io) {
@@ -72,6 +71,7 @@ void Agent::start() {
   join.host = spec_.host_name;
   join.master_port = find_free_port();
   join.pid = ::getpid();
+  join.nnodes = spec_.nnodes;
   RendezvousClient::Options options;
   options.host = spec_.rdzv_host;
   options.port = spec_.rdzv_port;
@@ -174,9 +174,9 @@ void Agent::start_round(const proto::Assign& assign) {
   supervisor_.start(launches);
 }
 
-void Agent::on_line(int rank, proto::Stream stream, std::string_view line) {
+void Agent::on_line(int rank, proto::Stream stream, std::string_view line, proto::LineEnd end) {
   if (client_) {
-    client_->send(proto::LogLine{rank, stream, std::string(line)});
+    client_->send(proto::LogLine{rank, stream, std::string(line), end});
     if (client_->output_full()) supervisor_.pause_output();
   }
   if (spec_.echo) {

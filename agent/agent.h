@@ -35,7 +35,7 @@ class Agent {
   void apply(const AgentAction& action);
   void on_message(proto::Message&& message);
   void start_round(const proto::Assign& assign);
-  void on_line(int rank, proto::Stream stream, std::string_view line);
+  void on_line(int rank, proto::Stream stream, std::string_view text, proto::LineEnd end);
   void finish(int code);
   void drain_and_stop(std::chrono::steady_clock::time_point deadline);
   void watch_stdin();

@@ -4,31 +4,65 @@
 
 namespace dlaunch {
 
-void LineSplitter::feed(std::string_view bytes, const Sink& sink) {
-  while (!bytes.empty()) {
-    const auto newline = bytes.find('\n');
-    std::string_view part = bytes.substr(0, newline);
-    while (!part.empty()) {
-      // A full piece goes out only once more of the same line follows, so that
-      // a line of exactly the limit is one piece, not a piece and an empty line.
-      if (pending_.size() == max_line_) {
-        sink(pending_);
-        pending_.clear();
-      }
-      const std::size_t take = std::min(part.size(), max_line_ - pending_.size());
-      pending_.append(part.substr(0, take));
-      part.remove_prefix(take);
+using proto::LineEnd;
+
+void LineSplitter::append(std::string_view part, const Sink& sink) {
+  while (!part.empty()) {
+    // A full piece goes out only once more of the same line follows, so that
+    // a line of exactly the limit is one piece, not a piece and an empty line.
+    if (pending_.size() >= max_line_) {
+      sink(std::string_view(pending_).substr(0, max_line_), LineEnd::continued);
+      pending_.erase(0, max_line_);
     }
-    if (newline == std::string_view::npos) return;
-    sink(pending_);
-    pending_.clear();
-    bytes.remove_prefix(newline + 1);
+    const std::size_t take = std::min(part.size(), max_line_ - pending_.size());
+    pending_.append(part.substr(0, take));
+    part.remove_prefix(take);
   }
 }
 
-void LineSplitter::finish(const Sink& sink) {
-  if (!pending_.empty()) sink(pending_);
+void LineSplitter::feed(std::string_view bytes, const Sink& sink) {
+  while (!bytes.empty()) {
+    if (cr_pending_) {
+      cr_pending_ = false;
+      if (bytes.front() == '\n') {
+        // "\r\n": a line that keeps its "\r", byte for byte.
+        pending_.push_back('\r');
+        sink(pending_, LineEnd::newline);
+        pending_.clear();
+        bytes.remove_prefix(1);
+        continue;
+      }
+      sink(pending_, LineEnd::carriage_return);
+      pending_.clear();
+    }
+    const auto end = bytes.find_first_of("\r\n");
+    append(bytes.substr(0, end), sink);
+    if (end == std::string_view::npos) return;
+    if (bytes[end] == '\n') {
+      sink(pending_, LineEnd::newline);
+      pending_.clear();
+    } else {
+      cr_pending_ = true;  // decided by the next byte
+    }
+    bytes.remove_prefix(end + 1);
+  }
+}
+
+void LineSplitter::flush_partial(const Sink& sink) {
+  if (cr_pending_) {
+    // Nothing followed the "\r" for a while: a progress display, not "\r\n".
+    cr_pending_ = false;
+    sink(pending_, LineEnd::carriage_return);
+    pending_.clear();
+    return;
+  }
+  if (pending_.empty()) return;
+  sink(pending_, LineEnd::partial);
   pending_.clear();
+}
+
+void LineSplitter::finish(const Sink& sink) {
+  flush_partial(sink);
 }
 
 }  // namespace dlaunch

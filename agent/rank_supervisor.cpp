@@ -25,6 +25,9 @@ struct RankSupervisor::Rank {
   int wait_status = 0;
   bool reported = false;
   std::unique_ptr<asio::steady_timer> drain_timer;
+  bool drain_waited = false;                     // the exit was reported with its pipes still open
+  std::unique_ptr<asio::steady_timer> out_idle;  // shows a partial line after a pause
+  std::unique_ptr<asio::steady_timer> err_idle;
   // A pipe with a completed read that was not re-armed while output is paused.
   bool out_parked = false;
   bool err_parked = false;
@@ -51,10 +54,13 @@ void RankSupervisor::start(const std::vector<RankLaunch>& launches) {
       rank->pid = p.pid;
       rank->out = std::make_unique<asio::posix::stream_descriptor>(io_, p.stdout_fd);
       rank->err = std::make_unique<asio::posix::stream_descriptor>(io_, p.stderr_fd);
+      rank->out_idle = std::make_unique<asio::steady_timer>(io_);
+      rank->err_idle = std::make_unique<asio::steady_timer>(io_);
       rank->out_open = rank->err_open = true;
     } catch (const std::exception& e) {
       callbacks_.on_line(rank->global, proto::Stream::err,
-                         std::string("dlaunch: cannot start rank: ") + e.what());
+                         std::string("dlaunch: cannot start rank: ") + e.what(),
+                         proto::LineEnd::newline);
       rank->exited = true;
       rank->wait_status = 127 << 8;
     }
@@ -76,11 +82,12 @@ void RankSupervisor::read_stream(Rank& rank, bool err) {
       asio::buffer(buffer), [this, &rank, err](const asio::error_code& ec, std::size_t n) {
         auto& lines = err ? rank.err_lines : rank.out_lines;
         const auto kind = err ? proto::Stream::err : proto::Stream::out;
-        auto sink = [this, &rank, kind](std::string_view line) {
-          callbacks_.on_line(rank.global, kind, line);
+        auto sink = [this, &rank, kind](std::string_view text, proto::LineEnd end) {
+          callbacks_.on_line(rank.global, kind, text, end);
         };
         if (!ec) {
           lines.feed(std::string_view((err ? rank.err_buffer : rank.out_buffer).data(), n), sink);
+          if (lines.has_pending()) show_partial_when_idle(rank, err);
           if (paused_) {
             (err ? rank.err_parked : rank.out_parked) = true;
           } else {
@@ -94,6 +101,21 @@ void RankSupervisor::read_stream(Rank& rank, bool err) {
         (err ? rank.err : rank.out)->close(ignored);
         maybe_report_exit(rank);
       });
+}
+
+// A line without its end (a prompt, a progress bar drawn with "\r" before
+// its text) is shown once the rank has written nothing for a while.
+void RankSupervisor::show_partial_when_idle(Rank& rank, bool err) {
+  auto& timer = err ? *rank.err_idle : *rank.out_idle;
+  timer.expires_after(timings_.partial_after_idle);
+  timer.async_wait([this, &rank, err](const asio::error_code& ec) {
+    if (ec) return;  // more output came (or the rank is gone): nothing to do
+    const auto kind = err ? proto::Stream::err : proto::Stream::out;
+    (err ? rank.err_lines : rank.out_lines)
+        .flush_partial([this, &rank, kind](std::string_view text, proto::LineEnd end) {
+          callbacks_.on_line(rank.global, kind, text, end);
+        });
+  });
 }
 
 void RankSupervisor::reap() {
@@ -111,7 +133,7 @@ void RankSupervisor::reap() {
 
 void RankSupervisor::maybe_report_exit(Rank& rank) {
   if (!rank.exited || rank.reported) return;
-  if (rank.out_open || rank.err_open) {
+  if ((rank.out_open || rank.err_open) && !rank.drain_waited) {
     if (!rank.drain_timer) {
       rank.drain_timer = std::make_unique<asio::steady_timer>(io_, timings_.drain_after_exit);
       arm_drain_timer(rank);
@@ -144,10 +166,26 @@ void RankSupervisor::arm_drain_timer(Rank& rank) {
       arm_drain_timer(rank);
       return;
     }
-    asio::error_code ignored;
-    if (rank.out_open) rank.out->cancel(ignored);
-    if (rank.err_open) rank.err->cancel(ignored);
+    // A descendant still holds the pipes: report the exit now, and keep
+    // reading what it writes until it closes them or the sweep ends.
+    rank.drain_waited = true;
+    maybe_report_exit(rank);
   });
+}
+
+bool RankSupervisor::pipes_open() const {
+  for (const auto& r : ranks_) {
+    if (r->out_open || r->err_open) return true;
+  }
+  return false;
+}
+
+void RankSupervisor::stop_reading() {
+  asio::error_code ignored;
+  for (auto& r : ranks_) {
+    if (r->out_open) r->out->cancel(ignored);
+    if (r->err_open) r->err->cancel(ignored);
+  }
 }
 
 void RankSupervisor::pause_output() {
@@ -206,12 +244,16 @@ void RankSupervisor::sweep() {
 
 void RankSupervisor::sweep_step(int step) {
   const auto left = ops_.descendants();
-  if (left.empty() || step >= timings_.sweep_give_up_steps) {
+  if (step >= timings_.sweep_give_up_steps || (left.empty() && !pipes_open())) {
+    // What the leftovers wrote before they died has been read (or never will be).
+    stop_reading();
     callbacks_.on_swept(left.size());
     return;
   }
-  ops_.signal_pids(left, step < timings_.sweep_term_steps ? SIGTERM : SIGKILL);
-  if (step == 0) ops_.signal_pids(left, SIGCONT);  // stopped processes cannot act on SIGTERM
+  if (!left.empty()) {
+    ops_.signal_pids(left, step < timings_.sweep_term_steps ? SIGTERM : SIGKILL);
+    if (step == 0) ops_.signal_pids(left, SIGCONT);  // stopped processes cannot act on SIGTERM
+  }
   sweep_timer_.expires_after(timings_.sweep_step);
   sweep_timer_.async_wait([this, step](const asio::error_code& ec) {
     if (!ec) sweep_step(step + 1);

@@ -21,6 +21,8 @@ struct SupervisorTimings {
   // A grandchild may hold a rank's pipes open forever: after the rank exits,
   // its output gets this long to drain before the exit is reported regardless.
   std::chrono::milliseconds drain_after_exit{500};
+  // A line without its end yet is sent as it is after this long without output.
+  std::chrono::milliseconds partial_after_idle{500};
   // SIGKILL is repeated this often until every rank is reaped: a fork racing
   // the kill survives one pass.
   std::chrono::milliseconds kill_repeat{200};
@@ -37,7 +39,8 @@ struct RankLaunch {
 class RankSupervisor {
  public:
   struct Callbacks {
-    std::function<void(int rank, proto::Stream stream, std::string_view line)> on_line;
+    std::function<void(int rank, proto::Stream stream, std::string_view text, proto::LineEnd end)>
+        on_line;
     std::function<void(const proto::RankExit& exit)> on_exit;
     std::function<void()> on_ranks_ended;                  // every exit of the round reported
     std::function<void(std::size_t left_alive)> on_swept;  // left_alive: would not die
@@ -75,6 +78,9 @@ class RankSupervisor {
   void read_stream(Rank& rank, bool err);
   void maybe_report_exit(Rank& rank);
   void arm_drain_timer(Rank& rank);
+  void show_partial_when_idle(Rank& rank, bool err);
+  bool pipes_open() const;
+  void stop_reading();
   bool ranks_running() const;
   void kill_everything();
   void sweep_step(int step);

@@ -124,6 +124,8 @@ long long process_start_ticks(pid_t pid) {
   std::string field;
   for (int i = 3; i <= 22; ++i) {
     if (!(rest >> field)) return 0;
+    // A zombie has ended; only its parent has not looked yet.
+    if (i == 3 && (field == "Z" || field == "X")) return 0;
   }
   return std::atoll(field.c_str());
 }

@@ -40,8 +40,8 @@ int shell_status(int wait_status);
 void end_descendants();
 
 // When `pid` started, in clock ticks since boot (/proc/PID/stat field 22);
-// 0 when there is no such process. A pid and its start time name a process
-// for good: a reused pid has another start time.
+// 0 when there is no such process, or it has ended and is a zombie. A pid and its start time name a
+// process for good: a reused pid has another start time.
 long long process_start_ticks(pid_t pid);
 
 // "SIGTERM" for 15; the number as text when unknown.

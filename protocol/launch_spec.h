@@ -28,6 +28,7 @@ struct LaunchSpec {
   std::int32_t rdzv_timeout_s = 600;
   std::int32_t grace_s = 10;
   std::int32_t heartbeat_timeout_s = 15;
+  std::int32_t nnodes = 0;  // the job's node count, sent in Join so node 0 can refuse a mismatch
 };
 
 // The stdin stream: "DLSP" magic, u32 length, then the encoded fields.

@@ -31,6 +31,7 @@ void put(wire::Writer& w, const Join& m) {
   w.str(m.host);
   w.i32(m.master_port);
   w.i64(m.pid);
+  w.i32(m.nnodes);
 }
 void put(wire::Writer& w, const Welcome& m) {
   w.str(m.proof);
@@ -51,6 +52,7 @@ void put(wire::Writer& w, const LogLine& m) {
   w.i32(m.rank);
   w.u8(static_cast<std::uint8_t>(m.stream));
   w.str(m.text);
+  w.u8(static_cast<std::uint8_t>(m.end));
 }
 void put(wire::Writer& w, const RankExit& m) {
   w.i32(m.rank);
@@ -118,7 +120,9 @@ std::optional<Message> get(Type type, wire::Reader& r) {
       m.host = r.str(kMaxHostName);
       m.master_port = r.i32();
       m.pid = r.i64();
-      if (m.nproc < 1 || m.gpus < 0 || m.node_rank < -1 || !valid_port(m.master_port)) {
+      m.nnodes = r.i32();
+      if (m.nproc < 1 || m.gpus < 0 || m.node_rank < -1 || !valid_port(m.master_port) ||
+          m.nnodes < 0) {
         return std::nullopt;
       }
       return m;
@@ -155,6 +159,9 @@ std::optional<Message> get(Type type, wire::Reader& r) {
       if (stream != 1 && stream != 2) return std::nullopt;
       m.stream = static_cast<Stream>(stream);
       m.text = r.str(kMaxLogChunk);
+      const auto end = r.u8();
+      if (end > static_cast<std::uint8_t>(LineEnd::partial)) return std::nullopt;
+      m.end = static_cast<LineEnd>(end);
       return m;
     }
     case Type::rank_exit: {

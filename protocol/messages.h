@@ -18,7 +18,8 @@
 namespace dlaunch::proto {
 
 inline constexpr std::uint32_t kMagic = 0x444C5256;  // "DLRV"
-inline constexpr std::uint16_t kVersion = 1;
+// 2: Join carries nnodes; LogLine says how its text ended.
+inline constexpr std::uint16_t kVersion = 2;
 inline constexpr std::size_t kNonceSize = 32;
 inline constexpr std::size_t kMaxHostName = 255;
 inline constexpr std::size_t kMaxLogChunk = 64 * 1024;
@@ -59,6 +60,7 @@ struct Join {
   std::string host;              // the agent's host name, for messages
   std::int32_t master_port = 0;  // a port that was free on that host just now
   std::int64_t pid = 0;
+  std::int32_t nnodes = 0;  // the node count this agent was started for; 0: not given
 };
 
 struct Welcome {
@@ -80,10 +82,20 @@ struct Assign {
 
 enum class Stream : std::uint8_t { out = 1, err = 2 };
 
+// How a piece of rank output ended, so the coordinator writes the rank's log
+// with exactly the bytes the rank wrote and shows progress bars as they move.
+enum class LineEnd : std::uint8_t {
+  newline = 0,          // "\n"
+  carriage_return = 1,  // "\r": a progress display redrawn in place
+  continued = 2,        // no end yet: a piece of a line longer than kMaxLogChunk
+  partial = 3,          // no end yet: the rank has written nothing more for a while
+};
+
 struct LogLine {
   std::int32_t rank = 0;
   Stream stream = Stream::out;
-  std::string text;  // one line without its newline, at most kMaxLogChunk bytes
+  std::string text;  // without its end, at most kMaxLogChunk bytes
+  LineEnd end = LineEnd::newline;
 };
 
 struct RankExit {

@@ -14,6 +14,11 @@ std::vector<Outbound> RendezvousState::on_join(ConnId conn, const proto::Join& j
     return std::vector<Outbound>{{conn, proto::Reject{std::move(reason)}}};
   };
   if (assigned_ || restart_pending_) return reject("the job has already started");
+  if (join.nnodes != 0 && join.nnodes != config_.nnodes) {
+    return reject("this node was started with --nnodes " + std::to_string(join.nnodes) +
+                  ", but node 0 runs the job with --nnodes " + std::to_string(config_.nnodes) +
+                  "; start every node with the same --nnodes");
+  }
   if (join.node_rank < 0 || join.node_rank >= config_.nnodes) {
     return reject("node rank " + std::to_string(join.node_rank) + " is outside 0.." +
                   std::to_string(config_.nnodes - 1) + " (--nnodes " +

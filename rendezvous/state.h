@@ -56,6 +56,7 @@ class RendezvousState {
 
   bool assigned() const { return assigned_; }
   bool all_done() const;
+  int joined() const { return joined_; }
   int round() const { return round_; }
   int world_size() const { return world_size_; }
   int master_port() const { return master_port_; }

@@ -59,6 +59,7 @@ Coordinator::Coordinator(asio::io_context& io, Settings settings, AgentTransport
       policy_(policy_config(s_.plan, s_.options)),
       signals_(io, SIGINT, SIGTERM),
       rdzv_timer_(io),
+      waiting_timer_(io),
       stop_deadline_(io),
       restart_timer_(io),
       flush_timer_(io) {}
@@ -185,7 +186,7 @@ void Coordinator::on_log_line(ConnId conn, const proto::LogLine& line) {
               ", which is not one of its ranks; dropped");
     return;
   }
-  sink_.line(line.rank, host, line.stream, line.text);
+  sink_.line(line.rank, host, line.stream, line.text, line.end);
 }
 
 void Coordinator::watch_signals() {
@@ -224,6 +225,8 @@ asio::steady_timer& Coordinator::timer(JobTimer which) {
       return rdzv_timer_;
     case JobTimer::restart_backoff:
       return restart_timer_;
+    case JobTimer::waiting_report:
+      return waiting_timer_;
     case JobTimer::stop_deadline:
       break;
   }
@@ -256,6 +259,7 @@ void Coordinator::perform(const job_action::MarkRound& a) {
 
 void Coordinator::perform(const job_action::Finish&) {
   rdzv_timer_.cancel();
+  waiting_timer_.cancel();
   restart_timer_.cancel();
   stop_deadline_.cancel();
   flush_timer_.cancel();

@@ -77,6 +77,7 @@ class Coordinator {
   JobResult result_;
   asio::signal_set signals_;
   asio::steady_timer rdzv_timer_;
+  asio::steady_timer waiting_timer_;
   asio::steady_timer stop_deadline_;
   asio::steady_timer restart_timer_;
   asio::steady_timer flush_timer_;

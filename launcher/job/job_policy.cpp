@@ -53,6 +53,7 @@ JobResult JobPolicy::result() const {
 
 JobActions JobPolicy::start() {
   emit(job_action::ArmTimer{JobTimer::rendezvous, std::chrono::seconds(config_.rdzv_timeout_s)});
+  emit(job_action::ArmTimer{JobTimer::waiting_report, kWaitingReport});
   return take();
 }
 
@@ -71,6 +72,7 @@ JobActions JobPolicy::on_join(ConnId conn, const proto::Join& join) {
   if (rendezvous_.assigned() && phase_ == Phase::starting) {
     phase_ = Phase::running;
     emit(job_action::CancelTimer{JobTimer::rendezvous});
+    emit(job_action::CancelTimer{JobTimer::waiting_report});
     emit(log_line(log::Level::info, "job ", config_.rendezvous.job, ": ", rendezvous_.world_size(),
                   " ranks on ", config_.rendezvous.nnodes, " nodes, MASTER_ADDR=",
                   rendezvous_.config().master_addr, " MASTER_PORT=", rendezvous_.master_port()));
@@ -320,6 +322,7 @@ JobActions JobPolicy::on_timer(JobTimer timer) {
   if (finished_) return {};
   switch (timer) {
     case JobTimer::rendezvous:
+      emit(job_action::CancelTimer{JobTimer::waiting_report});
       on_rendezvous_timeout();
       break;
     case JobTimer::restart_backoff:
@@ -328,19 +331,41 @@ JobActions JobPolicy::on_timer(JobTimer timer) {
     case JobTimer::stop_deadline:
       on_stop_deadline();
       break;
+    case JobTimer::waiting_report:
+      report_waiting();
+      break;
   }
   return take();
 }
 
+// Names at most `at_most` of the nodes that have not joined, and how many more.
+std::string JobPolicy::missing_nodes(std::size_t at_most) const {
+  std::string names;
+  std::size_t count = 0;
+  for (const auto& n : nodes_) {
+    if (n.conn) continue;
+    if (++count <= at_most) names += (names.empty() ? "" : ", ") + n.setup.label;
+  }
+  if (count > at_most) names += " and " + std::to_string(count - at_most) + " more";
+  return names;
+}
+
+void JobPolicy::report_waiting() {
+  if (rendezvous_.assigned() || phase_ != Phase::starting) return;
+  elapsed_waiting_ += kWaitingReport;
+  const auto joined = static_cast<std::size_t>(rendezvous_.joined());
+  note("waiting for " + std::to_string(nodes_.size() - joined) + " of " +
+       std::to_string(nodes_.size()) + " nodes to join (" +
+       std::to_string(elapsed_waiting_.count()) + " s of --rdzv-timeout " +
+       std::to_string(config_.rdzv_timeout_s) + " s): " + missing_nodes(20));
+  emit(job_action::ArmTimer{JobTimer::waiting_report, kWaitingReport});
+}
+
 void JobPolicy::on_rendezvous_timeout() {
   if (rendezvous_.assigned() || phase_ != Phase::starting) return;
-  std::string missing;
-  for (const auto& n : nodes_) {
-    if (!n.conn) missing += (missing.empty() ? "" : ", ") + n.setup.label;
-  }
   fail(kExitFailure,
        "timed out after " + std::to_string(config_.rdzv_timeout_s) +
-           " s waiting for nodes to join: " + missing +
+           " s waiting for nodes to join: " + missing_nodes(50) +
            " (raise --rdzv-timeout, or check that they can reach the "
            "rendezvous port)",
        -1, {});

@@ -35,7 +35,10 @@
 
 namespace dlaunch {
 
-enum class JobTimer { rendezvous, restart_backoff, stop_deadline };
+// waiting_report: while nodes are missing at the rendezvous, say which, every
+// kWaitingReport, instead of silence for the whole --rdzv-timeout.
+enum class JobTimer { rendezvous, restart_backoff, stop_deadline, waiting_report };
+inline constexpr std::chrono::seconds kWaitingReport{10};
 
 namespace job_action {
 
@@ -145,6 +148,8 @@ class JobPolicy {
 
   void send_all(const std::vector<Outbound>& out);
   void warn_about_ranks_filter();
+  void report_waiting();
+  std::string missing_nodes(std::size_t at_most) const;
   void stop_every_node(const proto::Stop& stop);
   void fail(int code, const std::string& what, int rank, std::vector<std::string> tail);
   void stop_job(int code, const std::string& reason);
@@ -172,7 +177,8 @@ class JobPolicy {
   int interrupts_ = 0;
   bool killing_now_ = false;  // the stop deadline is the second interrupt's 3 s
   bool finished_ = false;
-  std::size_t finished_scan_ = 0;  // nodes before it are known gone (see check_finished)
+  std::size_t finished_scan_ = 0;
+  std::chrono::seconds elapsed_waiting_{0};  // nodes before it are known gone (see check_finished)
   JobResult result_;
   JobActions out_;
 };

@@ -19,6 +19,7 @@ LogSink::LogSink(Settings settings)
 }
 
 LogSink::~LogSink() {
+  show_due_progress(true);  // the final state of every bar
   if (skipping_) {
     terminal_.drain();
     note_skipped_if_caught_up();
@@ -28,19 +29,59 @@ LogSink::~LogSink() {
   // terminal_ drains in its destructor.
 }
 
-void LogSink::line(int rank, const std::string& host, proto::Stream stream, std::string_view text) {
+void LogSink::line(int rank, const std::string& host, proto::Stream stream, std::string_view text,
+                   proto::LineEnd end) {
   std::string raw(text);
-  raw.push_back('\n');
+  if (end == proto::LineEnd::newline) raw.push_back('\n');
+  if (end == proto::LineEnd::carriage_return) raw.push_back('\r');
   files_.append(rank, raw);
+  // The empty segment before a bar's first "\r" shows nothing.
+  if (text.empty() && end != proto::LineEnd::newline) return;
   auto& tail = tails_[rank];
   tail.emplace_back(text);
   if (tail.size() > settings_.tail_lines) tail.pop_front();
   if (settings_.quiet) return;
   if (!settings_.ranks_filter.empty() && !settings_.ranks_filter.contains(rank)) return;
+  // Text without a newline is a display that moves (a "\r" progress bar, whose
+  // text arrives as partial while it waits for its next "\r") or a prompt:
+  // the latest of it is shown, at most once a second per rank.
+  const bool moving = end == proto::LineEnd::carriage_return || end == proto::LineEnd::partial;
+  if (!moving) {
+    // A line supersedes the progress it follows (tqdm ends its bar with one).
+    if (auto it = progress_.find(rank); it != progress_.end()) it->second.waiting = false;
+    show(rank, host, stream, text);
+    return;
+  }
+  auto& p = progress_[rank];
+  const auto now = std::chrono::steady_clock::now();
+  if (now - p.last_shown >= std::chrono::seconds(1)) {
+    p.last_shown = now;
+    p.waiting = false;
+    show(rank, host, stream, text);
+    return;
+  }
+  p.host = host;
+  p.stream = stream;
+  p.text.assign(text);
+  p.waiting = true;
+}
+
+void LogSink::show_due_progress(bool all) {
+  const auto now = std::chrono::steady_clock::now();
+  for (auto& [rank, p] : progress_) {
+    if (!p.waiting || (!all && now - p.last_shown < std::chrono::seconds(1))) continue;
+    p.waiting = false;
+    p.last_shown = now;
+    show(rank, p.host, p.stream, p.text);
+  }
+}
+
+void LogSink::show(int rank, const std::string& host, proto::Stream stream, std::string_view text) {
   std::string prefixed = "[";
   if (settings_.host_in_prefix && !host.empty()) prefixed += host + ":";
   prefixed += std::to_string(rank) + "] ";
-  prefixed += raw;
+  prefixed += text;
+  prefixed += '\n';
   const auto where =
       stream == proto::Stream::err ? TerminalWriter::Stream::err : TerminalWriter::Stream::out;
   if (settings_.no_skip) {
@@ -75,6 +116,7 @@ std::vector<std::string> LogSink::tail(int rank) const {
 
 void LogSink::flush() {
   files_.flush();
+  show_due_progress(false);
   note_skipped_if_caught_up();
 }
 

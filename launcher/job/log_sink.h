@@ -10,6 +10,7 @@
 // coordinator to hold the ranks back instead.
 #pragma once
 
+#include <chrono>
 #include <deque>
 #include <map>
 #include <set>
@@ -40,7 +41,12 @@ class LogSink {
   LogSink(const LogSink&) = delete;
   LogSink& operator=(const LogSink&) = delete;
 
-  void line(int rank, const std::string& host, proto::Stream stream, std::string_view text);
+  // One piece of a rank's output and how it ended. The rank's log gets the
+  // bytes exactly; the terminal shows lines as they come, and text without a
+  // newline ("\r" progress segments, a prompt) at most once a second per rank:
+  // the latest one, which flush() shows once it has waited its second.
+  void line(int rank, const std::string& host, proto::Stream stream, std::string_view text,
+            proto::LineEnd end = proto::LineEnd::newline);
   std::vector<std::string> tail(int rank) const;
   // Writes the rank files' buffers out; says so when skipped terminal lines
   // have been caught up with.
@@ -55,6 +61,17 @@ class LogSink {
 
  private:
   void note_skipped_if_caught_up();
+  void show(int rank, const std::string& host, proto::Stream stream, std::string_view text);
+  void show_due_progress(bool all);
+
+  // The latest "\r" segment of a rank not yet shown, and when it may be.
+  struct Progress {
+    std::string host;
+    proto::Stream stream = proto::Stream::out;
+    std::string text;
+    bool waiting = false;
+    std::chrono::steady_clock::time_point last_shown{};
+  };
 
   Settings settings_;
   RankLogFiles files_;
@@ -62,6 +79,7 @@ class LogSink {
   std::map<int, std::deque<std::string>> tails_;
   bool skipping_ = false;
   std::map<int, std::uint64_t> skipped_;  // rank -> lines skipped on the terminal
+  std::map<int, Progress> progress_;
 };
 
 }  // namespace dlaunch

@@ -25,6 +25,7 @@ LaunchSpec make_launch_spec(const Plan& plan, const PlannedNode& node, const Opt
   spec.rdzv_timeout_s = options.rdzv_timeout_s;
   spec.grace_s = options.grace_s;
   spec.heartbeat_timeout_s = options.heartbeat_timeout_s;
+  spec.nnodes = plan.nnodes;
   return spec;
 }
 

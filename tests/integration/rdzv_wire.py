@@ -8,7 +8,7 @@ import socket
 import struct
 
 MAGIC = 0x444C5256
-VERSION = 1
+VERSION = 2
 HELLO, CHALLENGE, JOIN, WELCOME, ASSIGN, LOG_LINE, RANK_EXIT = 1, 2, 3, 4, 5, 6, 7
 
 
@@ -24,13 +24,17 @@ def hello(nonce=None, version=VERSION, magic=MAGIC):
     return frame(HELLO, struct.pack(">IH", magic, version) + string(nonce or os.urandom(32)))
 
 
-def join(proof, node_rank=0, nproc=1, host=b"intruder", port=1234):
+def join(proof, node_rank=0, nproc=1, host=b"intruder", port=1234, nnodes=0):
     return frame(JOIN, string(proof) + struct.pack(">iii", node_rank, nproc, 0) + string(host)
-                 + struct.pack(">iq", port, os.getpid()))
+                 + struct.pack(">iqi", port, os.getpid(), nnodes))
 
 
-def log_line(rank, text):
-    return frame(LOG_LINE, struct.pack(">iB", rank, 1) + string(text))
+# How a LogLine's text ended (protocol/messages.h, LineEnd).
+NEWLINE, CARRIAGE_RETURN, CONTINUED, PARTIAL = 0, 1, 2, 3
+
+
+def log_line(rank, text, end=NEWLINE):
+    return frame(LOG_LINE, struct.pack(">iB", rank, 1) + string(text) + struct.pack(">B", end))
 
 
 def rank_exit(rank, code):
@@ -90,10 +94,11 @@ def welcome_proof(secret, server_nonce, agent_nonce):
                     hashlib.sha256).digest()
 
 
-def join_full(proof, node_rank, nproc=1, gpus=0, host=b"load", master_port=0, pid=None):
+def join_full(proof, node_rank, nproc=1, gpus=0, host=b"load", master_port=0, pid=None,
+              nnodes=0):
     """A Join with every field chosen by the caller (protocol/messages.cpp)."""
     return frame(JOIN, string(proof) + struct.pack(">iii", node_rank, nproc, gpus) + string(host)
-                 + struct.pack(">iq", master_port, os.getpid() if pid is None else pid))
+                 + struct.pack(">iqi", master_port, os.getpid() if pid is None else pid, nnodes))
 
 
 def agent_done(round_, next_master_port=0):

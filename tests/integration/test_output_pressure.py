@@ -11,7 +11,7 @@ import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
-from harness import DLAUNCH, DlaunchTestCase, require_binaries, wait_for  # noqa: E402
+from harness import DLAUNCH, DlaunchTestCase, free_port, require_binaries, wait_for  # noqa: E402
 
 
 def peak_rss_kib(pid):
@@ -165,6 +165,69 @@ class SmallLossesTest(DlaunchTestCase):
         self.assertEqual(r.returncode, 2)
         self.assertIn(f"{hosts}:3:9:", r.stderr)
         self.assertIn("'WORLD_SIZE' is set by dlaunch for every rank", r.stderr)
+
+
+class ProgressAndBytesTest(DlaunchTestCase):
+    def test_a_carriage_return_progress_bar_shows_while_it_runs(self):
+        # tqdm draws "\rtext" without a newline until the very end.
+        job = self.job_name("bar")
+        p = subprocess.Popen(
+            [DLAUNCH, "-n", "1", "--name", job, "--", "sh", "-c",
+             'i=0; while [ $i -lt 40 ]; do i=$((i+1)); printf "\\rprogress %d%%" $i; sleep 0.25; done;'
+             ' printf "\\n"'],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=self.env())
+        self.procs.append(p)
+        started = time.monotonic()
+        first = p.stdout.readline()
+        seen_after = time.monotonic() - started
+        rest, err = p.communicate(timeout=60)
+        self.assertEqual(p.returncode, 0, err)
+        self.assertTrue(first.startswith(b"[0] progress "), first)
+        # Seen while the bar runs (10 s in all), not only at its end.
+        self.assertLess(seen_after, 8, f"first progress line after {seen_after:.1f} s")
+        shown = [first] + rest.splitlines(keepends=True)
+        self.assertLess(len(shown), 40)  # at most about one a second
+        self.assertEqual(shown[-1], b"[0] progress 40%\n")
+        with open(os.path.join(self.state, job, "rank-0.log"), "rb") as f:
+            expected = b"".join(b"\rprogress %d%%" % i for i in range(1, 41)) + b"\n"
+            self.assertEqual(f.read(), expected)
+
+    def test_a_3_mb_line_is_byte_identical_in_the_log(self):
+        job = self.job_name("big")
+        data = os.path.join(self.tmp, "big.bin")
+        with open(data, "wb") as f:
+            f.write(b"y" * 3_000_000 + b"\n" + b"tail without newline")
+        r = self.run_dlaunch(["-n", "1", "--name", job, "--", "cat", data])
+        self.assertEqual(r.returncode, 0, r.stderr)
+        with open(data, "rb") as a, open(os.path.join(self.state, job, "rank-0.log"), "rb") as b:
+            self.assertEqual(a.read(), b.read())
+
+    def test_output_of_a_background_child_after_the_rank_exits_is_kept(self):
+        # Rank 0 exits at once, leaving a child that writes a second later,
+        # while rank 1 keeps the round going for 3 s.
+        job = self.job_name("bg")
+        r = self.run_dlaunch(["-n", "2", "--name", job, "--", "sh", "-c",
+                              'if [ "$RANK" = 0 ]; then (sleep 1; echo from-the-background) &'
+                              ' echo main-done; else sleep 3; fi'])
+        self.assertEqual(r.returncode, 0, r.stderr)
+        with open(os.path.join(self.state, job, "rank-0.log")) as f:
+            text = f.read()
+        self.assertIn("main-done", text)
+        self.assertIn("from-the-background", text)
+
+    def test_a_node_started_with_another_nnodes_is_refused_at_once(self):
+        secret = self.write("secret", "s" * 64, mode=0o600)
+        port = str(free_port())
+        node0 = self.start_dlaunch(["--nnodes", "2", "--node-rank", "0", "--master-addr",
+                                    "127.0.0.1", "--rdzv-port", port, "--secret-file", secret,
+                                    "--rdzv-timeout", "30", "--", "true"])
+        r = self.run_dlaunch(["--nnodes", "3", "--node-rank", "1", "--master-addr", "127.0.0.1",
+                              "--rdzv-port", port, "--secret-file", secret, "--", "true"],
+                             timeout=20)
+        self.assertEqual(r.returncode, 2, r.stderr)
+        self.assertIn("started with --nnodes 3, but node 0 runs the job with --nnodes 2", r.stderr)
+        node0.send_signal(signal.SIGINT)
+        node0.communicate(timeout=30)
 
 
 if __name__ == "__main__":

@@ -49,7 +49,7 @@ struct Fixture {
       : supervisor(
             io, ops,
             RankSupervisor::Callbacks{
-                [this](int rank, proto::Stream stream, std::string_view line) {
+                [this](int rank, proto::Stream stream, std::string_view line, proto::LineEnd) {
                   lines.push_back({rank, stream, std::string(line)});
                 },
                 [this](const proto::RankExit& e) { exits.push_back(e); }, [this] { ++ranks_ended; },

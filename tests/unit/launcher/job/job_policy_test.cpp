@@ -258,12 +258,24 @@ TEST_CASE("the rendezvous timeout names the nodes that never joined") {
   for (int node = 0; node < kNodes; ++node) {
     if (node != 3 && node != 500 && node != 999) job.join(node);
   }
-  CHECK(job.fire_next_timer() == JobTimer::rendezvous);
+  // Every 10 s the user hears who is still missing, not silence for 600 s.
+  CHECK(job.fire_next_timer() == JobTimer::waiting_report);
+  CHECK(job.now() == seconds(10));
+  CHECK(job.printed() ==
+        "dlaunch: waiting for 3 of 1000 nodes to join (10 s of --rdzv-timeout 600 s): host3, "
+        "host500, host999\n");
+  int reports = 1;
+  std::optional<JobTimer> fired;
+  while ((fired = job.fire_next_timer()) == JobTimer::waiting_report) ++reports;
+  CHECK(reports == 59);
+  CHECK(fired == JobTimer::rendezvous);
   CHECK(job.now() == seconds(600));
+  const std::string printed = job.printed();
+  CHECK(printed.find("(590 s of --rdzv-timeout 600 s)") != std::string::npos);
   const std::string what =
       "timed out after 600 s waiting for nodes to join: host3, host500, host999 (raise "
       "--rdzv-timeout, or check that they can reach the rendezvous port)";
-  CHECK(job.printed() == "dlaunch: job job failed: " + what + "\n");
+  CHECK(printed.ends_with("dlaunch: job job failed: " + what + "\n"));
   check_everyone_got(job, kNodes, stop_of(1, "job job failed: " + what), {3, 500, 999});
   for (int node = 0; node < kNodes; ++node) {
     const bool missing = node == 3 || node == 500 || node == 999;
