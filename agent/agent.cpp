@@ -7,19 +7,11 @@
 
 #include "agent/gpus.h"
 #include "common/log.h"
+#include "common/overloaded.h"
 #include "common/posix.h"
 #include "common/socket.h"
 
 namespace dlaunch {
-
-namespace {
-template <class... Fs>
-struct Overloaded : Fs... {
-  using Fs::operator()...;
-};
-template <class... Fs>
-Overloaded(Fs...) -> Overloaded<Fs...>;
-}  // namespace
 
 Agent::Agent(asio::io_context& io, LaunchSpec spec, int stdin_fd)
     : io_(io),

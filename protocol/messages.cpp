@@ -1,17 +1,11 @@
 #include "protocol/messages.h"
 
+#include "common/overloaded.h"
 #include "protocol/frame.h"
 #include "protocol/wire.h"
 
 namespace dlaunch::proto {
 namespace {
-
-template <class... Fs>
-struct Overloaded : Fs... {
-  using Fs::operator()...;
-};
-template <class... Fs>
-Overloaded(Fs...) -> Overloaded<Fs...>;
 
 void put(wire::Writer& w, const Hello& m) {
   w.u32(m.magic);

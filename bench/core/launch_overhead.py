@@ -13,7 +13,12 @@ import shutil
 import statistics
 import subprocess
 import tempfile
+import sys
 import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
+                                "tests", "integration"))
+from harness import vm_hwm_kib  # noqa: E402
 
 
 def timed(cmd, env):
@@ -23,17 +28,6 @@ def timed(cmd, env):
     if r.returncode != 0:
         raise SystemExit(f"{cmd[0]} failed ({r.returncode}): {r.stderr.decode()[-500:]}")
     return elapsed
-
-
-def vm_hwm_kib(pid):
-    try:
-        with open(f"/proc/{pid}/status") as f:
-            for line in f:
-                if line.startswith("VmHWM:"):
-                    return int(line.split()[1])
-    except OSError:
-        return None
-    return None
 
 
 def children(pid):

@@ -137,6 +137,18 @@ def exe_name(pid):
         return ""
 
 
+def vm_hwm_kib(pid):
+    """A process's peak resident memory (VmHWM) in KiB, or None when it is gone."""
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1])
+    except OSError:
+        return None
+    return None
+
+
 def wait_for(predicate, timeout=30.0, interval=0.05):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:

@@ -11,36 +11,8 @@ import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
-from harness import DLAUNCH, DlaunchTestCase, free_port, require_binaries, wait_for  # noqa: E402
-
-
-def peak_rss_kib(pid):
-    try:
-        with open(f"/proc/{pid}/status") as f:
-            for line in f:
-                if line.startswith("VmHWM:"):
-                    return int(line.split()[1])
-    except OSError:
-        pass
-    return 0
-
-
-def agents_of(pid):
-    """dlaunch-agent processes below a coordinator (guardian and worker)."""
-    found = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat") as f:
-                fields = f.read().rsplit(")", 1)[1].split()
-            with open(f"/proc/{entry}/comm") as f:
-                comm = f.read().strip()
-        except OSError:
-            continue
-        if comm == "dlaunch-agent" and int(fields[1]) in [pid] + found:
-            found.append(int(entry))
-    return found
+from harness import (DLAUNCH, DlaunchTestCase, agent_workers_of, free_port,  # noqa: E402
+                     require_binaries, vm_hwm_kib, wait_for)
 
 
 class StalledTerminalTest(DlaunchTestCase):
@@ -94,12 +66,13 @@ class FloodTest(DlaunchTestCase):
             [DLAUNCH, "-n", "4", "--name", job, "--", "timeout", "6", "yes"],
             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=self.env())
         self.procs.append(p)
-        agents = wait_for(lambda: agents_of(p.pid), timeout=10)
+        agents = wait_for(lambda: agent_workers_of(job), timeout=10)
+        self.assertTrue(agents, "no agent worker found")
         peaks = {}
         deadline = time.monotonic() + 5.5
         while time.monotonic() < deadline:
             for pid in [p.pid] + agents:
-                peaks[pid] = max(peaks.get(pid, 0), peak_rss_kib(pid))
+                peaks[pid] = max(peaks.get(pid, 0), vm_hwm_kib(pid) or 0)
             time.sleep(0.2)
         p.communicate(timeout=60)
         self.assertEqual(p.returncode, 124)  # timeout's code: the ranks were ended by it
