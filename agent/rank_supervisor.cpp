@@ -110,6 +110,12 @@ void RankSupervisor::show_partial_when_idle(Rank& rank, bool err) {
   timer.expires_after(timings_.partial_after_idle);
   timer.async_wait([this, &rank, err](const asio::error_code& ec) {
     if (ec) return;  // more output came (or the rank is gone): nothing to do
+    if (paused_) {
+      // The rank is not idle; we stopped reading it (flow control). The rest
+      // of the line is in the pipe.
+      show_partial_when_idle(rank, err);
+      return;
+    }
     const auto kind = err ? proto::Stream::err : proto::Stream::out;
     (err ? rank.err_lines : rank.out_lines)
         .flush_partial([this, &rank, kind](std::string_view text, proto::LineEnd end) {

@@ -168,8 +168,29 @@ void Connection::read_more() {
           if (self->handler_.on_message) self->handler_.on_message(std::move(*message));
           if (self->closed_) return;
         }
+        if (self->reading_paused_) {
+          self->read_parked_ = true;
+          return;
+        }
         self->read_more();
       });
+}
+
+void Connection::pause_reading() {
+  if (reading_paused_ || closed_) return;
+  reading_paused_ = true;
+  // Not reading is our choice, not the peer's silence.
+  receive_timer_.cancel();
+}
+
+void Connection::resume_reading() {
+  if (!reading_paused_ || closed_) return;
+  reading_paused_ = false;
+  arm_receive_timer();
+  if (read_parked_) {
+    read_parked_ = false;
+    read_more();
+  }
 }
 
 void Connection::set_receive_timeout(std::chrono::milliseconds timeout) {
@@ -178,7 +199,7 @@ void Connection::set_receive_timeout(std::chrono::milliseconds timeout) {
 }
 
 void Connection::arm_receive_timer() {
-  if (receive_timeout_.count() <= 0 || closed_) {
+  if (receive_timeout_.count() <= 0 || closed_ || reading_paused_) {
     receive_timer_.cancel();
     return;
   }

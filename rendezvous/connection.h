@@ -66,6 +66,11 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void close(const std::string& reason);
 
   void set_max_frame(std::size_t n);
+  // Flow control on the receiving side: while paused nothing is read, so the
+  // peer's send queue fills and it holds its producers back. The receive
+  // timeout does not run meanwhile.
+  void pause_reading();
+  void resume_reading();
   // Closes the connection when nothing at all arrives for `timeout` (0: never).
   void set_receive_timeout(std::chrono::milliseconds timeout);
   // Sends a Heartbeat every `interval` so that the peer's receive timeout holds.
@@ -97,6 +102,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
   // and replaced only when the write that uses them has completed.
   std::string in_flight_;
   bool writing_ = false;
+  bool reading_paused_ = false;
+  bool read_parked_ = false;  // a read completed while paused and was not re-armed
   bool closed_ = false;
   bool closing_after_flush_ = false;
   std::string close_reason_;

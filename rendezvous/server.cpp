@@ -189,6 +189,17 @@ void RendezvousServer::close(ConnId id, const std::string& reason) {
   if (it != sessions_.end()) it->second->connection->close_after_flush(reason);
 }
 
+void RendezvousServer::set_reading_paused(bool paused) {
+  for (auto& [id, s] : sessions_) {
+    if (s->phase != Session::Phase::joined) continue;
+    if (paused) {
+      s->connection->pause_reading();
+    } else {
+      s->connection->resume_reading();
+    }
+  }
+}
+
 void RendezvousServer::stop() {
   if (stopped_) return;
   stopped_ = true;

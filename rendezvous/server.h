@@ -43,6 +43,9 @@ class RendezvousServer {
   std::uint16_t port() const { return port_; }
   void send(ConnId id, const proto::Message& message);
   void close(ConnId id, const std::string& reason);
+  // Stops or resumes reading from every joined agent (the terminal cannot
+  // keep up and the user asked that nothing be skipped).
+  void set_reading_paused(bool paused);
   // Stop accepting and close every connection.
   void stop();
   std::size_t rejected_count() const { return rejected_; }

@@ -183,7 +183,7 @@ int run_command(int argc, const char* const* argv) {
   // The job goes on without its record; `list` and `get` will not know it.
   if (auto error = write_job_info(job_dir, info)) log::warn(*error);
 
-  LogSink sink({job_dir, plan.hosts_in_prefix, o.ranks_filter, o.quiet, 20});
+  LogSink sink({job_dir, plan.hosts_in_prefix, o.ranks_filter, o.quiet, 20, o.no_skip});
   asio::io_context io;
   AgentTransports transports([&io] { return make_local_transport(io); },
                              [&io, &o] {

@@ -140,6 +140,9 @@ ParseResult parse_options(int argc, const char* const* argv,
   app.add_flag("--dry-run", o.dry_run, "print the plan (hosts, ranks, environment); start nothing");
   app.add_flag("-v,--verbose", o.verbose, "more diagnostics (repeat for debug)");
   app.add_flag("-q,--quiet", o.quiet, "no rank output on the terminal (files still get it)");
+  app.add_flag("--no-skip", o.no_skip,
+               "never skip lines on a terminal that falls behind: hold the ranks back instead "
+               "(for scripts reading dlaunch's output through a slow pipe)");
   app.add_option("--ssh-parallel", o.ssh_parallel, "SSH connections set up at once")
       ->capture_default_str()
       ->check(CLI::Range(1, 4096));

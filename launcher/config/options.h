@@ -41,6 +41,7 @@ struct Options {
   bool dry_run = false;
   int verbose = 0;
   bool quiet = false;
+  bool no_skip = false;  // hold ranks back rather than skip lines on a slow terminal
 
   int ssh_parallel = 64;
   int ssh_timeout_s = 10;

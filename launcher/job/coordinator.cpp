@@ -81,11 +81,22 @@ int Coordinator::run() {
         (s_.plan.rdzv_port ? " (is another job using it? choose another with --rdzv-port)" : ""));
     return kExitFailure;
   }
+  if (s_.options.no_skip) {
+    // Called on the terminal's writer thread once it has caught up.
+    sink_.terminal().on_space([this] {
+      asio::post(io_, [this] {
+        if (!reading_paused_) return;
+        reading_paused_ = false;
+        server_->set_reading_paused(false);
+      });
+    });
+  }
   agents_.resize(static_cast<std::size_t>(s_.plan.nnodes));
   for (const auto& planned : s_.plan.nodes) start_agent(planned);
   flush_logs_periodically();
   apply(policy_.start());
   io_.run();
+  sink_.terminal().on_space(nullptr);
   // Orphans of killed local agents were re-parented to us (we are a subreaper).
   const bool local_agents = std::any_of(s_.plan.nodes.begin(), s_.plan.nodes.end(),
                                         [](const PlannedNode& n) { return n.local; });
@@ -187,6 +198,12 @@ void Coordinator::on_log_line(ConnId conn, const proto::LogLine& line) {
     return;
   }
   sink_.line(line.rank, host, line.stream, line.text, line.end);
+  // --no-skip: a terminal that falls behind holds the ranks back, through the
+  // agents' bounded queues, instead of losing lines.
+  if (s_.options.no_skip && !reading_paused_ && sink_.terminal_backlogged()) {
+    reading_paused_ = true;
+    server_->set_reading_paused(true);
+  }
 }
 
 void Coordinator::watch_signals() {

@@ -76,6 +76,7 @@ class Coordinator {
   std::vector<Agent> agents_;  // indexed by node rank
   JobResult result_;
   asio::signal_set signals_;
+  bool reading_paused_ = false;  // --no-skip and the terminal is behind
   asio::steady_timer rdzv_timer_;
   asio::steady_timer waiting_timer_;
   asio::steady_timer stop_deadline_;

@@ -41,6 +41,26 @@ class StalledTerminalTest(DlaunchTestCase):
             self.assertEqual(len(lines), 200001)
             self.assertEqual(lines[-1], b"finished")
 
+    def test_no_skip_holds_the_ranks_back_and_loses_nothing(self):
+        job = self.job_name("noskip")
+        read_end, write_end = os.pipe()
+        p = subprocess.Popen(
+            [DLAUNCH, "-n", "2", "--no-skip", "--heartbeat-timeout", "3", "--name", job, "--",
+             "sh", "-c", "seq 1 1500000; echo finished"],
+            stdout=write_end, stderr=subprocess.PIPE, text=True, env=self.env())
+        self.procs.append(p)
+        os.close(write_end)
+        time.sleep(7)  # far more than the buffers hold is waiting to be written
+        with os.fdopen(read_end, "rb") as reader:
+            out = reader.read()
+        _, err = p.communicate(timeout=60)
+        self.assertEqual(p.returncode, 0, err)
+        self.assertNotIn("skipped", err)
+        for rank in (0, 1):
+            lines = [l for l in out.split(b"\n") if l.startswith(b"[%d] " % rank)]
+            expected = [b"[%d] %d" % (rank, i) for i in range(1, 1500001)] + [b"[%d] finished" % rank]
+            self.assertEqual(lines, expected)
+
     def test_ctrl_c_during_a_stall_stops_the_job_at_once(self):
         job = self.job_name("stallint")
         read_end, write_end = os.pipe()
