@@ -11,8 +11,8 @@ import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
-from harness import (DLAUNCH, DlaunchTestCase, agent_workers_of, free_port,  # noqa: E402
-                     require_binaries, vm_hwm_kib, wait_for)
+from harness import (DLAUNCH, DlaunchTestCase, free_port, parent_of,  # noqa: E402
+                     processes_with_marker, require_binaries, vm_hwm_kib, wait_for)
 
 
 class StalledTerminalTest(DlaunchTestCase):
@@ -86,8 +86,10 @@ class FloodTest(DlaunchTestCase):
             [DLAUNCH, "-n", "4", "--name", job, "--", "timeout", "6", "yes"],
             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=self.env())
         self.procs.append(p)
-        agents = wait_for(lambda: agent_workers_of(job), timeout=10)
-        self.assertTrue(agents, "no agent worker found")
+        # The ranks' parent is the agent worker that reads their pipes.
+        agents = wait_for(lambda: sorted({parent_of(r) for r in processes_with_marker(job)}),
+                          timeout=10)
+        self.assertTrue(agents, "no rank found")
         peaks = {}
         deadline = time.monotonic() + 5.5
         while time.monotonic() < deadline:
