@@ -1,5 +1,7 @@
 #include "rendezvous/client.h"
 
+#include <random>
+
 #include "common/log.h"
 #include "protocol/auth.h"
 
@@ -15,9 +17,25 @@ RendezvousClient::RendezvousClient(asio::io_context& io, Options options, std::s
       resolver_(io),
       retry_timer_(io) {}
 
+std::chrono::milliseconds RendezvousClient::jitter_for(int nnodes) {
+  if (nnodes <= 1000) return std::chrono::milliseconds(0);
+  return std::chrono::milliseconds(std::min(nnodes / 10, 5000));
+}
+
 void RendezvousClient::start() {
   deadline_ = std::chrono::steady_clock::now() + options_.connect_deadline;
-  try_connect();
+  if (options_.first_connect_jitter.count() <= 0) {
+    try_connect();
+    return;
+  }
+  // Thousands of agents started together would reach node 0 as one SYN flood:
+  // each waits a random part of the jitter before its first try.
+  std::random_device seed;
+  std::uniform_int_distribution<long long> pick(0, options_.first_connect_jitter.count());
+  retry_timer_.expires_after(std::chrono::milliseconds(pick(seed)));
+  retry_timer_.async_wait([this](const asio::error_code& ec) {
+    if (!ec) try_connect();
+  });
 }
 
 void RendezvousClient::try_connect() {

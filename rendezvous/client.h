@@ -27,7 +27,13 @@ class RendezvousClient {
     std::uint16_t port = 0;
     std::chrono::milliseconds connect_deadline{600'000};
     std::chrono::milliseconds heartbeat_timeout{15'000};
+    // Upper bound of a random wait before the first connect (0: none).
+    std::chrono::milliseconds first_connect_jitter{0};
   };
+
+  // The first-connect jitter for a job of `nnodes`: none up to 1,000 nodes,
+  // then 0.1 ms per node (1 s at 10,000), at most 5 s.
+  static std::chrono::milliseconds jitter_for(int nnodes);
 
   RendezvousClient(asio::io_context& io, Options options, std::string secret, proto::Join join,
                    Callbacks callbacks);
