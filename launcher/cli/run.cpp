@@ -5,6 +5,7 @@
 #include "launcher/cli/commands.h"
 
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cctype>
@@ -90,6 +91,14 @@ int run_manual_worker(const Plan& plan, const Options& o, std::string secret) {
   if (::getcwd(cwd, sizeof cwd) != nullptr) context.local_workdir = cwd;
   LaunchSpec spec = make_launch_spec(plan, plan.nodes.front(), o, context);
   return run_guarded([&spec] { return run_agent(std::move(spec), -1); });
+}
+
+// Whether two descriptors are the same terminal device: only then can a bar
+// drawn on one be redrawn around lines written to the other.
+bool same_terminal(int a, int b) {
+  struct stat sa {
+  }, sb{};
+  return ::fstat(a, &sa) == 0 && ::fstat(b, &sb) == 0 && sa.st_rdev == sb.st_rdev;
 }
 
 // One descriptor per agent connection and per rank pipe: a large job needs more
@@ -183,7 +192,10 @@ int run_command(int argc, const char* const* argv) {
   // The job goes on without its record; `list` and `get` will not know it.
   if (auto error = write_job_info(job_dir, info)) log::warn(*error);
 
-  LogSink sink({job_dir, plan.hosts_in_prefix, o.ranks_filter, o.quiet, 20, o.no_skip});
+  LogSink::Settings sink_settings{job_dir,  plan.hosts_in_prefix, o.ranks_filter, o.quiet, 20,
+                                  o.no_skip};
+  sink_settings.terminal_is_tty = ::isatty(1) && ::isatty(2) && same_terminal(1, 2);
+  LogSink sink(std::move(sink_settings));
   asio::io_context io;
   AgentTransports transports([&io] { return make_local_transport(io); },
                              [&io, &o] {

@@ -20,6 +20,7 @@ LogSink::LogSink(Settings settings)
 
 LogSink::~LogSink() {
   show_due_progress(true);  // the final state of every bar
+  put(proto::Stream::out, progress_line_.close(), -1);
   if (skipping_) {
     terminal_.drain();
     note_skipped_if_caught_up();
@@ -52,6 +53,14 @@ void LogSink::line(int rank, const std::string& host, proto::Stream stream, std:
     show(rank, host, stream, text);
     return;
   }
+  if (settings_.terminal_is_tty) {
+    if (progress_line_.claims(rank)) {
+      draw_in_place(rank, host, stream, text);
+      return;
+    }
+    // A second rank draws progress: bars become lines for everyone.
+    if (progress_line_.drawn()) put(stream, progress_line_.close(), -1);
+  }
   auto& p = progress_[rank];
   const auto now = std::chrono::steady_clock::now();
   if (now - p.last_shown >= std::chrono::seconds(1)) {
@@ -76,20 +85,37 @@ void LogSink::show_due_progress(bool all) {
   }
 }
 
+std::string LogSink::prefixed(int rank, const std::string& host, std::string_view text) const {
+  std::string out = "[";
+  if (settings_.host_in_prefix && !host.empty()) out += host + ":";
+  out += std::to_string(rank) + "] ";
+  out += text;
+  return out;
+}
+
 void LogSink::show(int rank, const std::string& host, proto::Stream stream, std::string_view text) {
-  std::string prefixed = "[";
-  if (settings_.host_in_prefix && !host.empty()) prefixed += host + ":";
-  prefixed += std::to_string(rank) + "] ";
-  prefixed += text;
-  prefixed += '\n';
+  std::string line = prefixed(rank, host, text) + "\n";
+  if (settings_.terminal_is_tty) line = progress_line_.line(rank, line);
+  put(stream, std::move(line), rank);
+}
+
+void LogSink::draw_in_place(int rank, const std::string& host, proto::Stream stream,
+                            std::string_view text) {
+  put(stream, progress_line_.draw(prefixed(rank, host, text)), rank);
+}
+
+// To the terminal, unless it is too far behind (then counted as skipped for
+// `rank`; rank -1 is never skipped).
+void LogSink::put(proto::Stream stream, std::string bytes, int rank) {
+  if (bytes.empty()) return;
   const auto where =
       stream == proto::Stream::err ? TerminalWriter::Stream::err : TerminalWriter::Stream::out;
-  if (settings_.no_skip) {
-    terminal_.write(where, std::move(prefixed));
+  if (settings_.no_skip || rank < 0) {
+    terminal_.write(where, std::move(bytes));
     return;
   }
   if (skipping_) note_skipped_if_caught_up();
-  if (skipping_ || !terminal_.offer(where, std::move(prefixed))) {
+  if (skipping_ || !terminal_.offer(where, std::move(bytes))) {
     skipping_ = true;
     ++skipped_[rank];
   }

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "common/terminal_writer.h"
+#include "launcher/job/progress_line.h"
 #include "launcher/job/rank_log_files.h"
 #include "protocol/messages.h"
 
@@ -33,6 +34,9 @@ class LogSink {
     bool quiet = false;
     std::size_t tail_lines = 20;
     bool no_skip = false;
+    // stdout and stderr are the same terminal: one rank's progress bar may be
+    // redrawn in place (see ProgressLine).
+    bool terminal_is_tty = false;
     TerminalWriter::Settings terminal{};
   };
 
@@ -62,6 +66,10 @@ class LogSink {
  private:
   void note_skipped_if_caught_up();
   void show(int rank, const std::string& host, proto::Stream stream, std::string_view text);
+  void draw_in_place(int rank, const std::string& host, proto::Stream stream,
+                     std::string_view text);
+  void put(proto::Stream stream, std::string bytes, int rank);
+  std::string prefixed(int rank, const std::string& host, std::string_view text) const;
   void show_due_progress(bool all);
 
   // The latest "\r" segment of a rank not yet shown, and when it may be.
@@ -80,6 +88,7 @@ class LogSink {
   bool skipping_ = false;
   std::map<int, std::uint64_t> skipped_;  // rank -> lines skipped on the terminal
   std::map<int, Progress> progress_;
+  ProgressLine progress_line_;
 };
 
 }  // namespace dlaunch

@@ -187,6 +187,37 @@ class ProgressAndBytesTest(DlaunchTestCase):
             expected = b"".join(b"\rprogress %d%%" % i for i in range(1, 41)) + b"\n"
             self.assertEqual(f.read(), expected)
 
+    def test_on_a_terminal_one_ranks_bar_is_redrawn_in_place(self):
+        import pty
+        master, slave = pty.openpty()
+        job = self.job_name("ttybar")
+        p = subprocess.Popen(
+            [DLAUNCH, "-n", "2", "--name", job, "--", "sh", "-c",
+             'if [ "$RANK" = 0 ]; then i=0; while [ $i -lt 8 ]; do i=$((i+1));'
+             ' printf "\\rbar %d" $i >&2; sleep 0.2; done; printf "\\rbar done\\n" >&2;'
+             ' else sleep 0.5; echo other-line; fi'],
+            stdin=subprocess.DEVNULL, stdout=slave, stderr=slave, env=self.env())
+        self.procs.append(p)
+        os.close(slave)
+        screen = b""
+        while True:
+            try:
+                chunk = os.read(master, 65536)
+            except OSError:  # EIO: the terminal's last writer is gone
+                break
+            if not chunk:
+                break
+            screen += chunk
+        os.close(master)
+        self.assertEqual(p.wait(timeout=30), 0)
+        # Every update redraws the same line ("\r" and clear to its end)...
+        for i in range(2, 9):
+            self.assertIn(b"\r\x1b[K[0] bar %d" % i, screen)
+        # ...the other rank's line goes above the bar, which is drawn again...
+        self.assertRegex(screen, rb"\r\x1b\[K\[1\] other-line\r?\n\[0\] bar \d")
+        # ...and the bar's last state ends its line.
+        self.assertIn(b"\r\x1b[K[0] bar done\r\n", screen)
+
     def test_a_3_mb_line_is_byte_identical_in_the_log(self):
         job = self.job_name("big")
         data = os.path.join(self.tmp, "big.bin")
