@@ -92,12 +92,13 @@ void TerminalWriter::run() {
       was_over_ = false;
       space = on_space_;
     }
-    if (queue_.empty()) drained_.notify_all();
     if (space) {
       lock.unlock();
       space();
       lock.lock();
     }
+    // After the callback: drain() returning means everything it says is done.
+    if (queue_.empty() && !writing_) drained_.notify_all();
   }
 }
 
