@@ -49,6 +49,22 @@ bool become_subreaper() {
   return ::prctl(PR_SET_CHILD_SUBREAPER, 1) == 0;
 }
 
+std::vector<std::string> proc_stat(pid_t pid) {
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string line;
+  if (!std::getline(stat, line)) return {};
+  // The command name is in parentheses and may contain spaces and ')': it
+  // runs from the first '(' to the last ')'.
+  const auto open = line.find('(');
+  const auto close = line.rfind(')');
+  if (open == std::string::npos || close == std::string::npos || close < open) return {};
+  std::vector<std::string> fields{line.substr(0, open - (open > 0 ? 1 : 0)),
+                                  line.substr(open + 1, close - open - 1)};
+  std::istringstream rest(line.substr(close + 1));
+  for (std::string field; rest >> field;) fields.push_back(std::move(field));
+  return fields;
+}
+
 std::vector<pid_t> descendants_of(pid_t root) {
   std::unordered_multimap<pid_t, pid_t> children;
   DIR* dir = ::opendir("/proc");
@@ -57,17 +73,9 @@ std::vector<pid_t> descendants_of(pid_t root) {
     char* end = nullptr;
     const long pid = std::strtol(entry->d_name, &end, 10);
     if (*end != '\0' || pid <= 0) continue;
-    std::ifstream stat(std::string("/proc/") + entry->d_name + "/stat");
-    std::string line;
-    if (!std::getline(stat, line)) continue;
-    // The command name is in parentheses and may contain spaces: parse after ')'.
-    const auto close = line.rfind(')');
-    if (close == std::string::npos || close + 4 > line.size()) continue;
-    char state = 0;
-    long ppid = 0;
-    if (std::sscanf(line.c_str() + close + 2, "%c %ld", &state, &ppid) != 2) continue;
-    if (state == 'Z') continue;
-    children.emplace(static_cast<pid_t>(ppid), static_cast<pid_t>(pid));
+    const auto fields = proc_stat(static_cast<pid_t>(pid));
+    if (fields.size() < 4 || fields[2] == "Z") continue;
+    children.emplace(static_cast<pid_t>(std::atol(fields[3].c_str())), static_cast<pid_t>(pid));
   }
   ::closedir(dir);
   std::vector<pid_t> found;
@@ -113,21 +121,10 @@ void end_descendants() {
 }
 
 long long process_start_ticks(pid_t pid) {
-  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
-  std::string line;
-  if (!std::getline(stat, line)) return 0;
-  // The command name is in parentheses and may contain spaces: count fields
-  // after the last ')'. Field 3 (state) follows it; field 22 is starttime.
-  const auto close = line.rfind(')');
-  if (close == std::string::npos) return 0;
-  std::istringstream rest(line.substr(close + 1));
-  std::string field;
-  for (int i = 3; i <= 22; ++i) {
-    if (!(rest >> field)) return 0;
-    // A zombie has ended; only its parent has not looked yet.
-    if (i == 3 && (field == "Z" || field == "X")) return 0;
-  }
-  return std::atoll(field.c_str());
+  const auto fields = proc_stat(pid);
+  // A zombie has ended; only its parent has not looked yet.
+  if (fields.size() < 22 || fields[2] == "Z" || fields[2] == "X") return 0;
+  return std::atoll(fields[21].c_str());
 }
 
 std::string signal_name(int signal) {

@@ -23,6 +23,11 @@ void close_fds_from(int lowest);
 // Makes the calling process a child subreaper (Linux); false if unsupported.
 bool become_subreaper();
 
+// The fields of /proc/PID/stat, field N of proc(5) at index N-1: [0] the pid,
+// [1] the command name without its parentheses (it may hold spaces), [2] the
+// state, [3] the parent pid, ... Empty when there is no such process.
+std::vector<std::string> proc_stat(pid_t pid);
+
 // Every live descendant of `root` (found by walking /proc's parent links).
 std::vector<pid_t> descendants_of(pid_t root);
 

@@ -8,10 +8,10 @@
 #include <cstdlib>
 #include <fstream>
 #include <map>
-#include <sstream>
 #include <thread>
 
 #include "common/console.h"
+#include "common/posix.h"
 #include "launcher/cli/commands.h"
 #include "launcher/cli/job_text.h"
 #include "launcher/cli/subcommand.h"
@@ -44,24 +44,12 @@ std::map<int, ProcSample> sample_ranks() {
       if (var.starts_with("RANK=")) s.rank = var.substr(5);
     }
     if (s.job.empty()) continue;
-    std::ifstream stat(base + "/stat");
-    std::string line;
-    std::getline(stat, line);
-    const auto close = line.rfind(')');
-    if (close == std::string::npos) continue;
-    s.command = line.substr(line.find('(') + 1, close - line.find('(') - 1);
-    std::istringstream fields(line.substr(close + 2));
-    std::string field;
-    unsigned long long utime = 0, stime = 0;
-    long rss_pages = 0;
-    for (int i = 3; fields >> field; ++i) {
-      if (i == 14) utime = std::stoull(field);
-      if (i == 15) stime = std::stoull(field);
-      if (i == 24) {
-        rss_pages = std::stol(field);
-        break;
-      }
-    }
+    const auto fields = proc_stat(static_cast<pid_t>(pid));
+    if (fields.size() < 24) continue;
+    s.command = fields[1];
+    const unsigned long long utime = std::stoull(fields[13]);
+    const unsigned long long stime = std::stoull(fields[14]);
+    const long rss_pages = std::stol(fields[23]);
     s.cpu_ticks = utime + stime;
     s.rss_kib = rss_pages * (::sysconf(_SC_PAGESIZE) / 1024);
     out[static_cast<int>(pid)] = s;

@@ -1,8 +1,11 @@
 #include "common/posix.h"
 
 #include <doctest/doctest.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
+
 #include <unistd.h>
+#include <csignal>
 
 #include <chrono>
 #include <thread>
@@ -21,4 +24,31 @@ TEST_CASE("process_start_ticks names a live process, not an ended one") {
   CHECK(process_start_ticks(child) == 0);
   ::waitpid(child, nullptr, 0);
   CHECK(process_start_ticks(child) == 0);
+}
+
+TEST_CASE("proc_stat numbers the fields as proc(5) does, whatever the command name") {
+  const auto self = proc_stat(::getpid());
+  REQUIRE(self.size() > 22);
+  CHECK(self[0] == std::to_string(::getpid()));
+  CHECK(self[3] == std::to_string(::getppid()));
+  // A name with spaces and ')' in it does not shift the fields.
+  const pid_t child = ::fork();
+  REQUIRE(child >= 0);
+  if (child == 0) {
+    ::prctl(PR_SET_NAME, "a) b (c");
+    ::pause();
+    ::_exit(0);
+  }
+  std::vector<std::string> fields;
+  for (int i = 0; i < 200; ++i) {
+    fields = proc_stat(child);
+    if (fields.size() > 3 && fields[1] == "a) b (c") break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ::kill(child, SIGKILL);
+  ::waitpid(child, nullptr, 0);
+  REQUIRE(fields.size() > 22);
+  CHECK(fields[1] == "a) b (c");
+  CHECK(fields[3] == std::to_string(::getpid()));
+  CHECK(proc_stat(child).empty());
 }
