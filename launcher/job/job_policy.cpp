@@ -6,6 +6,7 @@
 
 #include "common/exit_codes.h"
 #include "common/posix.h"
+#include "launcher/plan/plan.h"
 
 namespace dlaunch {
 namespace {
@@ -94,13 +95,8 @@ void JobPolicy::send_all(const std::vector<Outbound>& out) {
 // Ranks asked for with --ranks-filter that the job does not have would print
 // nothing, silently: say so once the world size is known.
 void JobPolicy::warn_about_ranks_filter() {
-  std::string missing;
-  for (int r : config_.ranks_filter) {
-    if (r >= rendezvous_.world_size()) missing += (missing.empty() ? "" : ",") + std::to_string(r);
-  }
-  if (missing.empty()) return;
-  emit(log_line(log::Level::warn, "--ranks-filter ", missing, ": this job has ranks 0..",
-                rendezvous_.world_size() - 1, " only; those print nothing"));
+  if (auto outside = ranks_outside_world(config_.ranks_filter, rendezvous_.world_size()))
+    emit(log_line(log::Level::warn, *outside, "; those print nothing"));
 }
 
 // The one way every node is told to stop: those still connected get the

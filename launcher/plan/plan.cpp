@@ -93,6 +93,16 @@ Plan make_plan(const Options& o, const HostsFile* hosts, const std::string& job)
   return plan;
 }
 
+std::optional<std::string> ranks_outside_world(const std::set<int>& filter, int world) {
+  if (filter.empty() || *filter.rbegin() < world) return std::nullopt;
+  std::string outside;
+  for (int r : filter) {
+    if (r >= world) outside += (outside.empty() ? "" : ",") + std::to_string(r);
+  }
+  return "--ranks-filter " + outside + ": this job has ranks 0.." + std::to_string(world - 1) +
+         " only";
+}
+
 std::optional<std::string> check_ranks_filter(const Plan& plan, const std::set<int>& filter) {
   if (filter.empty() || plan.mode == Mode::manual) return std::nullopt;
   int world = 0;
@@ -100,13 +110,7 @@ std::optional<std::string> check_ranks_filter(const Plan& plan, const std::set<i
     if (node.nproc <= 0) return std::nullopt;  // decided by the agents
     world += node.nproc;
   }
-  if (*filter.rbegin() < world) return std::nullopt;
-  std::string outside;
-  for (int r : filter) {
-    if (r >= world) outside += (outside.empty() ? "" : ",") + std::to_string(r);
-  }
-  return "--ranks-filter " + outside + ": this job has ranks 0.." + std::to_string(world - 1) +
-         " only";
+  return ranks_outside_world(filter, world);
 }
 
 std::string describe_plan(const Plan& plan, const Options& o) {

@@ -41,6 +41,10 @@ struct Plan {
 
 Plan make_plan(const Options& options, const HostsFile* hosts, const std::string& job);
 
+// "--ranks-filter 5,7: this job has ranks 0..3 only" when the filter names
+// ranks a world of `world` ranks does not have.
+std::optional<std::string> ranks_outside_world(const std::set<int>& filter, int world);
+
 // An error when --ranks-filter names ranks the plan cannot have (only when the
 // world size is known before the rendezvous: every node's rank count is set).
 std::optional<std::string> check_ranks_filter(const Plan& plan, const std::set<int>& filter);

@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -29,6 +30,7 @@ class FakeJob {
     int grace_s = 10;
     int rdzv_timeout_s = 600;
     bool verbose = false;
+    std::set<int> ranks_filter = {};
   };
   using ms = std::chrono::milliseconds;
 
@@ -195,6 +197,7 @@ class FakeJob {
     c.rdzv_timeout_s = setup.rdzv_timeout_s;
     c.grace_s = setup.grace_s;
     c.verbose = setup.verbose;
+    c.ranks_filter = setup.ranks_filter;
     return c;
   }
 

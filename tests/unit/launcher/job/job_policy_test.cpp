@@ -367,3 +367,16 @@ TEST_CASE("a refused agent is told why and dropped; exits of foreign ranks are i
   CHECK(job.printed().empty());
   CHECK(job.received_of<proto::Stop>(1).empty());
 }
+
+TEST_CASE("a --ranks-filter rank the world turns out not to have is warned about once") {
+  FakeJob job({.nodes = 3, .nproc = 2, .ranks_filter = {1, 6, 9}});
+  job.start();
+  job.join_all();
+  std::vector<std::string> warnings;
+  for (const auto& l : job.logs) {
+    if (l.starts_with("warn: ")) warnings.push_back(l);
+  }
+  CHECK(warnings ==
+        std::vector<std::string>{"warn: --ranks-filter 6,9: this job has ranks 0..5 only; those "
+                                 "print nothing"});
+}
