@@ -32,10 +32,10 @@ LogSink::~LogSink() {
 
 void LogSink::line(int rank, const std::string& host, proto::Stream stream, std::string_view text,
                    proto::LineEnd end) {
-  std::string raw(text);
-  if (end == proto::LineEnd::newline) raw.push_back('\n');
-  if (end == proto::LineEnd::carriage_return) raw.push_back('\r');
-  files_.append(rank, raw);
+  files_.append(rank, text,
+                end == proto::LineEnd::newline           ? "\n"
+                : end == proto::LineEnd::carriage_return ? "\r"
+                                                         : "");
   // The empty segment before a bar's first "\r" shows nothing.
   if (text.empty() && end != proto::LineEnd::newline) return;
   auto& tail = tails_[rank];

@@ -43,14 +43,15 @@ RankLogFiles::File& RankLogFiles::file_for(int rank) {
   return f;
 }
 
-void RankLogFiles::append(int rank, std::string_view bytes) {
+void RankLogFiles::append(int rank, std::string_view bytes, std::string_view end) {
   File& f = file_for(rank);
   if (f.path.empty()) return;
   if (f.fd < 0) {
-    f.lost += bytes.size();
+    f.lost += bytes.size() + end.size();
     return;
   }
   f.pending.append(bytes);
+  f.pending.append(end);
   if (f.pending.size() >= kFileBuffer) write_out(f);
 }
 

@@ -20,7 +20,8 @@ class RankLogFiles {
   RankLogFiles(const RankLogFiles&) = delete;
   RankLogFiles& operator=(const RankLogFiles&) = delete;
 
-  void append(int rank, std::string_view bytes);
+  // `bytes` then `end` (a line's "\n", say), without joining them first.
+  void append(int rank, std::string_view bytes, std::string_view end = {});
   // To every file already open (restart markers).
   void append_all(std::string_view bytes);
   void flush();
