@@ -127,6 +127,11 @@ long long process_start_ticks(pid_t pid) {
   return std::atoll(fields[21].c_str());
 }
 
+std::string current_directory() {
+  char cwd[4096];
+  return ::getcwd(cwd, sizeof cwd) != nullptr ? std::string(cwd) : std::string();
+}
+
 std::string signal_name(int signal) {
   const char* name = ::sigabbrev_np(signal);
   return name ? std::string("SIG") + name : std::to_string(signal);

@@ -49,6 +49,9 @@ void end_descendants();
 // process for good: a reused pid has another start time.
 long long process_start_ticks(pid_t pid);
 
+// The working directory, or "" when it cannot be told (deleted, too long).
+std::string current_directory();
+
 // "SIGTERM" for 15; the number as text when unknown.
 std::string signal_name(int signal);
 

@@ -87,8 +87,7 @@ int run_manual_worker(const Plan& plan, const Options& o, std::string secret) {
   context.secret = std::move(secret);
   context.rdzv_host = plan.rdzv_connect;
   context.rdzv_port = static_cast<std::uint16_t>(plan.rdzv_port);
-  char cwd[4096];
-  if (::getcwd(cwd, sizeof cwd) != nullptr) context.local_workdir = cwd;
+  context.local_workdir = current_directory();
   LaunchSpec spec = make_launch_spec(plan, plan.nodes.front(), o, context);
   return run_guarded([&spec] { return run_agent(std::move(spec), -1); });
 }

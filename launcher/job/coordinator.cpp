@@ -91,6 +91,7 @@ int Coordinator::run() {
       });
     });
   }
+  workdir_ = current_directory();  // where local ranks start; once, not per node
   agents_.resize(static_cast<std::size_t>(s_.plan.nnodes));
   for (const auto& planned : s_.plan.nodes) start_agent(planned);
   flush_logs_periodically();
@@ -147,8 +148,7 @@ void Coordinator::start_agent(const PlannedNode& planned) {
     context.secret = s_.secret;
     context.rdzv_host = s_.plan.rdzv_connect.empty() ? local_address : s_.plan.rdzv_connect;
     context.rdzv_port = server_->port();
-    char cwd[4096];
-    if (::getcwd(cwd, sizeof cwd) != nullptr) context.local_workdir = cwd;
+    context.local_workdir = workdir_;
     PlannedNode node = agents_[static_cast<std::size_t>(node_rank)].plan;
     node.host.name = policy_.node_label(node_rank);
     const LaunchSpec spec = make_launch_spec(s_.plan, node, s_.options, context);

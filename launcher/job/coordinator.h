@@ -74,6 +74,7 @@ class Coordinator {
   JobPolicy policy_;
   std::unique_ptr<RendezvousServer> server_;
   std::vector<Agent> agents_;  // indexed by node rank
+  std::string workdir_;
   JobResult result_;
   asio::signal_set signals_;
   bool reading_paused_ = false;  // --no-skip and the terminal is behind
