@@ -28,6 +28,10 @@ struct RankSupervisor::Rank {
   bool drain_waited = false;                     // the exit was reported with its pipes still open
   std::unique_ptr<asio::steady_timer> out_idle;  // shows a partial line after a pause
   std::unique_ptr<asio::steady_timer> err_idle;
+  bool out_idle_armed = false;
+  bool err_idle_armed = false;
+  std::chrono::steady_clock::time_point out_last_read{};
+  std::chrono::steady_clock::time_point err_last_read{};
   // A pipe with a completed read that was not re-armed while output is paused.
   bool out_parked = false;
   bool err_parked = false;
@@ -87,7 +91,9 @@ void RankSupervisor::read_stream(Rank& rank, bool err) {
         };
         if (!ec) {
           lines.feed(std::string_view((err ? rank.err_buffer : rank.out_buffer).data(), n), sink);
-          if (lines.has_pending()) show_partial_when_idle(rank, err);
+          (err ? rank.err_last_read : rank.out_last_read) = std::chrono::steady_clock::now();
+          if (lines.has_pending() && !(err ? rank.err_idle_armed : rank.out_idle_armed))
+            show_partial_when_idle(rank, err, timings_.partial_after_idle);
           if (paused_) {
             (err ? rank.err_parked : rank.out_parked) = true;
           } else {
@@ -104,23 +110,35 @@ void RankSupervisor::read_stream(Rank& rank, bool err) {
 }
 
 // A line without its end (a prompt, a progress bar drawn with "\r" before
-// its text) is shown once the rank has written nothing for a while.
-void RankSupervisor::show_partial_when_idle(Rank& rank, bool err) {
+// its text) is shown once the rank has written nothing for a while. The timer
+// is armed once and, while output keeps coming, moved on when it fires rather
+// than re-armed on every read of a busy pipe.
+void RankSupervisor::show_partial_when_idle(Rank& rank, bool err,
+                                            std::chrono::steady_clock::duration after) {
   auto& timer = err ? *rank.err_idle : *rank.out_idle;
-  timer.expires_after(timings_.partial_after_idle);
+  (err ? rank.err_idle_armed : rank.out_idle_armed) = true;
+  timer.expires_after(after);
   timer.async_wait([this, &rank, err](const asio::error_code& ec) {
-    if (ec) return;  // more output came (or the rank is gone): nothing to do
+    if (ec) return;  // the rank is gone with its timer: touch nothing
+    (err ? rank.err_idle_armed : rank.out_idle_armed) = false;
+    auto& lines = err ? rank.err_lines : rank.out_lines;
+    if (!lines.has_pending()) return;
+    const auto idle =
+        std::chrono::steady_clock::now() - (err ? rank.err_last_read : rank.out_last_read);
+    if (idle < timings_.partial_after_idle) {
+      show_partial_when_idle(rank, err, timings_.partial_after_idle - idle);
+      return;
+    }
     if (paused_) {
       // The rank is not idle; we stopped reading it (flow control). The rest
       // of the line is in the pipe.
-      show_partial_when_idle(rank, err);
+      show_partial_when_idle(rank, err, timings_.partial_after_idle);
       return;
     }
     const auto kind = err ? proto::Stream::err : proto::Stream::out;
-    (err ? rank.err_lines : rank.out_lines)
-        .flush_partial([this, &rank, kind](std::string_view text, proto::LineEnd end) {
-          callbacks_.on_line(rank.global, kind, text, end);
-        });
+    lines.flush_partial([this, &rank, kind](std::string_view text, proto::LineEnd end) {
+      callbacks_.on_line(rank.global, kind, text, end);
+    });
   });
 }
 

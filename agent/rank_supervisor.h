@@ -78,7 +78,7 @@ class RankSupervisor {
   void read_stream(Rank& rank, bool err);
   void maybe_report_exit(Rank& rank);
   void arm_drain_timer(Rank& rank);
-  void show_partial_when_idle(Rank& rank, bool err);
+  void show_partial_when_idle(Rank& rank, bool err, std::chrono::steady_clock::duration after);
   bool pipes_open() const;
   void stop_reading();
   bool ranks_running() const;
