@@ -86,6 +86,7 @@ class Worker:
         self.active = len(self.agents)
         self.deadline = time.monotonic() + args.timeout
         self.closing_all = False
+        self.close_all_pending = False
         self.assigned = 0
         self.holds_failure = args.close_all_on_stop and args.fail_node in nodes
         self.stats = {"connect_errors": 0, "closed_before_welcome": 0, "heartbeats_sent": 0}
@@ -245,7 +246,10 @@ class Worker:
             self.times["last_assign"] = now
             self.assigned += 1
             if not self.holds_failure:
-                return self.report_exits(agent)
+                self.report_exits(agent)
+                if self.close_all_pending and self.assigned == len(self.agents):
+                    self.close_all()
+                return
             # This process holds the failing node and its agents all exit
             # together: once every one of them has its assignment, the
             # failure goes out and all their connections close right
@@ -265,8 +269,12 @@ class Worker:
                 self.times["first_stop"] = now
             if self.a.close_all_on_stop:
                 # A failed job: every agent of this process exits at once,
-                # while node 0 is still writing Stop to the others.
-                self.close_all()
+                # while node 0 is still writing Stop to the others. The
+                # Assigns node 0 sent before its Stops may still wait unread
+                # on other connections: close once they are all taken in.
+                self.close_all_pending = True
+                if self.assigned == len(self.agents):
+                    self.close_all()
             return self.finish(agent, "stopped")
         if msg_type == wire.HEARTBEAT:
             return
