@@ -64,20 +64,10 @@ void Connection::send(const proto::Message& message) {
   enqueue_ordered(proto::encode(message));
 }
 
-bool Connection::send_output(std::string frame) {
-  if (closed_ || closing_after_flush_) return false;
-  if (!ordered_.empty() && output_full()) {
-    output_refused_ = true;
-    return false;
-  }
-  enqueue_ordered(std::move(frame));
-  return true;
-}
-
 void Connection::enqueue_ordered(std::string frame) {
   output_bytes_ += frame.size();
   ordered_.push_back(std::move(frame));
-  if (output_full()) output_refused_ = true;
+  if (output_full()) output_waiting_ = true;
   if (!writing_) write_next();
 }
 
@@ -122,8 +112,8 @@ void Connection::write_next() {
                         self->close("write failed: " + ec.message());
                         return;
                       }
-                      if (self->output_refused_ && self->output_bytes_ <= self->output_limit_ / 2) {
-                        self->output_refused_ = false;
+                      if (self->output_waiting_ && self->output_bytes_ <= self->output_limit_ / 2) {
+                        self->output_waiting_ = false;
                         if (self->on_output_space_) self->on_output_space_();
                         if (self->closed_) return;
                       }

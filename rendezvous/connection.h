@@ -8,9 +8,9 @@
 // anything queued, so a flood of rank output cannot delay a heartbeat past the
 // peer's timeout. Everything else goes on the ordered lane, in order, so that
 // a rank's exit and the agent's AgentDone never overtake that rank's output.
-// The ordered lane is bounded in bytes: past its limit, send_output() refuses
-// rank output and output_full() tells the sender to hold its producers back
-// until on_output_space fires; other messages are always queued. The bytes of
+// The ordered lane is bounded in bytes: past its limit, output_full() tells
+// the sender to hold its producers back until on_output_space fires; what is
+// sent is always queued. The bytes of
 // the write in flight belong to the connection until that write completes,
 // whatever close() does meanwhile; a completion after close() touches nothing.
 #pragma once
@@ -48,13 +48,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
   ~Connection();
 
   void start(Handler handler);
-  // Queues a message on its lane (past the ordered lane's limit too: see
-  // send_output for a sender that holds back).
+  // Queues a message on its lane, past the ordered lane's limit too: a sender
+  // that floods watches output_full().
   void send(const proto::Message& message);
-  // Queues an encoded rank-output frame on the ordered lane; false (and
-  // nothing queued) when the lane already holds its limit. One frame is always
-  // accepted into an empty lane, so a frame larger than the limit still goes out.
-  bool send_output(std::string frame);
   bool output_full() const { return output_bytes_ >= output_limit_; }
   std::size_t output_queued_bytes() const { return output_bytes_; }
   void set_output_limit(std::size_t bytes) { output_limit_ = bytes; }
@@ -96,7 +92,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   std::deque<std::string> ordered_;
   std::size_t output_bytes_ = 0;
   std::size_t output_limit_ = kDefaultOutputLimit;
-  bool output_refused_ = false;
+  bool output_waiting_ = false;  // the lane reached its limit: on_output_space is owed
   std::function<void()> on_output_space_;
   // The bytes being written. Owned here, never by a queue that close() clears,
   // and replaced only when the write that uses them has completed.
