@@ -80,12 +80,13 @@ class StalledTerminalTest(DlaunchTestCase):
         os.close(write_end)
         time.sleep(3)  # stalled: nobody reads
         p.send_signal(signal.SIGINT)
-        # Drain in the background only after the signal, so the stall was real.
+        # The ranks stop while the terminal is still stalled (before, the
+        # coordinator sat blocked in a write and never saw the signal).
+        self.assertNothingLeft(job)
         with os.fdopen(read_end, "rb") as reader:
             reader.read()
         p.communicate(timeout=30)
         self.assertEqual(p.returncode, 130)
-        self.assertNothingLeft(job)
 
 
 class FloodTest(DlaunchTestCase):
