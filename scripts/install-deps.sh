@@ -7,8 +7,10 @@ build_pkgs=(build-essential cmake ninja-build pkg-config clang-format
   libasio-dev libssh2-1-dev libcli11-dev libtomlplusplus-dev libspdlog-dev
   doctest-dev libssl-dev libtorch-dev libgloo-dev zlib1g-dev)
 # clang and its runtime for the libFuzzer targets; sshd and iproute2 for the SSH
-# tests' hosts; Debian's python3 runs the ranks those tests start over SSH.
-test_pkgs=(openssh-server openssh-client iproute2 procps python3 clang libclang-rt-14-dev)
+# tests' hosts; Debian's python3 (with python3-torch) runs the ranks those tests start
+# over SSH; nftables and iptables make firewalls inside test namespaces.
+test_pkgs=(openssh-server openssh-client iproute2 procps python3 clang libclang-rt-14-dev
+  python3-torch nftables iptables)
 
 want=("${build_pkgs[@]}")
 if [[ "${1:-}" != "--build-only" ]]; then want+=("${test_pkgs[@]}"); fi
