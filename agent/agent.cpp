@@ -6,6 +6,8 @@
 #include <cstdio>
 
 #include "agent/gpus.h"
+#include "agent/interfaces.h"
+#include "agent/prober.h"
 #include "common/log.h"
 #include "common/overloaded.h"
 #include "common/posix.h"
@@ -61,7 +63,11 @@ void Agent::start() {
   join.nproc = nproc_;
   join.gpus = gpus_;
   join.host = spec_.host_name;
-  join.master_port = find_free_port();
+  interfaces_ = list_interfaces();
+  probe_listener_.emplace(io_);
+  join.probe_port = probe_listener_->port();
+  join.master_port = join.probe_port != 0 ? join.probe_port : find_free_port();
+  join.interfaces = interfaces_;
   join.pid = ::getpid();
   join.nnodes = spec_.nnodes;
   RendezvousClient::Options options;
@@ -118,7 +124,16 @@ void Agent::on_message(proto::Message&& message) {
     handle(agent_event::StopReceived{std::move(*stop)});
   } else if (auto* reject = std::get_if<proto::Reject>(&message)) {
     handle(agent_event::RejectReceived{std::move(reject->reason)});
+  } else if (auto* probe = std::get_if<proto::Probe>(&message)) {
+    answer_probe(*probe);
   }
+}
+
+void Agent::answer_probe(const proto::Probe& probe) {
+  log::debug("probing ", probe.addresses.size(), " addresses of node 0 at port ", probe.port);
+  probe_addresses(io_, probe, interfaces_, [this](std::vector<net::ProbeOutcome> outcomes) {
+    if (client_) client_->send(proto::ProbeReport{std::move(outcomes)});
+  });
 }
 
 // Actions may raise further events (a round whose ranks all fail to start ends
@@ -157,6 +172,11 @@ void Agent::apply(const AgentAction& action) {
 }
 
 void Agent::start_round(const proto::Assign& assign) {
+  // Rank 0's TCPStore binds MASTER_PORT, which is this listener's port on node 0.
+  if (probe_listener_) {
+    probe_listener_->close();
+    probe_listener_.reset();
+  }
   std::vector<RankLaunch> launches;
   for (int local = 0; local < nproc_; ++local) {
     launches.push_back(

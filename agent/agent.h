@@ -12,6 +12,7 @@
 #include <string>
 
 #include "agent/agent_state.h"
+#include "agent/probe_listener.h"
 #include "agent/process_ops.h"
 #include "agent/rank_supervisor.h"
 #include "protocol/launch_spec.h"
@@ -35,6 +36,7 @@ class Agent {
   void apply(const AgentAction& action);
   void on_message(proto::Message&& message);
   void start_round(const proto::Assign& assign);
+  void answer_probe(const proto::Probe& probe);
   void on_line(int rank, proto::Stream stream, std::string_view text, proto::LineEnd end);
   void finish(int code);
   void drain_and_stop(std::chrono::steady_clock::time_point deadline);
@@ -46,6 +48,10 @@ class Agent {
   EnvMap inherited_env_;
   int nproc_ = 1;
   int gpus_ = 0;
+  net::Interfaces interfaces_;
+  // Open from the start until the first round's ranks start: node 0's port
+  // for probes and then for MASTER_PORT (see ProbeListener).
+  std::optional<ProbeListener> probe_listener_;
   std::optional<AgentStateMachine> machine_;  // needs nproc, known once GPUs are counted
   SystemProcessOps process_ops_;
   RankSupervisor supervisor_;

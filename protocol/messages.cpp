@@ -26,6 +26,20 @@ void put(wire::Writer& w, const Join& m) {
   w.i32(m.master_port);
   w.i64(m.pid);
   w.i32(m.nnodes);
+  w.i32(m.probe_port);
+  w.u32(static_cast<std::uint32_t>(m.interfaces.size()));
+  for (const auto& i : m.interfaces) {
+    w.str(i.name);
+    w.u8(static_cast<std::uint8_t>(i.kind));
+    w.i32(i.mtu);
+    w.u8(i.up ? 1 : 0);
+    w.u32(static_cast<std::uint32_t>(i.addresses.size()));
+    for (const auto& a : i.addresses) {
+      w.str(a.address);
+      w.u8(a.prefix);
+      w.u8(a.ipv6 ? 1 : 0);
+    }
+  }
 }
 void put(wire::Writer& w, const Welcome& m) {
   w.str(m.proof);
@@ -41,6 +55,7 @@ void put(wire::Writer& w, const Assign& m) {
   w.i32(m.world_size);
   w.str(m.master_addr);
   w.i32(m.master_port);
+  w.str(m.socket_ifname);
 }
 void put(wire::Writer& w, const LogLine& m) {
   w.i32(m.rank);
@@ -63,6 +78,20 @@ void put(wire::Writer& w, const Stop& m) {
   w.i32(m.grace_s);
   w.str(m.reason);
 }
+void put(wire::Writer& w, const Probe& m) {
+  w.i32(m.port);
+  w.i32(m.timeout_ms);
+  w.strings(m.addresses);
+}
+void put(wire::Writer& w, const ProbeReport& m) {
+  w.u32(static_cast<std::uint32_t>(m.outcomes.size()));
+  for (const auto& o : m.outcomes) {
+    w.u8(o.reached ? 1 : 0);
+    w.i32(o.rtt_us);
+    w.str(o.interface);
+    w.str(o.error);
+  }
+}
 void put(wire::Writer&, const Heartbeat&) {}
 void put(wire::Writer& w, const Reject& m) {
   w.str(m.reason);
@@ -81,12 +110,47 @@ Type type_of(const Message& m) {
                         [](const Stop&) { return Type::stop; },
                         [](const Heartbeat&) { return Type::heartbeat; },
                         [](const Reject&) { return Type::reject; },
+                        [](const Probe&) { return Type::probe; },
+                        [](const ProbeReport&) { return Type::probe_report; },
                     },
                     m);
 }
 
 bool valid_port(std::int32_t p) {
   return p >= 0 && p <= 65535;
+}
+
+// 0 or 1 only: one encoding per value.
+std::optional<bool> flag(wire::Reader& r) {
+  const auto v = r.u8();
+  if (v > 1) return std::nullopt;
+  return v == 1;
+}
+
+bool get_interfaces(wire::Reader& r, net::Interfaces& out) {
+  const auto count = r.u32();
+  if (!r.ok() || count > kMaxInterfaces) return false;
+  out.resize(count);
+  for (auto& i : out) {
+    i.name = r.str(kMaxInterfaceName);
+    const auto kind = r.u8();
+    if (kind > net::kLastInterfaceKind) return false;
+    i.kind = static_cast<net::InterfaceKind>(kind);
+    i.mtu = r.i32();
+    const auto up = flag(r);
+    const auto addresses = r.u32();
+    if (!up || !r.ok() || addresses > kMaxAddressesPerInterface) return false;
+    i.up = *up;
+    i.addresses.resize(addresses);
+    for (auto& a : i.addresses) {
+      a.address = r.str(kMaxHostName);
+      a.prefix = r.u8();
+      const auto v6 = flag(r);
+      if (!v6 || a.prefix > (*v6 ? 128 : 32)) return false;
+      a.ipv6 = *v6;
+    }
+  }
+  return r.ok();
 }
 
 std::optional<Message> get(Type type, wire::Reader& r) {
@@ -115,8 +179,9 @@ std::optional<Message> get(Type type, wire::Reader& r) {
       m.master_port = r.i32();
       m.pid = r.i64();
       m.nnodes = r.i32();
+      m.probe_port = r.i32();
       if (m.nproc < 1 || m.gpus < 0 || m.node_rank < -1 || !valid_port(m.master_port) ||
-          m.nnodes < 0) {
+          m.nnodes < 0 || !valid_port(m.probe_port) || !get_interfaces(r, m.interfaces)) {
         return std::nullopt;
       }
       return m;
@@ -138,6 +203,7 @@ std::optional<Message> get(Type type, wire::Reader& r) {
       m.world_size = r.i32();
       m.master_addr = r.str(kMaxHostName);
       m.master_port = r.i32();
+      m.socket_ifname = r.str(kMaxInterfaceName);
       if (m.nnodes < 1 || m.node_rank < 0 || m.node_rank >= m.nnodes || m.rank_offset < 0 ||
           m.local_world_size < 1 || m.world_size < 1 ||
           std::int64_t{m.rank_offset} + m.local_world_size > m.world_size ||
@@ -182,6 +248,34 @@ std::optional<Message> get(Type type, wire::Reader& r) {
       m.reason = r.str(kMaxStopReason);
       return m;
     }
+    case Type::probe: {
+      Probe m;
+      m.port = r.i32();
+      m.timeout_ms = r.i32();
+      m.addresses = r.strings(net::kMaxCandidates);
+      if (!valid_port(m.port) || m.port == 0 || m.timeout_ms < 1 || m.timeout_ms > 60'000)
+        return std::nullopt;
+      for (const auto& a : m.addresses) {
+        if (a.empty() || a.size() > kMaxHostName) return std::nullopt;
+      }
+      return m;
+    }
+    case Type::probe_report: {
+      ProbeReport m;
+      const auto count = r.u32();
+      if (!r.ok() || count > net::kMaxCandidates) return std::nullopt;
+      m.outcomes.resize(count);
+      for (auto& o : m.outcomes) {
+        const auto reached = flag(r);
+        if (!reached) return std::nullopt;
+        o.reached = *reached;
+        o.rtt_us = r.i32();
+        o.interface = r.str(kMaxInterfaceName);
+        o.error = r.str(kMaxProbeError);
+        if (o.rtt_us < 0) return std::nullopt;
+      }
+      return m;
+    }
     case Type::heartbeat:
       return Heartbeat{};
     case Type::reject: {
@@ -203,7 +297,7 @@ std::string encode(const Message& m) {
 
 std::optional<Message> decode(std::uint8_t type, std::string_view payload) {
   if (type < static_cast<std::uint8_t>(Type::hello) ||
-      type > static_cast<std::uint8_t>(Type::reject)) {
+      type > static_cast<std::uint8_t>(Type::probe_report)) {
     return std::nullopt;
   }
   wire::Reader r(payload);
@@ -213,9 +307,9 @@ std::optional<Message> decode(std::uint8_t type, std::string_view payload) {
 }
 
 std::string_view type_name(const Message& m) {
-  static constexpr std::string_view names[] = {"hello",  "challenge", "join",      "welcome",
-                                               "assign", "log_line",  "rank_exit", "agent_done",
-                                               "stop",   "heartbeat", "reject"};
+  static constexpr std::string_view names[] = {
+      "hello",      "challenge", "join",      "welcome", "assign", "log_line",    "rank_exit",
+      "agent_done", "stop",      "heartbeat", "reject",  "probe",  "probe_report"};
   return names[m.index()];
 }
 

@@ -5,6 +5,9 @@
 //   coord -> Challenge{magic, version, server_nonce}
 //   agent -> Join{proof = HMAC(secret, "join" | server_nonce | agent_nonce), node facts}
 //   coord -> Welcome{proof = HMAC(secret, "welcome" | agent_nonce | server_nonce)}
+// Once every node has joined (jobs over more than one machine):
+//   coord -> Probe{node 0's candidate addresses, its probe port}
+//   agent -> ProbeReport{one outcome per candidate}
 // Then, per round: coord -> Assign; agent -> LogLine* RankExit* AgentDone;
 // coord -> Stop at any time. Both sides send Heartbeat when otherwise idle.
 #pragma once
@@ -14,17 +17,30 @@
 #include <string>
 #include <string_view>
 #include <variant>
+#include <vector>
+
+#include "net/choice.h"
+#include "net/interface.h"
 
 namespace dlaunch::proto {
 
 inline constexpr std::uint32_t kMagic = 0x444C5256;  // "DLRV"
 // 2: Join carries nnodes; LogLine says how its text ended.
-inline constexpr std::uint16_t kVersion = 2;
+// 3: Join carries interfaces and a probe port; Probe, ProbeReport; Assign names
+//    the interface for NCCL/Gloo.
+inline constexpr std::uint16_t kVersion = 3;
 inline constexpr std::size_t kNonceSize = 32;
 inline constexpr std::size_t kMaxHostName = 255;
 inline constexpr std::size_t kMaxLogChunk = 64 * 1024;
 // A Stop's reason is for the agents' logs: one line, not a list of nodes.
 inline constexpr std::size_t kMaxStopReason = 4096;
+// A host with more interfaces or addresses than these (hundreds of container
+// veths) reports the first ones; the coordinator needs the real NICs, which
+// the agent lists first.
+inline constexpr std::size_t kMaxInterfaces = 64;
+inline constexpr std::size_t kMaxAddressesPerInterface = 16;
+inline constexpr std::size_t kMaxInterfaceName = 15;  // IFNAMSIZ - 1
+inline constexpr std::size_t kMaxProbeError = 256;
 
 enum class Type : std::uint8_t {
   hello = 1,
@@ -38,6 +54,8 @@ enum class Type : std::uint8_t {
   stop = 9,
   heartbeat = 10,
   reject = 11,
+  probe = 12,
+  probe_report = 13,
 };
 
 struct Hello {
@@ -60,7 +78,9 @@ struct Join {
   std::string host;              // the agent's host name, for messages
   std::int32_t master_port = 0;  // a port that was free on that host just now
   std::int64_t pid = 0;
-  std::int32_t nnodes = 0;  // the node count this agent was started for; 0: not given
+  std::int32_t nnodes = 0;      // the node count this agent was started for; 0: not given
+  std::int32_t probe_port = 0;  // where this agent accepts probes (0: none)
+  net::Interfaces interfaces = {};
 };
 
 struct Welcome {
@@ -78,6 +98,7 @@ struct Assign {
   std::int32_t world_size = 1;
   std::string master_addr;
   std::int32_t master_port = 0;
+  std::string socket_ifname = {};  // this host's interface towards MASTER_ADDR; empty: unknown
 };
 
 enum class Stream : std::uint8_t { out = 1, err = 2 };
@@ -116,6 +137,17 @@ struct Stop {
   std::string reason;
 };
 
+// Try a TCP connection to each address at node 0's probe port.
+struct Probe {
+  std::int32_t port = 0;
+  std::int32_t timeout_ms = 3000;
+  std::vector<std::string> addresses;  // at most net::kMaxCandidates
+};
+
+struct ProbeReport {
+  std::vector<net::ProbeOutcome> outcomes;  // one per Probe address, in order
+};
+
 struct Heartbeat {};
 
 struct Reject {
@@ -123,7 +155,7 @@ struct Reject {
 };
 
 using Message = std::variant<Hello, Challenge, Join, Welcome, Assign, LogLine, RankExit, AgentDone,
-                             Stop, Heartbeat, Reject>;
+                             Stop, Heartbeat, Reject, Probe, ProbeReport>;
 
 // A whole frame (header included) for one message.
 std::string encode(const Message& m);

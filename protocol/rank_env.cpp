@@ -35,9 +35,13 @@ EnvMap rank_environment(const proto::Assign& a, int local_rank, const LaunchSpec
   // Many ranks each spawning one thread per core starve each other; torchrun
   // sets the same default. A value the user set wins.
   if (a.local_world_size > 1 && !env.contains("OMP_NUM_THREADS")) set("OMP_NUM_THREADS", 1);
-  if (!spec.interface.empty()) {
-    if (!env.contains("NCCL_SOCKET_IFNAME")) env["NCCL_SOCKET_IFNAME"] = spec.interface;
-    if (!env.contains("GLOO_SOCKET_IFNAME")) env["GLOO_SOCKET_IFNAME"] = spec.interface;
+  // The hosts file's `interface` wins over the one found towards MASTER_ADDR;
+  // a value the user exported wins over both. NCCL takes a prefix unless the
+  // name starts with '=': "eth0" would also match eth01.
+  const std::string& interface = !spec.interface.empty() ? spec.interface : a.socket_ifname;
+  if (!interface.empty()) {
+    if (!env.contains("NCCL_SOCKET_IFNAME")) env["NCCL_SOCKET_IFNAME"] = "=" + interface;
+    if (!env.contains("GLOO_SOCKET_IFNAME")) env["GLOO_SOCKET_IFNAME"] = interface;
   }
   return env;
 }

@@ -7,7 +7,9 @@
 namespace dlaunch {
 
 RendezvousState::RendezvousState(Config config)
-    : config_(std::move(config)), members_(static_cast<std::size_t>(config_.nnodes)) {}
+    : config_(std::move(config)),
+      members_(static_cast<std::size_t>(config_.nnodes)),
+      master_addr_(config_.master_addr) {}
 
 std::vector<Outbound> RendezvousState::on_join(ConnId conn, const proto::Join& join) {
   auto reject = [&](std::string reason) {
@@ -39,7 +41,16 @@ std::vector<Outbound> RendezvousState::on_join(ConnId conn, const proto::Join& j
   slot = Member{conn, join.node_rank, join.nproc, join.host, join.master_port, false};
   node_of_conn_[conn] = join.node_rank;
   ++joined_;
-  if (joined_ < config_.nnodes) return {};
+  if (joined_ < config_.nnodes || config_.hold_for_network) return {};
+  return assign_all();
+}
+
+std::vector<Outbound> RendezvousState::assign_with_network(
+    std::string master_addr, std::vector<std::string> interface_by_node) {
+  if (!all_joined() || assigned_ || round_ != 0) return {};
+  master_addr_ = std::move(master_addr);
+  interface_by_node_ = std::move(interface_by_node);
+  interface_by_node_.resize(members_.size());
   return assign_all();
 }
 
@@ -136,8 +147,10 @@ std::vector<Outbound> RendezvousState::assign_all() {
     a.rank_offset = offsets_[static_cast<std::size_t>(m->node_rank)];
     a.local_world_size = m->nproc;
     a.world_size = world_size_;
-    a.master_addr = config_.master_addr;
+    a.master_addr = master_addr_;
     a.master_port = master_port_;
+    if (!interface_by_node_.empty())
+      a.socket_ifname = interface_by_node_[static_cast<std::size_t>(m->node_rank)];
     out.push_back({m->conn, a});
   }
   return out;

@@ -31,6 +31,9 @@ class RendezvousState {
     std::string master_addr;
     int fixed_master_port = 0;            // 0: the port node 0 found free
     std::vector<std::string> node_names;  // expected host name per node rank; empty: any
+    // Once everyone joined, wait for assign_with_network() instead of
+    // assigning at once: the caller first probes which MASTER_ADDR works.
+    bool hold_for_network = false;
   };
 
   struct Member {
@@ -51,10 +54,17 @@ class RendezvousState {
   void on_leave(ConnId conn);
   // An agent's ranks have all exited for the current round.
   std::vector<Outbound> on_agent_done(ConnId conn, const proto::AgentDone& done);
+  // With hold_for_network: the probed MASTER_ADDR and each node's interface
+  // towards it (indexed by node rank; empty: unknown). Assigns everyone, and
+  // every later round keeps the same choice.
+  std::vector<Outbound> assign_with_network(std::string master_addr,
+                                            std::vector<std::string> interface_by_node);
   // Starts the next round: assignments go out once every agent reports done.
   std::vector<Outbound> begin_restart();
 
   bool assigned() const { return assigned_; }
+  bool all_joined() const { return joined_ == config_.nnodes; }
+  const std::string& master_addr() const { return master_addr_; }
   bool all_done() const;
   int joined() const { return joined_; }
   int round() const { return round_; }
@@ -82,6 +92,8 @@ class RendezvousState {
   int round_ = 0;
   int world_size_ = 0;
   int master_port_ = 0;
+  std::string master_addr_;
+  std::vector<std::string> interface_by_node_;
   std::vector<int> offsets_;
   std::unordered_map<ConnId, std::int32_t> node_of_conn_;
 };

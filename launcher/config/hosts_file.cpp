@@ -23,7 +23,7 @@ namespace dlaunch {
 namespace {
 
 constexpr std::string_view kTopLevelKeys[] = {"defaults", "host", "rendezvous"};
-constexpr std::string_view kRendezvousKeys[] = {"address", "port"};
+constexpr std::string_view kRendezvousKeys[] = {"address", "port", "master_address"};
 constexpr std::string_view kTransports[] = {"local", "ssh"};
 
 // Far above any real machine, low enough that a typo (slots = 80000) is an
@@ -458,6 +458,9 @@ RendezvousSettings read_rendezvous(const toml::table& root, Diagnostics& diags) 
       settings.address = read_word(value, "address", diags).value_or("");
     } else if (key.str() == "port") {
       settings.port = read_int(value, "port", 1, 65535, diags);
+    } else if (key.str() == "master_address") {
+      settings.master_address = read_word(value, "master_address", diags).value_or("");
+      settings.master_address_line = value.source().begin.line;
     } else {
       report_unknown_key(key, "[rendezvous]", kRendezvousKeys, diags);
     }

@@ -3,6 +3,7 @@
 // test; see hosts.example.toml for the documented schema.
 #pragma once
 
+#include <cstdint>
 #include <map>
 #include <optional>
 #include <span>
@@ -63,6 +64,10 @@ std::span<const HostField> host_fields();
 struct RendezvousSettings {
   std::string address;      // what agents connect to; empty: derived per host
   std::optional<int> port;  // listening port; unset: any free port
+  // MASTER_ADDR to try first (node 0's address as every node reaches it, e.g.
+  // across a tunnel); it is probed like the others and used when all reach it.
+  std::string master_address;
+  std::uint32_t master_address_line = 0;  // for messages
 };
 
 struct HostsFile {

@@ -191,11 +191,13 @@ ParseResult parse_options(int argc, const char* const* argv,
     }
     o.ranks_filter = *ranks;
   }
-  const bool manual = o.nnodes > 1 || node_rank.has_value() || !o.master_addr.empty();
+  // With --hosts, --master-addr is the MASTER_ADDR to try first (as the hosts
+  // file's master_address), not a switch to manual mode.
+  const bool manual =
+      o.nnodes > 1 || node_rank.has_value() || (!o.master_addr.empty() && o.hosts_file.empty());
   if (!o.hosts_file.empty() && manual) {
     return usage_error(
-        "--hosts cannot be combined with --nnodes/--node-rank/--master-addr: the hosts file "
-        "lists the nodes");
+        "--hosts cannot be combined with --nnodes/--node-rank: the hosts file lists the nodes");
   }
   if (!o.hosts_file.empty()) {
     o.mode = Mode::hosts;

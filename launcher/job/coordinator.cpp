@@ -45,6 +45,12 @@ JobPolicy::Config policy_config(const Plan& plan, const Options& options) {
   config.grace_s = options.grace_s;
   config.verbose = options.verbose > 0;
   config.ranks_filter = options.ranks_filter;
+  config.probe_master = plan.probe_master;
+  rdzv.hold_for_network = plan.probe_master;
+  config.master_sources.configured = plan.configured_master;
+  config.master_sources.configured_by = plan.configured_master_by;
+  config.master_sources.node0_address = plan.node0_address;
+  config.master_sources.all_nodes_local = plan.all_nodes_local;
   return config;
 }
 
@@ -183,6 +189,8 @@ void Coordinator::on_message(ConnId conn, proto::Message&& message) {
     apply(policy_.on_rank_exit(conn, *exit, sink_.tail(exit->rank)));
   } else if (auto* done = std::get_if<proto::AgentDone>(&message)) {
     apply(policy_.on_agent_done(conn, *done));
+  } else if (auto* report = std::get_if<proto::ProbeReport>(&message)) {
+    apply(policy_.on_probe_report(conn, *report));
   }
 }
 

@@ -65,21 +65,93 @@ JobActions JobPolicy::on_join(ConnId conn, const proto::Join& join) {
     node_of_conn_[conn] = member->node_rank;
     auto& node = nodes_[static_cast<std::size_t>(member->node_rank)];
     node.conn = conn;
+    node.probe_port = join.probe_port;
+    node.interfaces = join.interfaces;
     if (config_.label_from_join && !join.host.empty()) node.setup.label = join.host;
     emit(log_line(log::Level::debug, "node ", member->node_rank, " (", node.setup.label,
                   ") joined with ", join.nproc, " ranks"));
   }
   send_all(replies);
-  if (rendezvous_.assigned() && phase_ == Phase::starting) {
-    phase_ = Phase::running;
-    emit(job_action::CancelTimer{JobTimer::rendezvous});
-    emit(job_action::CancelTimer{JobTimer::waiting_report});
-    emit(log_line(log::Level::info, "job ", config_.rendezvous.job, ": ", rendezvous_.world_size(),
-                  " ranks on ", config_.rendezvous.nnodes, " nodes, MASTER_ADDR=",
-                  rendezvous_.config().master_addr, " MASTER_PORT=", rendezvous_.master_port()));
-    warn_about_ranks_filter();
-  }
+  if (config_.probe_master && rendezvous_.all_joined() && !probe_sent_ && phase_ == Phase::starting)
+    start_probe();
+  if (rendezvous_.assigned() && phase_ == Phase::starting) on_assigned();
   return take();
+}
+
+// Every node tries node 0's candidate addresses at node 0's probe port; the
+// ranks start only once one address is known to work from everywhere.
+void JobPolicy::start_probe() {
+  probe_sent_ = true;
+  const Node& node0 = nodes_.front();
+  config_.master_sources.node0_interfaces = node0.interfaces;
+  candidates_ = net::master_candidates(config_.master_sources);
+  if (node0.probe_port == 0) {
+    emit(log_line(log::Level::warn, "node 0 (", node0.setup.label,
+                  ") could not open a probe port; MASTER_ADDR=", rendezvous_.master_addr(),
+                  " is used untested"));
+    send_all(rendezvous_.assign_with_network(rendezvous_.master_addr(), {}));
+    return;
+  }
+  proto::Probe probe;
+  probe.port = node0.probe_port;
+  probe.timeout_ms = config_.probe_timeout_ms;
+  for (const auto& c : candidates_) probe.addresses.push_back(c.address);
+  emit(log_line(log::Level::debug, "probing ", candidates_.size(),
+                " candidate MASTER_ADDRs of node 0 from every node at port ", probe.port));
+  if (candidates_.empty()) {
+    choose_master();
+    return;
+  }
+  for (const auto& n : nodes_) emit(job_action::Send{*n.conn, probe});
+}
+
+JobActions JobPolicy::on_probe_report(ConnId conn, const proto::ProbeReport& report) {
+  const auto index = node_of(conn);
+  if (finished_ || !index || !probe_sent_ || rendezvous_.assigned() || phase_ != Phase::starting)
+    return {};
+  auto& node = nodes_[static_cast<std::size_t>(*index)];
+  if (node.probe) return {};
+  if (report.outcomes.size() != candidates_.size()) {
+    emit(log_line(log::Level::warn, node.setup.label, " answered the probe of ", candidates_.size(),
+                  " addresses with ", report.outcomes.size(),
+                  " results; counted as reaching none"));
+  }
+  node.probe = report.outcomes;
+  if (++probe_reports_ == nodes_.size()) choose_master();
+  return take();
+}
+
+void JobPolicy::choose_master() {
+  std::vector<net::NodeProbe> probes;
+  probes.reserve(nodes_.size());
+  for (auto& n : nodes_) {
+    net::NodeProbe p;
+    p.label = n.setup.label;
+    p.interfaces = std::move(n.interfaces);  // not needed after this
+    p.answered = n.probe.has_value() && n.probe->size() == candidates_.size();
+    if (p.answered) p.outcomes = std::move(*n.probe);
+    probes.push_back(std::move(p));
+  }
+  const auto result = net::choose_master(candidates_, config_.master_sources, probes);
+  if (!result.choice) {
+    fail(kExitFailure, result.report, -1, {});
+    return;
+  }
+  emit(log_line(log::Level::info, result.report));
+  for (const auto& w : result.choice->warnings) emit(log_line(log::Level::warn, w));
+  send_all(
+      rendezvous_.assign_with_network(result.choice->address, result.choice->interface_by_node));
+  if (rendezvous_.assigned() && phase_ == Phase::starting) on_assigned();
+}
+
+void JobPolicy::on_assigned() {
+  phase_ = Phase::running;
+  emit(job_action::CancelTimer{JobTimer::rendezvous});
+  emit(job_action::CancelTimer{JobTimer::waiting_report});
+  emit(log_line(log::Level::info, "job ", config_.rendezvous.job, ": ", rendezvous_.world_size(),
+                " ranks on ", config_.rendezvous.nnodes, " nodes, MASTER_ADDR=",
+                rendezvous_.master_addr(), " MASTER_PORT=", rendezvous_.master_port()));
+  warn_about_ranks_filter();
 }
 
 void JobPolicy::send_all(const std::vector<Outbound>& out) {
@@ -334,21 +406,35 @@ JobActions JobPolicy::on_timer(JobTimer timer) {
   return take();
 }
 
-// Names at most `at_most` of the nodes that have not joined, and how many more.
-std::string JobPolicy::missing_nodes(std::size_t at_most) const {
+// Names at most `at_most` of the nodes `missing` picks, and how many more.
+std::string JobPolicy::names_of(bool (*missing)(const Node&), std::size_t at_most) const {
   std::string names;
   std::size_t count = 0;
   for (const auto& n : nodes_) {
-    if (n.conn) continue;
+    if (!missing(n)) continue;
     if (++count <= at_most) names += (names.empty() ? "" : ", ") + n.setup.label;
   }
   if (count > at_most) names += " and " + std::to_string(count - at_most) + " more";
   return names;
 }
 
+std::string JobPolicy::missing_nodes(std::size_t at_most) const {
+  return names_of([](const Node& n) { return !n.conn.has_value(); }, at_most);
+}
+
+std::string JobPolicy::missing_probe_reports(std::size_t at_most) const {
+  return names_of([](const Node& n) { return !n.probe.has_value(); }, at_most);
+}
+
 void JobPolicy::report_waiting() {
   if (rendezvous_.assigned() || phase_ != Phase::starting) return;
   elapsed_waiting_ += kWaitingReport;
+  if (probe_sent_) {
+    note("waiting for " + std::to_string(nodes_.size() - probe_reports_) +
+         " nodes to report their probe of node 0's addresses: " + missing_probe_reports(20));
+    emit(job_action::ArmTimer{JobTimer::waiting_report, kWaitingReport});
+    return;
+  }
   const auto joined = static_cast<std::size_t>(rendezvous_.joined());
   note("waiting for " + std::to_string(nodes_.size() - joined) + " of " +
        std::to_string(nodes_.size()) + " nodes to join (" +
@@ -359,6 +445,13 @@ void JobPolicy::report_waiting() {
 
 void JobPolicy::on_rendezvous_timeout() {
   if (rendezvous_.assigned() || phase_ != Phase::starting) return;
+  if (probe_sent_) {
+    fail(kExitFailure,
+         "timed out after " + std::to_string(config_.rdzv_timeout_s) +
+             " s waiting for the probe of node 0's addresses from: " + missing_probe_reports(50),
+         -1, {});
+    return;
+  }
   fail(kExitFailure,
        "timed out after " + std::to_string(config_.rdzv_timeout_s) +
            " s waiting for nodes to join: " + missing_nodes(50) +

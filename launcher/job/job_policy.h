@@ -30,6 +30,8 @@
 
 #include "common/log.h"
 #include "launcher/job/job_record.h"
+#include "net/candidates.h"
+#include "net/choice.h"
 #include "protocol/messages.h"
 #include "rendezvous/state.h"
 
@@ -106,6 +108,11 @@ class JobPolicy {
     int grace_s = 10;
     bool verbose = false;        // a note for every rank exit
     std::set<int> ranks_filter;  // --ranks-filter, checked against the world once known
+    // Probe node 0's addresses from every node before assigning (jobs over
+    // several machines); rendezvous.hold_for_network must be set with it.
+    bool probe_master = false;
+    net::CandidateSources master_sources;  // node0_interfaces come from node 0's Join
+    int probe_timeout_ms = 3000;
   };
 
   explicit JobPolicy(Config config);
@@ -114,6 +121,8 @@ class JobPolicy {
   JobActions start();
   // An authenticated agent's Join; assignments go out once every node joined.
   JobActions on_join(ConnId conn, const proto::Join& join);
+  // An agent's probe of node 0's candidate addresses.
+  JobActions on_probe_report(ConnId conn, const proto::ProbeReport& report);
   // A rank exited. `last_lines` is what it printed last, for the root cause.
   JobActions on_rank_exit(ConnId conn, const proto::RankExit& exit,
                           std::vector<std::string> last_lines);
@@ -143,13 +152,21 @@ class JobPolicy {
     std::optional<ConnId> conn;
     bool agent_gone = false;  // its process exited (or could never start)
     bool conn_closed = false;
+    std::int32_t probe_port = 0;  // from its Join; node 0's is the one probed
+    net::Interfaces interfaces;   // from its Join
+    std::optional<std::vector<net::ProbeOutcome>> probe;
   };
   enum class Phase { starting, running, restarting, stopping };
 
   void send_all(const std::vector<Outbound>& out);
+  void start_probe();
+  void choose_master();
+  void on_assigned();
   void warn_about_ranks_filter();
   void report_waiting();
+  std::string names_of(bool (*missing)(const Node&), std::size_t at_most) const;
   std::string missing_nodes(std::size_t at_most) const;
+  std::string missing_probe_reports(std::size_t at_most) const;
   void stop_every_node(const proto::Stop& stop);
   void fail(int code, const std::string& what, int rank, std::vector<std::string> tail);
   void stop_job(int code, const std::string& reason);
@@ -181,6 +198,9 @@ class JobPolicy {
   std::chrono::seconds elapsed_waiting_{0};  // nodes before it are known gone (see check_finished)
   JobResult result_;
   JobActions out_;
+  std::vector<net::Candidate> candidates_;  // sent in the Probe; empty until then
+  bool probe_sent_ = false;
+  std::size_t probe_reports_ = 0;
 };
 
 }  // namespace dlaunch

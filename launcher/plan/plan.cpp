@@ -59,6 +59,17 @@ Plan make_plan(const Options& o, const HostsFile* hosts, const std::string& job)
       plan.hosts_in_prefix = plan.nnodes > 1;
       plan.rdzv_port = hosts->rendezvous.port.value_or(0);
       plan.rdzv_connect = hosts->rendezvous.address;
+      plan.all_nodes_local = all_local;
+      plan.probe_master = !all_local && plan.nnodes > 1;
+      plan.node0_address = plan.nodes.front().host.address;
+      if (!o.master_addr.empty()) {
+        plan.configured_master = o.master_addr;
+        plan.configured_master_by = "--master-addr";
+      } else if (!hosts->rendezvous.master_address.empty()) {
+        plan.configured_master = hosts->rendezvous.master_address;
+        plan.configured_master_by = "master_address in " + hosts->path + ":" +
+                                    std::to_string(hosts->rendezvous.master_address_line);
+      }
       if (all_local) {
         plan.rdzv_bind = "127.0.0.1";
         if (plan.rdzv_connect.empty()) plan.rdzv_connect = "127.0.0.1";
@@ -70,6 +81,7 @@ Plan make_plan(const Options& o, const HostsFile* hosts, const std::string& job)
         // address the hosts file gives (for a local node 0: our rendezvous address).
         plan.master_addr = first.local ? hosts->rendezvous.address : first.host.address;
       }
+      if (!plan.configured_master.empty()) plan.master_addr = plan.configured_master;
       break;
     }
     case Mode::manual: {
@@ -84,6 +96,9 @@ Plan make_plan(const Options& o, const HostsFile* hosts, const std::string& job)
       node.nproc = default_nproc;
       plan.nodes.push_back(node);
       plan.master_addr = o.master_addr;
+      plan.probe_master = o.nnodes > 1;
+      plan.configured_master = o.master_addr;
+      plan.configured_master_by = "--master-addr";
       plan.rdzv_bind = "0.0.0.0";
       plan.rdzv_port = o.rdzv_port;
       plan.rdzv_connect = o.node_rank == 0 ? "127.0.0.1" : o.master_addr;

@@ -31,6 +31,14 @@ struct Plan {
   bool hosts_in_prefix = false;  // several hosts: prefix lines with the host too
 
   std::string master_addr;  // empty: this machine's name (decided at start)
+  // Jobs over several machines pick MASTER_ADDR at start: every agent probes
+  // node 0's candidate addresses (net/candidates.h) and the first that all
+  // reach wins; master_addr above is then unused.
+  bool probe_master = false;
+  std::string configured_master;     // [rendezvous] master_address or --master-addr
+  std::string configured_master_by;  // where it was set, for messages
+  std::string node0_address;         // node 0's address in the hosts file
+  bool all_nodes_local = false;
   std::optional<int> master_port;
   std::string rdzv_bind;     // address the rendezvous listens on
   int rdzv_port = 0;         // 0: any free port

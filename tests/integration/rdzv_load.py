@@ -278,7 +278,24 @@ class Worker:
             return self.finish(agent, "stopped")
         if msg_type == wire.HEARTBEAT:
             return
+        if msg_type == wire.PROBE:
+            return self.send(agent, wire.probe_report(self.probe(wire.parse_probe(payload))))
         self.finish(agent, "protocol_error", f"unexpected message type {msg_type}")
+
+    def probe(self, probe):
+        """A real TCP connect to each of node 0's candidates, as an agent
+        makes it (blocking: on loopback it completes at once or is refused)."""
+        outcomes = []
+        for address in probe["addresses"]:
+            started = time.monotonic()
+            try:
+                with socket.create_connection((address, probe["port"]),
+                                              timeout=min(probe["timeout_ms"], 2000) / 1000):
+                    pass
+                outcomes.append((True, int((time.monotonic() - started) * 1e6), b"", b""))
+            except OSError as e:
+                outcomes.append((False, 0, b"", str(e).encode()[:200]))
+        return outcomes
 
     def report_exits(self, agent):
         """Every assigned rank's exit (the failing node's first rank with

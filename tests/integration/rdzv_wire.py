@@ -8,7 +8,7 @@ import socket
 import struct
 
 MAGIC = 0x444C5256
-VERSION = 2
+VERSION = 3
 HELLO, CHALLENGE, JOIN, WELCOME, ASSIGN, LOG_LINE, RANK_EXIT = 1, 2, 3, 4, 5, 6, 7
 
 
@@ -25,8 +25,7 @@ def hello(nonce=None, version=VERSION, magic=MAGIC):
 
 
 def join(proof, node_rank=0, nproc=1, host=b"intruder", port=1234, nnodes=0):
-    return frame(JOIN, string(proof) + struct.pack(">iii", node_rank, nproc, 0) + string(host)
-                 + struct.pack(">iqi", port, os.getpid(), nnodes))
+    return join_full(proof, node_rank, nproc, host=host, master_port=port, nnodes=nnodes)
 
 
 # How a LogLine's text ended (protocol/messages.h, LineEnd).
@@ -68,7 +67,7 @@ def connect(port, host="127.0.0.1", timeout=5.0):
 # agents at once over non-blocking sockets. Additions only: the helpers above
 # keep their behaviour for the tests that use them.
 
-AGENT_DONE, STOP, HEARTBEAT, REJECT = 8, 9, 10, 11
+AGENT_DONE, STOP, HEARTBEAT, REJECT, PROBE, PROBE_REPORT = 8, 9, 10, 11, 12, 13
 NONCE_SIZE = 32
 HEADER = struct.Struct(">IB")
 # Frames the coordinator may send once the peer has joined (frame.h's kMaxFrame).
@@ -95,10 +94,26 @@ def welcome_proof(secret, server_nonce, agent_nonce):
 
 
 def join_full(proof, node_rank, nproc=1, gpus=0, host=b"load", master_port=0, pid=None,
-              nnodes=0):
-    """A Join with every field chosen by the caller (protocol/messages.cpp)."""
-    return frame(JOIN, string(proof) + struct.pack(">iii", node_rank, nproc, gpus) + string(host)
-                 + struct.pack(">iqi", master_port, os.getpid() if pid is None else pid, nnodes))
+              nnodes=0, probe_port=0, interfaces=()):
+    """A Join with every field chosen by the caller (protocol/messages.cpp).
+    `interfaces`: (name, kind, mtu, up, [(address, prefix, ipv6)]) tuples."""
+    body = (string(proof) + struct.pack(">iii", node_rank, nproc, gpus) + string(host)
+            + struct.pack(">iqii", master_port, os.getpid() if pid is None else pid, nnodes,
+                          probe_port)
+            + struct.pack(">I", len(interfaces)))
+    for name, kind, mtu, up, addresses in interfaces:
+        body += string(name) + struct.pack(">BiBI", kind, mtu, 1 if up else 0, len(addresses))
+        for address, prefix, ipv6 in addresses:
+            body += string(address) + struct.pack(">BB", prefix, 1 if ipv6 else 0)
+    return frame(JOIN, body)
+
+
+def probe_report(outcomes):
+    """`outcomes`: (reached, rtt_us, interface, error) per probed address."""
+    body = struct.pack(">I", len(outcomes))
+    for reached, rtt_us, interface, error in outcomes:
+        body += struct.pack(">Bi", 1 if reached else 0, rtt_us) + string(interface) + string(error)
+    return frame(PROBE_REPORT, body)
 
 
 def agent_done(round_, next_master_port=0):
@@ -160,11 +175,23 @@ def parse_assign(payload):
      world_size) = r.unpack(">iiiiiii")
     master_addr = r.string(255)
     (master_port,) = r.unpack(">i")
+    socket_ifname = r.string(15)
     r.done()
     return {"job": job.decode(errors="replace"), "round": round_, "max_restarts": max_restarts,
             "node_rank": node_rank, "nnodes": nnodes, "rank_offset": rank_offset,
             "local_world_size": local_world_size, "world_size": world_size,
-            "master_addr": master_addr.decode(errors="replace"), "master_port": master_port}
+            "master_addr": master_addr.decode(errors="replace"), "master_port": master_port,
+            "socket_ifname": socket_ifname.decode(errors="replace")}
+
+
+def parse_probe(payload):
+    """{port, timeout_ms, addresses}; ValueError when malformed."""
+    r = _Reader(payload)
+    port, timeout_ms = r.unpack(">ii")
+    (count,) = r.unpack(">I")
+    addresses = [r.string(255).decode() for _ in range(count)]
+    r.done()
+    return {"port": port, "timeout_ms": timeout_ms, "addresses": addresses}
 
 
 def parse_stop(payload):

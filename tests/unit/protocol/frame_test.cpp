@@ -37,6 +37,26 @@ TEST_CASE("a frame over the limit is refused before its body arrives") {
   CHECK(r.reason.find("exceeds limit") != std::string::npos);
 }
 
+TEST_CASE("probe messages with out-of-range fields are malformed") {
+  auto decodes = [](const proto::Message& m) {
+    const std::string bytes = proto::encode(m);
+    return proto::decode(bytes[4], std::string_view(bytes).substr(5)).has_value();
+  };
+  CHECK(decodes(proto::Probe{29500, 3000, {"a"}}));
+  CHECK_FALSE(decodes(proto::Probe{0, 3000, {"a"}}));     // no port
+  CHECK_FALSE(decodes(proto::Probe{29500, 0, {"a"}}));    // no time to try
+  CHECK_FALSE(decodes(proto::Probe{29500, 3000, {""}}));  // an empty address
+  CHECK_FALSE(decodes(proto::Probe{29500, 3000, std::vector<std::string>(17, "a")}));
+  proto::Join join{std::string(32, 'p'), 0, 1, 0, "h", 1, 1};
+  join.interfaces.push_back(
+      {"eth0", net::InterfaceKind::physical, 1500, true, {{"10.0.0.1", 33, false}}});
+  CHECK_FALSE(decodes(join));  // an IPv4 prefix longer than 32 bits
+  join.interfaces.back().addresses.back().prefix = 32;
+  CHECK(decodes(join));
+  join.interfaces.assign(65, join.interfaces.back());
+  CHECK_FALSE(decodes(join));
+}
+
 TEST_CASE("a zero-length frame is bad") {
   FrameDecoder d;
   d.feed(std::string("\0\0\0\0", 4));
@@ -56,6 +76,16 @@ TEST_CASE("every message type round-trips through encode and decode") {
       proto::Stop{3, true, 0, "rank 3 failed"},
       proto::Heartbeat{},
       proto::Reject{"nope"},
+      proto::Join{std::string(32, 'p'), 0, 1, 0, "h0", 29500, 1, 2, 29500,
+                  net::Interfaces{{"ens5",
+                                   net::InterfaceKind::physical,
+                                   9000,
+                                   true,
+                                   {{"198.18.1.10", 24, false}, {"2001:db8::10", 64, true}}},
+                                  {"lo", net::InterfaceKind::loopback, 65536, true, {}}}},
+      proto::Assign{"job-1", 0, 0, 0, 2, 0, 1, 2, "198.18.1.10", 29501, "ens5"},
+      proto::Probe{29500, 3000, {"198.18.1.10", "gpu-a.example"}},
+      proto::ProbeReport{{{true, 420, "ens5", ""}, {false, 0, "", "timed out"}}},
   };
   for (const auto& m : messages) {
     const std::string bytes = proto::encode(m);

@@ -119,3 +119,33 @@ TEST_CASE("restart rounds wait for every agent and bump the round with a fresh p
   CHECK(state.on_agent_done(1, proto::AgentDone{0, 0}).empty());
   CHECK_FALSE(state.all_done());
 }
+
+TEST_CASE("held for the network: nobody is assigned until the probed choice arrives") {
+  RendezvousState::Config config{3, "job", 1, "mgmt-name", 0, {}};
+  config.hold_for_network = true;
+  RendezvousState state(config);
+  for (int node = 0; node < 3; ++node)
+    CHECK(state.on_join(static_cast<ConnId>(node + 1), join_as(node, 1)).empty());
+  CHECK(state.all_joined());
+  CHECK_FALSE(state.assigned());
+  auto out = state.assign_with_network("198.18.1.10", {"ens5", "eth7", ""});
+  REQUIRE(out.size() == 3);
+  for (const auto& o : out) {
+    const auto& a = std::get<proto::Assign>(o.message);
+    CHECK(a.master_addr == "198.18.1.10");
+    CHECK(a.socket_ifname == (a.node_rank == 0 ? "ens5" : a.node_rank == 1 ? "eth7" : ""));
+  }
+  CHECK(state.master_addr() == "198.18.1.10");
+  // A restart round keeps the choice.
+  CHECK(state.begin_restart().empty());
+  std::vector<Outbound> again;
+  for (int node = 0; node < 3; ++node) {
+    auto o = state.on_agent_done(static_cast<ConnId>(node + 1), proto::AgentDone{0, 40000});
+    if (!o.empty()) again = o;
+  }
+  REQUIRE(again.size() == 3);
+  CHECK(std::get<proto::Assign>(again[1].message).master_addr == "198.18.1.10");
+  CHECK(std::get<proto::Assign>(again[1].message).socket_ifname == "eth7");
+  // A second choice is ignored: the job has started.
+  CHECK(state.assign_with_network("10.0.0.1", {}).empty());
+}

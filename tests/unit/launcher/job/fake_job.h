@@ -31,6 +31,10 @@ class FakeJob {
     int rdzv_timeout_s = 600;
     bool verbose = false;
     std::set<int> ranks_filter = {};
+    // Probe MASTER_ADDR as a job over several machines does. Node 0 is listed
+    // by 198.19.0.2 (a management address) and also has 198.18.1.10 on ens5;
+    // node N's interface is ethN.
+    bool probe = false;
   };
   using ms = std::chrono::milliseconds;
 
@@ -77,7 +81,29 @@ class FakeJob {
     join.nproc = setup_.nproc;
     join.host = host(node);
     join.master_port = 29500 + node;
+    join.probe_port = 29500 + node;
+    if (node == 0) {
+      join.interfaces = {
+          {"mgmt0", net::InterfaceKind::veth, 1500, true, {{"198.19.0.2", 30, false}}},
+          {"ens5", net::InterfaceKind::physical, 1500, true, {{"198.18.1.10", 24, false}}}};
+    } else {
+      join.interfaces = {{"eth" + std::to_string(node),
+                          net::InterfaceKind::veth,
+                          1500,
+                          true,
+                          {{"198.18.2." + std::to_string(node), 24, false}}}};
+    }
     apply(policy_.on_join(conn(node), join));
+  }
+  // A node's answer to the Probe it received: `reached` per candidate.
+  void probe_report(int node, const std::vector<bool>& reached) {
+    proto::ProbeReport report;
+    for (bool r : reached) {
+      report.outcomes.push_back({r, r ? 400 : 0,
+                                 r ? (node == 0 ? "ens5" : "eth" + std::to_string(node)) : "",
+                                 r ? "" : "timed out"});
+    }
+    apply(policy_.on_probe_report(conn(node), report));
   }
   void join_all() {
     for (int node = 0; node < setup_.nodes; ++node) join(node);
@@ -198,6 +224,9 @@ class FakeJob {
     c.grace_s = setup.grace_s;
     c.verbose = setup.verbose;
     c.ranks_filter = setup.ranks_filter;
+    c.probe_master = setup.probe;
+    c.rendezvous.hold_for_network = setup.probe;
+    c.master_sources.node0_address = "198.19.0.2";
     return c;
   }
 

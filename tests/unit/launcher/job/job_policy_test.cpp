@@ -380,3 +380,64 @@ TEST_CASE("a --ranks-filter rank the world turns out not to have is warned about
         std::vector<std::string>{"warn: --ranks-filter 6,9: this job has ranks 0..5 only; those "
                                  "print nothing"});
 }
+
+TEST_CASE("MASTER_ADDR is the first of node 0's addresses every node reached") {
+  FakeJob job({.nodes = 3, .nproc = 1, .verbose = false, .probe = true});
+  job.start();
+  job.join_all();
+  // Nobody is assigned yet: every node was asked to probe node 0's candidates.
+  CHECK(job.received_of<proto::Assign>(1).empty());
+  const auto probes = job.received_of<proto::Probe>(2);
+  REQUIRE(probes.size() == 1);
+  CHECK(probes[0].port == 29500);
+  CHECK(probes[0].addresses == std::vector<std::string>{"198.19.0.2", "198.18.1.10"});
+  job.probe_report(0, {true, true});
+  job.probe_report(1, {false, true});
+  CHECK(job.received_of<proto::Assign>(0).empty());
+  job.probe_report(2, {false, true});
+  for (int node = 0; node < 3; ++node) {
+    const auto assigns = job.received_of<proto::Assign>(node);
+    REQUIRE(assigns.size() == 1);
+    CHECK(assigns[0].master_addr == "198.18.1.10");
+    CHECK(assigns[0].socket_ifname == (node == 0 ? "ens5" : "eth" + std::to_string(node)));
+  }
+  CHECK(
+      job.has_log("info: job job: 3 ranks on 3 nodes, MASTER_ADDR=198.18.1.10 MASTER_PORT=29500"));
+  CHECK_FALSE(job.armed(JobTimer::rendezvous).has_value());
+}
+
+TEST_CASE("no address reached by every node fails the job before any rank starts") {
+  FakeJob job({.nodes = 3, .nproc = 1, .probe = true});
+  job.start();
+  job.join_all();
+  job.probe_report(0, {true, true});
+  job.probe_report(1, {false, true});
+  job.probe_report(2, {false, false});
+  for (int node = 0; node < 3; ++node) {
+    CHECK(job.received_of<proto::Assign>(node).empty());
+    CHECK(job.received_of<proto::Stop>(node).size() == 1);
+  }
+  const std::string printed = job.printed();
+  CHECK(printed.find("job job failed: no address of node 0 (host0) was reached by every node") !=
+        std::string::npos);
+  CHECK(printed.find("not reached from host2 (timed out)") != std::string::npos);
+  CHECK(printed.find("198.18.1.10") != std::string::npos);
+  job.all_agents_stop();
+  CHECK(job.exit_code == 1);
+}
+
+TEST_CASE("a node that never answers the probe is named when the rendezvous times out") {
+  FakeJob job({.nodes = 3, .nproc = 1, .rdzv_timeout_s = 30, .probe = true});
+  job.start();
+  job.join_all();
+  job.probe_report(0, {true, true});
+  job.probe_report(2, {true, true});
+  while (auto t = job.fire_next_timer()) {
+    if (*t == JobTimer::rendezvous) break;
+  }
+  const std::string printed = job.printed();
+  CHECK(printed.find("waiting for 1 nodes to report their probe of node 0's addresses: host1") !=
+        std::string::npos);
+  CHECK(printed.find("waiting for the probe of node 0's addresses from: host1") !=
+        std::string::npos);
+}

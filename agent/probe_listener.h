@@ -1,0 +1,29 @@
+// The port node 0's agent accepts probes on: every agent tries node 0's
+// candidate addresses here before any rank starts, so the MASTER_ADDR the
+// coordinator picks is one every node has reached. The same port becomes
+// MASTER_PORT: holding it open until the ranks start keeps it free for them,
+// and a firewall that drops it is found before a trainer hangs on it.
+#pragma once
+
+#include <asio.hpp>
+#include <cstdint>
+
+namespace dlaunch {
+
+class ProbeListener {
+ public:
+  // Listens on a free port on every address (IPv6 and IPv4 where the host has
+  // IPv6, else IPv4); port() is 0 when no socket could be opened.
+  explicit ProbeListener(asio::io_context& io);
+  std::uint16_t port() const { return port_; }
+  // Stops accepting; connections already accepted end when their peer closes.
+  void close();
+
+ private:
+  void accept();
+
+  asio::ip::tcp::acceptor acceptor_;
+  std::uint16_t port_ = 0;
+};
+
+}  // namespace dlaunch

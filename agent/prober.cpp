@@ -1,0 +1,110 @@
+#include "agent/prober.h"
+
+#include <chrono>
+#include <memory>
+
+namespace dlaunch {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// What every attempt shares: the results so far and who to tell at the end.
+struct ProbeRun {
+  std::vector<net::ProbeOutcome> outcomes;
+  std::size_t pending = 0;
+  net::Interfaces interfaces;
+  ProbeDone done;
+
+  void finished_one() {
+    if (--pending == 0) done(std::move(outcomes));
+  }
+};
+
+struct Attempt : std::enable_shared_from_this<Attempt> {
+  Attempt(asio::io_context& io, std::shared_ptr<ProbeRun> r, std::size_t i)
+      : run(std::move(r)), index(i), resolver(io), socket(io), timer(io) {}
+
+  std::shared_ptr<ProbeRun> run;
+  std::size_t index;
+  asio::ip::tcp::resolver resolver;
+  asio::ip::tcp::socket socket;
+  asio::steady_timer timer;
+  Clock::time_point started = Clock::now();
+  bool timed_out = false;
+  bool over = false;
+
+  void start(const std::string& address, int port, std::chrono::milliseconds timeout) {
+    auto self = shared_from_this();
+    timer.expires_after(timeout);
+    timer.async_wait([self](const asio::error_code& ec) {
+      if (ec || self->over) return;
+      self->timed_out = true;
+      asio::error_code ignored;
+      self->resolver.cancel();
+      self->socket.close(ignored);
+    });
+    resolver.async_resolve(
+        address, std::to_string(port),
+        [self](const asio::error_code& ec, asio::ip::tcp::resolver::results_type endpoints) {
+          if (ec) return self->finish(ec, "cannot resolve");
+          asio::async_connect(
+              self->socket, endpoints,
+              [self](const asio::error_code& connect_ec, const asio::ip::tcp::endpoint&) {
+                self->finish(connect_ec, "");
+              });
+        });
+  }
+
+  void finish(const asio::error_code& ec, const char* what) {
+    if (over) return;
+    over = true;
+    timer.cancel();
+    auto& out = run->outcomes[index];
+    if (!ec && !timed_out) {
+      out.reached = true;
+      out.rtt_us = static_cast<std::int32_t>(
+          std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - started).count());
+      asio::error_code local_ec;
+      const auto local = socket.local_endpoint(local_ec);
+      if (!local_ec) {
+        auto address = local.address();
+        if (address.is_v6() && address.to_v6().is_v4_mapped())
+          address = asio::ip::make_address_v4(asio::ip::v4_mapped, address.to_v6());
+        if (const auto* itf = net::interface_with_address(run->interfaces, address.to_string()))
+          out.interface = itf->name;
+      }
+    } else if (timed_out) {
+      out.error = "timed out";
+    } else if (ec == asio::error::connection_refused) {
+      out.error = "refused";
+    } else if (ec == asio::error::host_unreachable || ec == asio::error::network_unreachable) {
+      out.error = "unreachable";
+    } else {
+      out.error = *what ? std::string(what) : ec.message();
+    }
+    asio::error_code ignored;
+    socket.close(ignored);  // our side closes first: see ProbeListener
+    run->finished_one();
+  }
+};
+
+}  // namespace
+
+void probe_addresses(asio::io_context& io, const proto::Probe& probe,
+                     const net::Interfaces& interfaces, ProbeDone done) {
+  auto run = std::make_shared<ProbeRun>();
+  run->outcomes.resize(probe.addresses.size());
+  run->pending = probe.addresses.size();
+  run->interfaces = interfaces;
+  run->done = std::move(done);
+  if (probe.addresses.empty()) {
+    asio::post(io, [run] { run->done({}); });
+    return;
+  }
+  for (std::size_t i = 0; i < probe.addresses.size(); ++i) {
+    std::make_shared<Attempt>(io, run, i)
+        ->start(probe.addresses[i], probe.port, std::chrono::milliseconds(probe.timeout_ms));
+  }
+}
+
+}  // namespace dlaunch

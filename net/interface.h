@@ -1,0 +1,70 @@
+// A host's network interfaces as its agent sees them (from getifaddrs and
+// /sys/class/net), sent to the coordinator in Join so it can pick node 0's
+// address every node reaches and the interface each host's ranks should use.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace dlaunch::net {
+
+// Ordered as the coordinator prefers them for MASTER_ADDR: the real NICs of a
+// host first, container and VM bridges last.
+enum class InterfaceKind : std::uint8_t {
+  physical = 0,    // has a device behind it (PCI NIC, virtio in a VM)
+  infiniband = 1,  // IPoIB
+  bond = 2,        // bonding/team of physical NICs
+  vlan = 3,
+  veth = 4,      // one end of a veth pair: a container's or namespace's main NIC
+  tunnel = 5,    // GRE, IPIP, VXLAN, WireGuard, TUN: usually a smaller MTU
+  bridge = 6,    // a Linux bridge (br0); its address is the host's when it enslaves the NIC
+  virtual_ = 7,  // docker0, virbr0, cni0, other software-only interfaces
+  loopback = 8,
+  other = 9,
+};
+inline constexpr std::uint8_t kLastInterfaceKind = 9;
+
+std::string_view to_string(InterfaceKind kind);
+
+struct InterfaceAddress {
+  std::string address;  // numeric, no scope suffix
+  std::uint8_t prefix = 0;
+  bool ipv6 = false;
+};
+
+struct NetInterface {
+  std::string name;
+  InterfaceKind kind = InterfaceKind::other;
+  std::int32_t mtu = 0;
+  bool up = false;
+  std::vector<InterfaceAddress> addresses;
+};
+
+using Interfaces = std::vector<NetInterface>;
+
+// What /sys/class/net/NAME says about an interface, read by the agent.
+struct SysfsFacts {
+  std::string name;
+  int type = 1;  // ARPHRD_*: 1 ethernet, 32 InfiniBand, 772 loopback, ...
+  int ifindex = 0;
+  int iflink = 0;               // differs from ifindex for veth (the peer) and stacked links
+  bool has_device = false;      // a `device` link: hardware (or virtio) behind it
+  std::string devtype;          // DEVTYPE= in uevent: bridge, vlan, bond, vxlan, wireguard...
+  bool has_bridge_dir = false;  // `bridge/`: a Linux bridge
+  bool has_tun_flags = false;   // `tun_flags`: a TUN/TAP device
+};
+
+InterfaceKind classify(const SysfsFacts& facts);
+
+// The interface holding `address` (the source address of a connection, so the
+// interface traffic to that peer leaves by); nullopt when none has it.
+const NetInterface* interface_with_address(const Interfaces& interfaces, std::string_view address);
+
+// 169.254.0.0/16 and fe80::/10: valid on one link only (IPv6 needs a scope
+// id), so never a MASTER_ADDR for other hosts.
+bool is_link_local_address(std::string_view address);
+
+}  // namespace dlaunch::net
