@@ -159,6 +159,7 @@ class Topology:
         self.mgmt = None
         self._closed = False
         atexit.register(self.close)
+        _LIVE.append(self)
         _sigterm_exits()
 
     def ns_name(self, role):
@@ -421,6 +422,8 @@ MaxSessions 50
         if self._closed:
             return
         self._closed = True
+        if self in _LIVE:
+            _LIVE.remove(self)
         for h in list(self.hosts):
             self._stop_sshd(h)
         for ns in self.namespaces:
@@ -512,10 +515,20 @@ MaxSessions 50
         return "\n".join(lines)
 
 
+_LIVE = []  # topologies not closed yet, for the SIGTERM handler
+
+
+def _on_sigterm(*_):
+    # Not sys.exit: unittest would catch the SystemExit as a test error and go on.
+    for topo in list(_LIVE):
+        topo.close()
+    os._exit(143)
+
+
 def _sigterm_exits():
-    """SIGTERM (a ctest timeout) runs the atexit clean-up like a normal exit."""
+    """SIGTERM (a ctest timeout, a Ctrl-C'd parent) tears the topology down too."""
     if signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:
-        signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+        signal.signal(signal.SIGTERM, _on_sigterm)
 
 
 # -- probes run inside host namespaces ------------------------------------------------

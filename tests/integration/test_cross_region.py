@@ -144,10 +144,6 @@ class CrossRegionTest(unittest.TestCase):
         self.assertEqual(self.markers(), [], "a rank started: " + detail)
         self.assertRegex(r.stderr, r"\bh1\b", detail)
         self.assertIn(h0["addr"], r.stderr, detail)
-        # The table's row for h1 names the region address it could not reach.
-        self.assertTrue(any(re.search(r"\bh1\b", line) and h0["addr"] in line
-                            for line in r.stderr.splitlines()),
-                        "no stderr line names both h1 and " + h0["addr"] + detail)
 
 
 def pending_check_command(topo):
