@@ -213,8 +213,11 @@ class SshTransport : public Transport {
       log::info(label, ": agent already on host at ", started.path);
     } else {
       const AgentUpload up = ensure_agent(s, launch.agent_binary, sha, options_.remote_cache_dir);
-      log::info(label, up.uploaded ? ": uploaded the agent to " : ": agent already on host at ",
-                up.remote_path);
+      if (up.uploaded) {
+        log::info(label, ": uploaded the agent to ", up.remote_path, " ", up.method);
+      } else {
+        log::info(label, ": agent already on host at ", up.remote_path);
+      }
       warning = up.warning;
       started = start_cached_agent(s, command);
       if (started.channel == nullptr) {

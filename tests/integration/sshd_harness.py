@@ -68,10 +68,12 @@ def sh(*args, check=True):
 class SshHosts:
     """`n` sshd hosts. Use as a context manager."""
 
-    def __init__(self, n, netns=None, key_types=("ed25519",), sshd_extra=""):
+    def __init__(self, n, netns=None, key_types=("ed25519",), sshd_extra="", sftp=True):
         """`key_types`: the host keys each sshd has; known_hosts lines use the first.
-        `sshd_extra`: more sshd_config lines."""
+        `sshd_extra`: more sshd_config lines. `sftp=False`: no `Subsystem sftp`
+        line, as on hardened images."""
         self.n = n
+        self.sftp = sftp
         self.key_types = key_types
         self.sshd_extra = sshd_extra
         if netns is None:  # DLAUNCH_TEST_NO_NETNS=1 forces the loopback variant
@@ -162,7 +164,7 @@ PasswordAuthentication no
 KbdInteractiveAuthentication no
 UsePAM no
 StrictModes no
-Subsystem sftp internal-sftp
+{"Subsystem sftp internal-sftp" if self.sftp else ""}
 LogLevel ERROR
 MaxStartups 200
 MaxSessions 50
