@@ -18,6 +18,7 @@
 #include "common/address.h"
 #include "common/did_you_mean.h"
 #include "protocol/rank_env.h"
+#include "ssh/jump_spec.h"
 
 namespace dlaunch {
 namespace {
@@ -220,6 +221,17 @@ std::optional<TransportKind> read_transport(const toml::node& node, std::string_
   return std::nullopt;
 }
 
+std::optional<std::string> read_jump(const toml::node& node, std::string_view key,
+                                     Diagnostics& diags) {
+  auto text = read_string(node, key, diags);
+  if (!text) return std::nullopt;
+  if (const JumpChain chain = parse_jump_chain(*text); !chain.error.empty()) {
+    diags.add(node.source(), "'" + std::string(key) + "' " + quoted(*text) + " " + chain.error);
+    return std::nullopt;
+  }
+  return text;
+}
+
 bool valid_env_name(std::string_view name) {
   const auto letter = [](char c) {
     return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || c == '_';
@@ -297,6 +309,8 @@ constexpr HostField kHostFields[] = {
     {"port", host_and_defaults, "2222", read_into<read_int_in<1, 65535>, &E::port>},
     {"user", host_and_defaults, R"("train")", read_into<read_word, &E::user>},
     {"identity", host_and_defaults, R"("~/.ssh/id_ed25519")", read_into<read_string, &E::identity>},
+    {"jump", host_and_defaults, R"("admin@bastion.example.com:2222")",
+     read_into<read_jump, &E::jump>},
     {"slots", host_and_defaults, "8", read_into<read_int_in<1, kMaxSlots>, &E::slots>},
     {"gpus", host_and_defaults, "8", read_into<read_int_in<0, kMaxGpus>, &E::gpus>},
     {"interface", host_and_defaults, R"("eth0")", read_into<read_interface, &E::interface>},

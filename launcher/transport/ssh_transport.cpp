@@ -19,6 +19,7 @@
 #include "common/posix.h"
 #include "ssh/agent_start.h"
 #include "ssh/config.h"
+#include "ssh/jump_spec.h"
 #include "ssh/session.h"
 #include "ssh/upload.h"
 
@@ -132,13 +133,16 @@ class SshTransport : public Transport {
   }
 
  private:
-  SshTarget target_for(const HostEntry& host) const {
-    const SshHostSettings cfg = config_.lookup(host.address);
+  // Where to connect for `alias` (a hosts-file address or a bastion), with
+  // ~/.ssh/config filling in what the hosts file leaves unset.
+  SshTarget resolve(const std::string& alias, const std::string& user, std::optional<int> port,
+                    const std::string& identity) const {
+    const SshHostSettings cfg = config_.lookup(alias);
     SshTarget t;
-    t.label = host.name.empty() ? host.address : host.name;
-    t.hostname = cfg.hostname.empty() ? host.address : cfg.hostname;
-    t.port = host.port.value_or(cfg.port.value_or(22));
-    t.user = !host.user.empty() ? host.user : !cfg.user.empty() ? cfg.user : local_user();
+    t.label = alias;
+    t.hostname = cfg.hostname.empty() ? alias : cfg.hostname;
+    t.port = port.value_or(cfg.port.value_or(22));
+    t.user = !user.empty() ? user : !cfg.user.empty() ? cfg.user : local_user();
     auto add = [&t, this](std::string path) {
       if (path.rfind("~/", 0) == 0) path = home_ + path.substr(1);
       for (const auto& existing : t.identity_files) {
@@ -146,12 +150,35 @@ class SshTransport : public Transport {
       }
       t.identity_files.push_back(path);
     };
-    if (!host.identity.empty()) add(host.identity);
+    if (!identity.empty()) add(identity);
     for (const auto& f : cfg.identity_files) add(f);
     for (const char* f : {"~/.ssh/id_ed25519", "~/.ssh/id_ecdsa", "~/.ssh/id_rsa"}) add(f);
     t.known_hosts = home_ + "/.ssh/known_hosts";
     t.accept_new_host_keys = options_.accept_new_host_keys;
     t.timeout_s = options_.connect_timeout_s;
+    return t;
+  }
+
+  SshTarget target_for(const HostEntry& host) const {
+    SshTarget t = resolve(host.address, host.user, host.port, host.identity);
+    t.label = host.name.empty() ? host.address : host.name;
+    // The hosts file wins over ~/.ssh/config, as ssh -J wins over ProxyJump.
+    const bool from_file = !host.jump.empty();
+    const std::string jump = from_file ? host.jump : config_.lookup(host.address).proxy_jump;
+    if (jump.empty()) return t;
+    const JumpChain chain = parse_jump_chain(jump);
+    if (!chain.error.empty()) {
+      throw SshError(t.label + ": " + (from_file ? "jump" : "ProxyJump in ~/.ssh/config") + " '" +
+                     jump + "' " + chain.error);
+    }
+    // A bastion is a host of its own: its user, port and keys come from the
+    // hop or ~/.ssh/config for its name, never from the host behind it; the
+    // host's identity file is offered there too.
+    for (const JumpHop& hop : chain.hops) {
+      SshTarget bastion = resolve(hop.host, hop.user, hop.port, host.identity);
+      bastion.label = t.label + ": bastion " + hop.host;
+      t.jumps.push_back(std::move(bastion));
+    }
     return t;
   }
 
@@ -182,7 +209,12 @@ class SshTransport : public Transport {
 
   void run_host(const HostEntry& host, const AgentLaunch& launch, const AgentEvents& events,
                 Control& control) {
-    SshTarget target = target_for(host);
+    SshTarget target;
+    try {
+      target = target_for(host);
+    } catch (const SshError& e) {
+      return post_exit(events, -1, e.what());
+    }
     target.cancel_fd = control.wake_fd;
     std::unique_ptr<SshSession> session;
     AgentStart started;
@@ -325,10 +357,8 @@ class SshTransport : public Transport {
     const int code = end == End::exited ? exit_code_of(channel) : 128 + SIGKILL;
     libssh2_channel_free(channel);
     if (end == End::lost) {
-      const SshTarget& t = s.target();
       return post_exit(events, -1,
-                       t.label + ": lost the SSH connection to " + t.hostname + ":" +
-                           std::to_string(t.port) + " (" + why +
+                       s.target().label + ": lost the SSH connection to " + s.route() + " (" + why +
                            "); the agent there stops its ranks when it notices");
     }
     post_exit(events, code, "");

@@ -1,5 +1,6 @@
-// Starts agents on remote hosts over SSH (libssh2): connect, verify the host
-// key against known_hosts, authenticate, start the cached agent with a single
+// Starts agents on remote hosts over SSH (libssh2): connect (through jump
+// hosts when `jump` or ProxyJump says so: ssh/jump.h), verify the host key
+// against known_hosts, authenticate, start the cached agent with a single
 // exec channel (ssh_agent_start.h), uploading it first when the host has no
 // copy of this build that runs; the channel's stdin carries the launch spec.
 // One thread per host; --ssh-parallel bounds how many are connecting at once.

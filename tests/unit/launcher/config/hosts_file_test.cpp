@@ -284,6 +284,25 @@ TEST_CASE("hosts file: interface names") {
   }
 }
 
+TEST_CASE("hosts file: jump hosts, per host and in [defaults]") {
+  const auto file = parse_ok(
+      "[defaults]\njump = \"admin@bastion:2222\"\n"
+      "[[host]]\naddress = \"a\"\n"
+      "[[host]]\naddress = \"b\"\njump = \"outer,u@inner\"\n"
+      "[[host]]\naddress = \"c\"\njump = \"none\"\n");
+  CHECK(file.hosts[0].jump == "admin@bastion:2222");
+  CHECK(file.hosts[1].jump == "outer,u@inner");
+  CHECK(file.hosts[2].jump == "none");
+  CHECK(parse_ok(kOneHost).hosts[0].jump.empty());  // unset: ~/.ssh/config decides
+  const std::string host = kOneHost;
+  check_one_error(host + "jump = \"b:0\"\n", 3, 8, "'jump' 'b:0' hop 1: port '0'");
+  check_one_error(host + "jump = \"a,,b\"\n", 3, 8, "hop 2: an empty hop");
+  check_one_error(host + "jump = \"\"\n", 3, 8, "\"none\"");
+  check_one_error(host + "jump = \"-oProxyCommand=x\"\n", 3, 8, "starts with '-'");
+  check_one_error(host + "jump = 22\n", 3, 8, "must be a string");
+  check_one_error("[defaults]\njump = \"x y\"\n" + host, 2, 8, "'jump' 'x y'");
+}
+
 TEST_CASE("hosts file: env names and values") {
   const std::string host = kOneHost;
   check_one_error(host + "env = { 1ABC = \"x\" }\n", 3, 9, "environment variable name '1ABC'");
