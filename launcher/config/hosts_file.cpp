@@ -24,7 +24,8 @@ namespace dlaunch {
 namespace {
 
 constexpr std::string_view kTopLevelKeys[] = {"defaults", "host", "rendezvous"};
-constexpr std::string_view kRendezvousKeys[] = {"address", "port"};
+constexpr std::string_view kRendezvousKeys[] = {"address", "port", "via"};
+constexpr std::string_view kRendezvousVia[] = {"direct", "ssh"};
 constexpr std::string_view kTransports[] = {"local", "ssh"};
 
 // Far above any real machine, low enough that a typo (slots = 80000) is an
@@ -472,6 +473,14 @@ RendezvousSettings read_rendezvous(const toml::table& root, Diagnostics& diags) 
       settings.address = read_word(value, "address", diags).value_or("");
     } else if (key.str() == "port") {
       settings.port = read_int(value, "port", 1, 65535, diags);
+    } else if (key.str() == "via") {
+      const auto via = read_string(value, "via", diags);
+      if (via && std::ranges::find(kRendezvousVia, *via) == std::end(kRendezvousVia)) {
+        diags.add(value.source(), "unknown rendezvous 'via' " + quoted(*via) +
+                                      ": use \"direct\" (agents connect to the coordinator) or "
+                                      "\"ssh\" (through each host's SSH connection)");
+      }
+      settings.via_ssh = via == "ssh";
     } else {
       report_unknown_key(key, "[rendezvous]", kRendezvousKeys, diags);
     }

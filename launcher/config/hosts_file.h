@@ -66,6 +66,9 @@ std::span<const HostField> host_fields();
 struct RendezvousSettings {
   std::string address;      // what agents connect to; empty: derived per host
   std::optional<int> port;  // listening port; unset: any free port
+  // via = "ssh": each SSH host's agent reaches the rendezvous through a
+  // reverse forward on its own SSH connection (coordinator behind NAT).
+  bool via_ssh = false;
 };
 
 struct HostsFile {

@@ -17,9 +17,11 @@
 
 #include "common/log.h"
 #include "common/posix.h"
+#include "protocol/launch_spec.h"
 #include "ssh/agent_start.h"
 #include "ssh/config.h"
 #include "ssh/jump_spec.h"
+#include "ssh/reverse_forward.h"
 #include "ssh/session.h"
 #include "ssh/upload.h"
 
@@ -277,6 +279,15 @@ class SshTransport : public Transport {
       libssh2_channel_free(channel);
       return post_exit(events, -1, label + ": cancelled");
     }
+    std::unique_ptr<ReverseForward> forward;
+    if (options_.rendezvous_via_ssh) {
+      try {
+        forward = forward_rendezvous(s, *spec);
+      } catch (const SshError& e) {
+        libssh2_channel_free(channel);
+        return post_exit(events, -1, e.what());
+      }
+    }
     std::size_t sent = 0;
     while (sent < spec->size()) {
       const ssize_t n = libssh2_channel_write(channel, spec->data() + sent, spec->size() - sent);
@@ -286,15 +297,28 @@ class SshTransport : public Transport {
       }
       sent += static_cast<std::size_t>(n);
     }
-    watch_channel(s, channel, events, control);
+    watch_channel(s, channel, forward.get(), events, control);
+  }
+
+  // Opens the reverse forward and points the spec at its end on the host.
+  std::unique_ptr<ReverseForward> forward_rendezvous(SshSession& s, std::string& spec) {
+    // The coordinator's port is in the spec; the forward's port is known only
+    // once the server has picked it.
+    const auto probe = route_spec_through_forward(spec, 0);
+    if (!probe) throw SshError(s.target().label + ": internal error: unreadable launch spec");
+    auto forward = std::make_unique<ReverseForward>(s, probe->coordinator_port);
+    spec = route_spec_through_forward(spec, forward->remote_port())->bytes;
+    log::info(s.target().label, ": the agent reaches the rendezvous through SSH at 127.0.0.1:",
+              forward->remote_port(), " on the host");
+    return forward;
   }
 
   // From here the agent runs; watch its channel without blocking so that
   // close_stdin() and kill() from the coordinator are seen at once. Exactly one
   // on_exit: the exit status once the server closes the channel, 137 after
   // kill(), -1 when the connection is lost first.
-  void watch_channel(SshSession& s, LIBSSH2_CHANNEL* channel, const AgentEvents& events,
-                     Control& control) {
+  void watch_channel(SshSession& s, LIBSSH2_CHANNEL* channel, ReverseForward* forward,
+                     const AgentEvents& events, Control& control) {
     libssh2_session_set_blocking(s.get(), 0);
     libssh2_keepalive_config(s.get(), 1, 15);
     enum class End { exited, killed, lost } end = End::lost;
@@ -325,6 +349,7 @@ class SshTransport : public Transport {
         }
       }
       if (failed) break;
+      if (forward != nullptr) progress = forward->step() || progress;
       if (libssh2_channel_eof(channel)) {
         // The exit status comes before the server's close: wait for that.
         const int rc = libssh2_channel_wait_closed(channel);
@@ -337,13 +362,14 @@ class SshTransport : public Transport {
       int next_keepalive_s = 0;
       const int keepalive = libssh2_keepalive_send(s.get(), &next_keepalive_s);
       if (keepalive < 0 && keepalive != LIBSSH2_ERROR_EAGAIN) break;
-      if (progress) continue;
+      if (progress || (forward != nullptr && forward->has_pending())) continue;
       // libssh2 may want to write (a full send window, a pending EOF) as well as read.
       const int directions = libssh2_session_block_directions(s.get());
       short want = POLLIN;
       if (directions & LIBSSH2_SESSION_BLOCK_OUTBOUND) want |= POLLOUT;
-      pollfd fds[2] = {{s.socket(), want, 0}, {control.wake_fd, POLLIN, 0}};
-      ::poll(fds, 2, 1000);
+      std::vector<pollfd> fds = {{s.socket(), want, 0}, {control.wake_fd, POLLIN, 0}};
+      if (forward != nullptr) forward->add_poll_fds(fds);
+      ::poll(fds.data(), fds.size(), 1000);
       if (fds[1].revents & POLLIN) {
         std::uint64_t drained;
         (void)!::read(control.wake_fd, &drained, sizeof drained);
@@ -374,6 +400,21 @@ class SshTransport : public Transport {
 };
 
 }  // namespace
+
+std::optional<ForwardedSpec> route_spec_through_forward(std::string_view spec, int remote_port) {
+  // The stream is an 8-byte header (magic, length) and the body; re-encoding
+  // the decoded spec must give the same bytes, which checks both.
+  constexpr std::size_t kHeader = 8;
+  if (spec.size() < kHeader) return std::nullopt;
+  auto decoded = decode_launch_spec_body(spec.substr(kHeader));
+  if (!decoded || encode_launch_spec(*decoded) != spec) return std::nullopt;
+  ForwardedSpec out;
+  out.coordinator_port = decoded->rdzv_port;
+  decoded->rdzv_host = "127.0.0.1";
+  decoded->rdzv_port = static_cast<std::uint16_t>(remote_port);
+  out.bytes = encode_launch_spec(*decoded);
+  return out;
+}
 
 std::unique_ptr<Transport> make_ssh_transport(asio::io_context& io, const SshOptions& options) {
   return std::make_unique<SshTransport>(io, options);

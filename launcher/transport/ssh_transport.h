@@ -7,7 +7,9 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
+#include <string_view>
 
 #include "launcher/transport/transport.h"
 
@@ -22,7 +24,21 @@ struct SshOptions {
   // The environment variable DLAUNCH_REMOTE_CACHE overrides it: the SSH tests
   // run their sshd servers as the local user, whose real home they must not touch.
   std::string remote_cache_dir = ".cache/dlaunch";
+  // [rendezvous] via = "ssh" / --rdzv-via-ssh: each agent reaches the
+  // rendezvous through a reverse forward on its own SSH connection
+  // (ssh/reverse_forward.h) instead of connecting to the coordinator.
+  bool rendezvous_via_ssh = false;
 };
+
+// For rendezvous_via_ssh: the launch spec stream `spec` (as AgentLaunch's
+// make_stdin makes it) pointed at the host's end of the forward,
+// 127.0.0.1:`remote_port`, with the coordinator's rendezvous port it named
+// before. nullopt when `spec` is not one launch spec.
+struct ForwardedSpec {
+  std::string bytes;
+  int coordinator_port = 0;
+};
+std::optional<ForwardedSpec> route_spec_through_forward(std::string_view spec, int remote_port);
 
 std::unique_ptr<Transport> make_ssh_transport(asio::io_context& io, const SshOptions& options);
 

@@ -293,6 +293,26 @@ MaxSessions 50
         self.procs.append(h["proc"])
         self._wait_listening(h)
 
+    def block_connections_to(self, h, address):
+        """Inside `h`'s namespace, refuses every TCP connection the host
+        opens to `address` (as NAT in front of the coordinator would); SSH
+        connections from there to the host still work. nft, else iptables;
+        False when neither works."""
+        if not h["ns"]:
+            return False
+        in_ns = ["ip", "netns", "exec", h["ns"]]
+        rules = (f"table inet dlaunch_test_out {{\n chain output {{\n"
+                 f"  type filter hook output priority 0; policy accept;\n"
+                 f"  ip daddr {address} meta l4proto tcp ct state new reject with tcp reset\n"
+                 f" }}\n}}\n")
+        if shutil.which("nft") and subprocess.run(in_ns + ["nft", "-f", "-"], input=rules,
+                                                  capture_output=True, text=True).returncode == 0:
+            return True
+        return shutil.which("iptables") is not None and subprocess.run(
+            in_ns + ["iptables", "-A", "OUTPUT", "-d", address, "-p", "tcp", "-m", "conntrack",
+                     "--ctstate", "NEW", "-j", "REJECT", "--reject-with", "tcp-reset"],
+            capture_output=True).returncode == 0
+
     def close(self):
         for p in self.procs:
             if p.poll() is None:

@@ -386,6 +386,12 @@ TEST_CASE("hosts file: rendezvous values") {
   check_one_error(host + "[rendezvous]\naddress = 10\n", 4, 11, "must be a string");
   check_one_error(host + "[rendezvous]\naddress = \"a b\"\n", 4, 11, "whitespace");
   check_one_error(host + "[rendezvous]\naddress = \"-x\"\n", 4, 11, "'-'");
+  check_one_error(host + "[rendezvous]\nvia = \"tunnel\"\n", 4, 7,
+                  "unknown rendezvous 'via' 'tunnel': use \"direct\"");
+  check_one_error(host + "[rendezvous]\nvia = true\n", 4, 7, "must be a string");
+  CHECK(parse_ok(host + "[rendezvous]\nvia = \"ssh\"\n").rendezvous.via_ssh);
+  CHECK_FALSE(parse_ok(host + "[rendezvous]\nvia = \"direct\"\n").rendezvous.via_ssh);
+  CHECK_FALSE(parse_ok(host).rendezvous.via_ssh);
 }
 
 TEST_CASE("hosts file: every error of a file comes back together, in file order") {
