@@ -173,6 +173,9 @@ class JumpHostTest(unittest.TestCase):
 if __name__ == "__main__":
     harness.require_binaries()
     sshd_harness.require_sshd()
+    if os.environ.get("DLAUNCH_TEST_NO_NETNS"):
+        print("SKIP: DLAUNCH_TEST_NO_NETNS is set; the bastion tests need network namespaces")
+        sys.exit(harness.SKIP)
     if not sshd_harness.can_use_netns():
         print("SKIP: bastion tests need root and `ip netns` (a host reachable only through "
               "another needs network namespaces and a firewall)")

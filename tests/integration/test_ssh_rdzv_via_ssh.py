@@ -86,6 +86,9 @@ class RendezvousViaSshTest(unittest.TestCase):
 if __name__ == "__main__":
     harness.require_binaries()
     sshd_harness.require_sshd()
+    if os.environ.get("DLAUNCH_TEST_NO_NETNS"):
+        print("SKIP: DLAUNCH_TEST_NO_NETNS is set; the rendezvous-via-SSH tests need network namespaces")
+        sys.exit(harness.SKIP)
     if not sshd_harness.can_use_netns():
         print("SKIP: needs root and `ip netns` to put the hosts behind a firewall")
         sys.exit(harness.SKIP)
