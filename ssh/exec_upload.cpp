@@ -8,13 +8,13 @@ namespace dlaunch {
 namespace {
 
 // $1 directory, $2 temporary file, $3 destination, $4 expected SHA-256 (hex).
-// When the file cannot be created, stdin is still read to its end: the
-// coordinator is blocked writing it, and would otherwise wait for a window
-// that never opens instead of reading the exit status.
+// When the file cannot be created or written (a full disk), stdin is still
+// read to its end: the coordinator is blocked writing it, and would otherwise
+// wait for a window that never opens instead of reading the exit status.
 constexpr const char* kScript =
     "umask 077; "
     "mkdir -p \"$1\" && : > \"$2\" || { cat > /dev/null; exit 3; }; "
-    "cat > \"$2\" || { rm -f \"$2\"; exit 3; }; "
+    "cat > \"$2\" || { rm -f \"$2\"; cat > /dev/null; exit 3; }; "
     "if command -v sha256sum > /dev/null 2>&1; then s=$(sha256sum < \"$2\"); "
     "elif command -v shasum > /dev/null 2>&1; then s=$(shasum -a 256 < \"$2\"); "
     "elif command -v openssl > /dev/null 2>&1; then s=$(openssl dgst -sha256 < \"$2\"); "
@@ -87,14 +87,17 @@ void upload_over_exec(SshSession& s, std::string_view data, const std::string& t
   if (libssh2_channel_exec(channel, command.c_str()) != 0) {
     throw SshError(label + ": cannot run the upload command: " + s.last_error());
   }
-  // A write error (the script exited early) is not reported as such: the
-  // exit status and stderr below say why.
   std::size_t sent = 0;
   while (sent < data.size()) {
     const ssize_t n = libssh2_channel_write(channel, data.data() + sent, data.size() - sent);
     if (n <= 0) break;
     sent += static_cast<std::size_t>(n);
   }
+  // When the script stopped reading, its exit status and stderr say why;
+  // when the connection failed (a timeout on a slow link), the write error
+  // does, and the script's checksum mismatch is only its consequence.
+  const bool cut_short = sent < data.size();
+  const std::string write_error = cut_short ? s.last_error() : "";
   libssh2_channel_send_eof(channel);
   std::string err;
   char buffer[4096];
@@ -105,16 +108,20 @@ void upload_over_exec(SshSession& s, std::string_view data, const std::string& t
     if (n <= 0 && e <= 0) break;
   }
   libssh2_channel_close(channel);
-  if (libssh2_channel_wait_closed(channel) != 0) {
+  const bool closed = libssh2_channel_wait_closed(channel) == 0;
+  const int status = closed ? libssh2_channel_get_exit_status(channel) : -1;
+  const auto said = static_cast<ExecUploadStatus>(status);
+  if (cut_short &&
+      (!closed || said == ExecUploadStatus::ok || said == ExecUploadStatus::checksum_mismatch)) {
+    throw SshError(label + ": the upload of the agent to " + dest + " was cut short after " +
+                   std::to_string(sent) + " of " + std::to_string(data.size()) +
+                   " bytes: " + write_error);
+  }
+  if (!closed) {
     throw SshError(label + ": the upload of the agent to " + dest +
                    " did not finish: " + s.last_error());
   }
-  const int status = libssh2_channel_get_exit_status(channel);
   if (status != 0) throw SshError(label + ": " + exec_upload_failure(status, dest, err));
-  if (sent < data.size()) {
-    throw SshError(label + ": the upload of the agent to " + dest +
-                   " was cut short: " + s.last_error());
-  }
 }
 
 }  // namespace dlaunch

@@ -120,6 +120,20 @@ TEST_CASE("exec upload: a destination that cannot be written still reads stdin t
                    std::string(1 << 20, 'd')) == static_cast<int>(ExecUploadStatus::cannot_write));
 }
 
+TEST_CASE("exec upload: a write that fails midway (a full disk) reads stdin to its end too") {
+  if (::access("/dev/full", W_OK) != 0) return;
+  TempDir home;
+  const std::string sha = sha_of(home.path, "data");
+  // The temporary name is a link to /dev/full: it opens, and every write fails.
+  const std::string tmp = home.path + "/agent.tmp";
+  fs::create_symlink("/dev/full", tmp);
+  CHECK(run_upload(home.path, exec_upload_command(tmp, home.path + "/agent", sha),
+                   std::string(1 << 20, 'd')) == static_cast<int>(ExecUploadStatus::cannot_write));
+  CHECK(!fs::is_symlink(tmp));  // the script removed its (partial) file
+  CHECK(fs::exists("/dev/full"));
+  CHECK(!fs::exists(home.path + "/agent"));
+}
+
 TEST_CASE("exec upload: falls back to shasum, then openssl, and says when none is there") {
   TempDir home;
   const std::string sha = sha_of(home.path, "data");
