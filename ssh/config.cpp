@@ -117,6 +117,8 @@ SshHostSettings SshConfig::lookup(const std::string& alias) const {
         if (ec == std::errc() && end == value.data() + value.size() && port > 0 && port < 65536) {
           s.port = port;
         }
+      } else if (keyword == "proxyjump" && s.proxy_jump.empty()) {
+        s.proxy_jump = value;
       } else if (keyword == "identityfile") {
         s.identity_files.push_back(value);
       }

@@ -1,8 +1,8 @@
 // The part of ~/.ssh/config that users rely on to reach their hosts: Host
-// blocks (patterns with * and ?, negation with !) giving HostName, User, Port
-// and IdentityFile. As in OpenSSH, the first value found for a keyword wins.
-// Pure: parse text, then look up an alias. Not evaluated: Match blocks (their
-// settings are skipped), Include, and % tokens other than %h in HostName.
+// blocks (patterns with * and ?, negation with !) giving HostName, User, Port,
+// IdentityFile and ProxyJump (its text: ssh/jump_spec.h reads it). As in OpenSSH, the first value
+// found for a keyword wins. Pure: parse text, then look up an alias. Not evaluated: Match blocks
+// (their settings are skipped), Include, and % tokens other than %h in HostName.
 #pragma once
 
 #include <optional>
@@ -16,6 +16,7 @@ struct SshHostSettings {
   std::string user;
   std::optional<int> port;
   std::vector<std::string> identity_files;  // in order, ~ not expanded
+  std::string proxy_jump;                   // empty: not set; "none": set to no jump host
 };
 
 class SshConfig {

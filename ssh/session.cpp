@@ -15,6 +15,7 @@
 
 #include <openssl/evp.h>
 
+#include "ssh/jump.h"
 #include "ssh/known_hosts.h"
 
 namespace dlaunch {
@@ -74,7 +75,11 @@ SshSession::SshSession(const SshTarget& target) : target_(target) {
 }
 
 void SshSession::open() {
-  connect_socket();
+  if (target_.jumps.empty()) {
+    connect_socket();
+  } else {
+    connect_through_jumps();
+  }
   session_ = libssh2_session_init();
   if (session_ == nullptr) throw SshError(target_.label + ": cannot create an SSH session");
   libssh2_session_set_blocking(session_, 1);
@@ -85,8 +90,7 @@ void SshSession::open() {
     libssh2_session_method_pref(session_, LIBSSH2_METHOD_HOSTKEY, prefs.c_str());
   }
   if (libssh2_session_handshake(session_, fd_) != 0) {
-    throw SshError(target_.label + ": SSH handshake with " + target_.hostname + ":" +
-                   std::to_string(target_.port) + " failed: " + last_error() +
+    throw SshError(target_.label + ": SSH handshake with " + route() + " failed: " + last_error() +
                    " (is an SSH server listening there?)");
   }
   verify_host_key(known);
@@ -107,6 +111,30 @@ void SshSession::close() {
   }
   if (fd_ >= 0) ::close(fd_);
   fd_ = -1;
+  tunnel_.reset();  // after fd_: the bastions see this session's end first
+}
+
+std::string SshSession::route() const {
+  std::string out = target_.hostname + ":" + std::to_string(target_.port);
+  for (std::size_t i = 0; i < target_.jumps.size(); ++i) {
+    const SshTarget& hop = target_.jumps[i];
+    out += (i == 0 ? " via bastion " : ", then ") + hop.hostname + ":" + std::to_string(hop.port);
+  }
+  return out;
+}
+
+void SshSession::connect_through_jumps() {
+  // The last bastion is the one that connects to this host; the ones before
+  // it are its own way in, hence the recursion.
+  SshTarget via = target_.jumps.back();
+  via.jumps.assign(target_.jumps.begin(), target_.jumps.end() - 1);
+  via.cancel_fd = target_.cancel_fd;
+  auto bastion = std::make_unique<SshSession>(via);
+  tunnel_ = std::make_unique<JumpTunnel>(std::move(bastion), target_.hostname, target_.port);
+  fd_ = tunnel_->take_socket();
+  // What the host sees of this machine is unknown; the first bastion's view of
+  // it is the best guess for where the host can route back to.
+  local_address_ = tunnel_->bastion().local_address();
 }
 
 std::string SshSession::last_error() const {

@@ -6,12 +6,14 @@
 
 #include <libssh2.h>
 
+#include <memory>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
 namespace dlaunch {
 
+class JumpTunnel;
 class KnownHosts;
 
 class SshError : public std::runtime_error {
@@ -28,6 +30,10 @@ struct SshTarget {
   bool accept_new_host_keys = false;
   int timeout_s = 10;
   int cancel_fd = -1;  // when readable, stop waiting for the TCP connection: the job is stopping
+  // Bastions to go through, first hop first (ssh/jump.h); each is checked and
+  // authenticated as a host of its own. `hostname` is then resolved by the
+  // last bastion, and the host key checked under that name.
+  std::vector<SshTarget> jumps;
 };
 
 class SshSession {
@@ -43,6 +49,8 @@ class SshSession {
   // This machine's address on the connection: what the host can route back to.
   const std::string& local_address() const { return local_address_; }
   const SshTarget& target() const { return target_; }
+  // "host:port", and the bastions when there are any, for messages.
+  std::string route() const;
   // The last libssh2 error, for messages.
   std::string last_error() const;
   // Runs a short command and returns its exit status; stdout into `out`.
@@ -52,11 +60,13 @@ class SshSession {
   void open();
   void close();
   void connect_socket();
+  void connect_through_jumps();
   void verify_host_key(KnownHosts& known);
   void authenticate();
   bool authenticate_with_agent(std::vector<std::string>* tried);
 
   SshTarget target_;
+  std::unique_ptr<JumpTunnel> tunnel_;  // set when reached through bastions; outlives fd_
   int fd_ = -1;
   LIBSSH2_SESSION* session_ = nullptr;
   std::string local_address_;

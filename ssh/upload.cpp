@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "protocol/auth.h"
+#include "ssh/exec_upload.h"
 #include "ssh/shell_quote.h"
 
 namespace dlaunch {
@@ -26,23 +27,28 @@ Remote probe(SshSession& s, const std::string& path) {
   return rc == 0 && out.find("dlaunch-agent") != std::string::npos ? Remote::runs : Remote::broken;
 }
 
-void upload(SshSession& s, const std::string& local, const std::string& remote) {
+// Whether libssh2_sftp_init failed because the session itself is gone (then
+// nothing else will work either) rather than because the server has no SFTP.
+bool session_lost(LIBSSH2_SESSION* session) {
+  switch (libssh2_session_last_errno(session)) {
+    case LIBSSH2_ERROR_SOCKET_SEND:
+    case LIBSSH2_ERROR_SOCKET_RECV:
+    case LIBSSH2_ERROR_SOCKET_DISCONNECT:
+    case LIBSSH2_ERROR_SOCKET_TIMEOUT:
+    case LIBSSH2_ERROR_TIMEOUT:
+      return true;
+    default:
+      return false;
+  }
+}
+
+void upload_over_sftp(SshSession& s, LIBSSH2_SFTP* sftp, const std::vector<char>& data,
+                      const std::string& tmp, const std::string& remote) {
   const std::string dir = remote.substr(0, remote.rfind('/'));
   std::string err;
   if (s.run("umask 077 && mkdir -p " + shell_quote(dir), nullptr, &err) != 0) {
     throw SshError(s.target().label + ": cannot create " + dir + ": " + err);
   }
-  std::ifstream in(local, std::ios::binary);
-  std::vector<char> data((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (data.empty()) throw SshError("cannot read " + local);
-  LIBSSH2_SFTP* sftp = libssh2_sftp_init(s.get());
-  if (sftp == nullptr)
-    throw SshError(s.target().label + ": SFTP is not available: " + s.last_error());
-  struct SftpGuard {
-    LIBSSH2_SFTP* p;
-    ~SftpGuard() { libssh2_sftp_shutdown(p); }
-  } guard{sftp};
-  const std::string tmp = remote + ".tmp-" + auth::to_hex(auth::random_bytes(6));
   LIBSSH2_SFTP_HANDLE* file = libssh2_sftp_open(
       sftp, tmp.c_str(), LIBSSH2_FXF_WRITE | LIBSSH2_FXF_CREAT | LIBSSH2_FXF_TRUNC,
       LIBSSH2_SFTP_S_IRWXU | LIBSSH2_SFTP_S_IRGRP | LIBSSH2_SFTP_S_IXGRP | LIBSSH2_SFTP_S_IROTH |
@@ -73,6 +79,31 @@ void upload(SshSession& s, const std::string& local, const std::string& remote) 
                                  LIBSSH2_SFTP_RENAME_NATIVE) != 0) {
     s.run("mv -f " + shell_quote(tmp) + " " + shell_quote(remote), nullptr);
   }
+}
+
+// Uploads over SFTP, or over an exec channel when the server refuses SFTP;
+// returns how it went, for -v.
+std::string upload(SshSession& s, const std::string& local, const std::string& remote,
+                   const std::string& sha256) {
+  std::ifstream in(local, std::ios::binary);
+  std::vector<char> data((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (data.empty()) throw SshError("cannot read " + local);
+  const std::string tmp = remote + ".tmp-" + auth::to_hex(auth::random_bytes(6));
+  LIBSSH2_SFTP* sftp = libssh2_sftp_init(s.get());
+  if (sftp == nullptr) {
+    if (session_lost(s.get())) {
+      throw SshError(s.target().label + ": SFTP is not available: " + s.last_error());
+    }
+    const std::string why = s.last_error();
+    upload_over_exec(s, std::string_view(data.data(), data.size()), tmp, remote, sha256);
+    return "over an exec channel (SFTP: " + why + ")";
+  }
+  struct SftpGuard {
+    LIBSSH2_SFTP* p;
+    ~SftpGuard() { libssh2_sftp_shutdown(p); }
+  } guard{sftp};
+  upload_over_sftp(s, sftp, data, tmp, remote);
+  return "over SFTP";
 }
 
 }  // namespace
@@ -119,7 +150,7 @@ AgentUpload ensure_agent(SshSession& session, const std::string& local_agent,
   std::string why = "is not writable";
   if (state == Remote::missing) {
     try {
-      upload(session, local_agent, result.remote_path);
+      result.method = upload(session, local_agent, result.remote_path, sha256);
       result.uploaded = true;
       state = probe(session, result.remote_path);
       if (state == Remote::runs) return result;
@@ -147,7 +178,7 @@ AgentUpload ensure_agent(SshSession& session, const std::string& local_agent,
   result.warning = label + ": " + shown + " " + why + "; using " + result.remote_path + " instead";
   state = probe(session, result.remote_path);
   if (state == Remote::runs) return result;
-  upload(session, local_agent, result.remote_path);
+  result.method = upload(session, local_agent, result.remote_path, sha256);
   result.uploaded = true;
   if (probe(session, result.remote_path) != Remote::runs) {
     throw SshError(label + ": the uploaded agent does not run on the host (" + result.remote_path +

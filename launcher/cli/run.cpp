@@ -197,11 +197,13 @@ int run_command(int argc, const char* const* argv) {
   LogSink sink(std::move(sink_settings));
   asio::io_context io;
   AgentTransports transports([&io] { return make_local_transport(io); },
-                             [&io, &o] {
+                             [&io, &o, &hosts] {
                                SshOptions ssh;
                                ssh.parallel = o.ssh_parallel;
                                ssh.connect_timeout_s = o.ssh_timeout_s;
                                ssh.accept_new_host_keys = o.accept_new_host_keys;
+                               ssh.rendezvous_via_ssh =
+                                   o.rdzv_via_ssh || (hosts && hosts->rendezvous.via_ssh);
                                return make_ssh_transport(io, ssh);
                              });
   Coordinator coordinator(io, {plan, o, secret, agent}, transports, sink);

@@ -18,12 +18,14 @@
 #include "common/address.h"
 #include "common/did_you_mean.h"
 #include "protocol/rank_env.h"
+#include "ssh/jump_spec.h"
 
 namespace dlaunch {
 namespace {
 
 constexpr std::string_view kTopLevelKeys[] = {"defaults", "host", "rendezvous"};
-constexpr std::string_view kRendezvousKeys[] = {"address", "port", "master_address"};
+constexpr std::string_view kRendezvousKeys[] = {"address", "port", "master_address", "via"};
+constexpr std::string_view kRendezvousVia[] = {"direct", "ssh"};
 constexpr std::string_view kTransports[] = {"local", "ssh"};
 
 // Far above any real machine, low enough that a typo (slots = 80000) is an
@@ -220,6 +222,17 @@ std::optional<TransportKind> read_transport(const toml::node& node, std::string_
   return std::nullopt;
 }
 
+std::optional<std::string> read_jump(const toml::node& node, std::string_view key,
+                                     Diagnostics& diags) {
+  auto text = read_string(node, key, diags);
+  if (!text) return std::nullopt;
+  if (const JumpChain chain = parse_jump_chain(*text); !chain.error.empty()) {
+    diags.add(node.source(), "'" + std::string(key) + "' " + quoted(*text) + " " + chain.error);
+    return std::nullopt;
+  }
+  return text;
+}
+
 bool valid_env_name(std::string_view name) {
   const auto letter = [](char c) {
     return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || c == '_';
@@ -297,6 +310,8 @@ constexpr HostField kHostFields[] = {
     {"port", host_and_defaults, "2222", read_into<read_int_in<1, 65535>, &E::port>},
     {"user", host_and_defaults, R"("train")", read_into<read_word, &E::user>},
     {"identity", host_and_defaults, R"("~/.ssh/id_ed25519")", read_into<read_string, &E::identity>},
+    {"jump", host_and_defaults, R"("admin@bastion.example.com:2222")",
+     read_into<read_jump, &E::jump>},
     {"slots", host_and_defaults, "8", read_into<read_int_in<1, kMaxSlots>, &E::slots>},
     {"gpus", host_and_defaults, "8", read_into<read_int_in<0, kMaxGpus>, &E::gpus>},
     {"interface", host_and_defaults, R"("eth0")", read_into<read_interface, &E::interface>},
@@ -461,6 +476,14 @@ RendezvousSettings read_rendezvous(const toml::table& root, Diagnostics& diags) 
     } else if (key.str() == "master_address") {
       settings.master_address = read_word(value, "master_address", diags).value_or("");
       settings.master_address_line = value.source().begin.line;
+    } else if (key.str() == "via") {
+      const auto via = read_string(value, "via", diags);
+      if (via && std::ranges::find(kRendezvousVia, *via) == std::end(kRendezvousVia)) {
+        diags.add(value.source(), "unknown rendezvous 'via' " + quoted(*via) +
+                                      ": use \"direct\" (agents connect to the coordinator) or "
+                                      "\"ssh\" (through each host's SSH connection)");
+      }
+      settings.via_ssh = via == "ssh";
     } else {
       report_unknown_key(key, "[rendezvous]", kRendezvousKeys, diags);
     }

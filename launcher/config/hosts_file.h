@@ -17,14 +17,17 @@ namespace dlaunch {
 enum class TransportKind { automatic, local, ssh };
 
 struct HostEntry {
-  std::string name;          // defaults to address
-  std::string address;       // host name or IP; also an ~/.ssh/config Host alias
-  std::optional<int> port;   // SSH port
-  std::string user;          // SSH user; empty: ~/.ssh/config or the local user
-  std::string identity;      // SSH private key path; `~/` expanded by the SSH transport
-  std::optional<int> slots;  // ranks on this host; unset: one per GPU, else 1
-  std::optional<int> gpus;   // GPUs on this host, when known
-  std::string interface;     // network interface for NCCL/Gloo
+  std::string name;         // defaults to address
+  std::string address;      // host name or IP; also an ~/.ssh/config Host alias
+  std::optional<int> port;  // SSH port
+  std::string user;         // SSH user; empty: ~/.ssh/config or the local user
+  std::string identity;     // SSH private key path; `~/` expanded by the SSH transport
+  // Jump hosts, "user@host:port,..." (ssh/jump_spec.h); "none": connect
+  // directly even when ~/.ssh/config has a ProxyJump; empty: as ~/.ssh/config says.
+  std::string jump;
+  std::optional<int> slots;                // ranks on this host; unset: one per GPU, else 1
+  std::optional<int> gpus;                 // GPUs on this host, when known
+  std::string interface;                   // network interface for NCCL/Gloo
   std::map<std::string, std::string> env;  // extra environment for the host's ranks
   TransportKind transport = TransportKind::automatic;
   int line = 0;  // where the [[host]] table starts, for messages
@@ -68,6 +71,9 @@ struct RendezvousSettings {
   // across a tunnel); it is probed like the others and used when all reach it.
   std::string master_address;
   std::uint32_t master_address_line = 0;  // for messages
+  // via = "ssh": each SSH host's agent reaches the rendezvous through a
+  // reverse forward on its own SSH connection (coordinator behind NAT).
+  bool via_ssh = false;
 };
 
 struct HostsFile {

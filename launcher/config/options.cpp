@@ -151,6 +151,9 @@ ParseResult parse_options(int argc, const char* const* argv,
       ->check(CLI::Range(1, 3600));
   app.add_flag("--accept-new-host-keys", o.accept_new_host_keys,
                "record unknown SSH host keys (changed keys are always refused)");
+  app.add_flag("--rdzv-via-ssh", o.rdzv_via_ssh,
+               "agents reach the rendezvous through a reverse forward on their SSH connection "
+               "(coordinator behind NAT or a firewall); as [rendezvous] via = \"ssh\"");
 
   std::vector<std::string> reversed(ours.rbegin(), ours.rend());
   try {
@@ -216,6 +219,7 @@ ParseResult parse_options(int argc, const char* const* argv,
   if (o.mode != Mode::hosts && (o.accept_new_host_keys)) {
     return usage_error("--accept-new-host-keys needs --hosts");
   }
+  if (o.mode != Mode::hosts && o.rdzv_via_ssh) return usage_error("--rdzv-via-ssh needs --hosts");
   if (o.secret_file.empty()) {
     if (const char* f = std::getenv("DLAUNCH_SECRET_FILE"); f && *f) o.secret_file = f;
   }

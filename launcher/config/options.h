@@ -46,6 +46,7 @@ struct Options {
   int ssh_parallel = 64;
   int ssh_timeout_s = 10;
   bool accept_new_host_keys = false;
+  bool rdzv_via_ssh = false;  // agents reach the rendezvous through their SSH connection
 };
 
 struct ParseResult {

@@ -17,8 +17,11 @@
 
 #include "common/log.h"
 #include "common/posix.h"
+#include "protocol/launch_spec.h"
 #include "ssh/agent_start.h"
 #include "ssh/config.h"
+#include "ssh/jump_spec.h"
+#include "ssh/reverse_forward.h"
 #include "ssh/session.h"
 #include "ssh/upload.h"
 
@@ -132,13 +135,16 @@ class SshTransport : public Transport {
   }
 
  private:
-  SshTarget target_for(const HostEntry& host) const {
-    const SshHostSettings cfg = config_.lookup(host.address);
+  // Where to connect for `alias` (a hosts-file address or a bastion), with
+  // ~/.ssh/config filling in what the hosts file leaves unset.
+  SshTarget resolve(const std::string& alias, const std::string& user, std::optional<int> port,
+                    const std::string& identity) const {
+    const SshHostSettings cfg = config_.lookup(alias);
     SshTarget t;
-    t.label = host.name.empty() ? host.address : host.name;
-    t.hostname = cfg.hostname.empty() ? host.address : cfg.hostname;
-    t.port = host.port.value_or(cfg.port.value_or(22));
-    t.user = !host.user.empty() ? host.user : !cfg.user.empty() ? cfg.user : local_user();
+    t.label = alias;
+    t.hostname = cfg.hostname.empty() ? alias : cfg.hostname;
+    t.port = port.value_or(cfg.port.value_or(22));
+    t.user = !user.empty() ? user : !cfg.user.empty() ? cfg.user : local_user();
     auto add = [&t, this](std::string path) {
       if (path.rfind("~/", 0) == 0) path = home_ + path.substr(1);
       for (const auto& existing : t.identity_files) {
@@ -146,12 +152,35 @@ class SshTransport : public Transport {
       }
       t.identity_files.push_back(path);
     };
-    if (!host.identity.empty()) add(host.identity);
+    if (!identity.empty()) add(identity);
     for (const auto& f : cfg.identity_files) add(f);
     for (const char* f : {"~/.ssh/id_ed25519", "~/.ssh/id_ecdsa", "~/.ssh/id_rsa"}) add(f);
     t.known_hosts = home_ + "/.ssh/known_hosts";
     t.accept_new_host_keys = options_.accept_new_host_keys;
     t.timeout_s = options_.connect_timeout_s;
+    return t;
+  }
+
+  SshTarget target_for(const HostEntry& host) const {
+    SshTarget t = resolve(host.address, host.user, host.port, host.identity);
+    t.label = host.name.empty() ? host.address : host.name;
+    // The hosts file wins over ~/.ssh/config, as ssh -J wins over ProxyJump.
+    const bool from_file = !host.jump.empty();
+    const std::string jump = from_file ? host.jump : config_.lookup(host.address).proxy_jump;
+    if (jump.empty()) return t;
+    const JumpChain chain = parse_jump_chain(jump);
+    if (!chain.error.empty()) {
+      throw SshError(t.label + ": " + (from_file ? "jump" : "ProxyJump in ~/.ssh/config") + " '" +
+                     jump + "' " + chain.error);
+    }
+    // A bastion is a host of its own: its user, port and keys come from the
+    // hop or ~/.ssh/config for its name, never from the host behind it; the
+    // host's identity file is offered there too.
+    for (const JumpHop& hop : chain.hops) {
+      SshTarget bastion = resolve(hop.host, hop.user, hop.port, host.identity);
+      bastion.label = t.label + ": bastion " + hop.host;
+      t.jumps.push_back(std::move(bastion));
+    }
     return t;
   }
 
@@ -182,7 +211,12 @@ class SshTransport : public Transport {
 
   void run_host(const HostEntry& host, const AgentLaunch& launch, const AgentEvents& events,
                 Control& control) {
-    SshTarget target = target_for(host);
+    SshTarget target;
+    try {
+      target = target_for(host);
+    } catch (const SshError& e) {
+      return post_exit(events, -1, e.what());
+    }
     target.cancel_fd = control.wake_fd;
     std::unique_ptr<SshSession> session;
     AgentStart started;
@@ -213,8 +247,11 @@ class SshTransport : public Transport {
       log::info(label, ": agent already on host at ", started.path);
     } else {
       const AgentUpload up = ensure_agent(s, launch.agent_binary, sha, options_.remote_cache_dir);
-      log::info(label, up.uploaded ? ": uploaded the agent to " : ": agent already on host at ",
-                up.remote_path);
+      if (up.uploaded) {
+        log::info(label, ": uploaded the agent to ", up.remote_path, " ", up.method);
+      } else {
+        log::info(label, ": agent already on host at ", up.remote_path);
+      }
       warning = up.warning;
       started = start_cached_agent(s, command);
       if (started.channel == nullptr) {
@@ -242,6 +279,15 @@ class SshTransport : public Transport {
       libssh2_channel_free(channel);
       return post_exit(events, -1, label + ": cancelled");
     }
+    std::unique_ptr<ReverseForward> forward;
+    if (options_.rendezvous_via_ssh) {
+      try {
+        forward = forward_rendezvous(s, *spec);
+      } catch (const SshError& e) {
+        libssh2_channel_free(channel);
+        return post_exit(events, -1, e.what());
+      }
+    }
     std::size_t sent = 0;
     while (sent < spec->size()) {
       const ssize_t n = libssh2_channel_write(channel, spec->data() + sent, spec->size() - sent);
@@ -251,15 +297,28 @@ class SshTransport : public Transport {
       }
       sent += static_cast<std::size_t>(n);
     }
-    watch_channel(s, channel, events, control);
+    watch_channel(s, channel, forward.get(), events, control);
+  }
+
+  // Opens the reverse forward and points the spec at its end on the host.
+  std::unique_ptr<ReverseForward> forward_rendezvous(SshSession& s, std::string& spec) {
+    // The coordinator's port is in the spec; the forward's port is known only
+    // once the server has picked it.
+    const auto probe = route_spec_through_forward(spec, 0);
+    if (!probe) throw SshError(s.target().label + ": internal error: unreadable launch spec");
+    auto forward = std::make_unique<ReverseForward>(s, probe->coordinator_port);
+    spec = route_spec_through_forward(spec, forward->remote_port())->bytes;
+    log::info(s.target().label, ": the agent reaches the rendezvous through SSH at 127.0.0.1:",
+              forward->remote_port(), " on the host");
+    return forward;
   }
 
   // From here the agent runs; watch its channel without blocking so that
   // close_stdin() and kill() from the coordinator are seen at once. Exactly one
   // on_exit: the exit status once the server closes the channel, 137 after
   // kill(), -1 when the connection is lost first.
-  void watch_channel(SshSession& s, LIBSSH2_CHANNEL* channel, const AgentEvents& events,
-                     Control& control) {
+  void watch_channel(SshSession& s, LIBSSH2_CHANNEL* channel, ReverseForward* forward,
+                     const AgentEvents& events, Control& control) {
     libssh2_session_set_blocking(s.get(), 0);
     libssh2_keepalive_config(s.get(), 1, 15);
     enum class End { exited, killed, lost } end = End::lost;
@@ -290,6 +349,7 @@ class SshTransport : public Transport {
         }
       }
       if (failed) break;
+      if (forward != nullptr) progress = forward->step() || progress;
       if (libssh2_channel_eof(channel)) {
         // The exit status comes before the server's close: wait for that.
         const int rc = libssh2_channel_wait_closed(channel);
@@ -302,13 +362,14 @@ class SshTransport : public Transport {
       int next_keepalive_s = 0;
       const int keepalive = libssh2_keepalive_send(s.get(), &next_keepalive_s);
       if (keepalive < 0 && keepalive != LIBSSH2_ERROR_EAGAIN) break;
-      if (progress) continue;
+      if (progress || (forward != nullptr && forward->has_pending())) continue;
       // libssh2 may want to write (a full send window, a pending EOF) as well as read.
       const int directions = libssh2_session_block_directions(s.get());
       short want = POLLIN;
       if (directions & LIBSSH2_SESSION_BLOCK_OUTBOUND) want |= POLLOUT;
-      pollfd fds[2] = {{s.socket(), want, 0}, {control.wake_fd, POLLIN, 0}};
-      ::poll(fds, 2, 1000);
+      std::vector<pollfd> fds = {{s.socket(), want, 0}, {control.wake_fd, POLLIN, 0}};
+      if (forward != nullptr) forward->add_poll_fds(fds);
+      ::poll(fds.data(), fds.size(), 1000);
       if (fds[1].revents & POLLIN) {
         std::uint64_t drained;
         (void)!::read(control.wake_fd, &drained, sizeof drained);
@@ -322,10 +383,8 @@ class SshTransport : public Transport {
     const int code = end == End::exited ? exit_code_of(channel) : 128 + SIGKILL;
     libssh2_channel_free(channel);
     if (end == End::lost) {
-      const SshTarget& t = s.target();
       return post_exit(events, -1,
-                       t.label + ": lost the SSH connection to " + t.hostname + ":" +
-                           std::to_string(t.port) + " (" + why +
+                       s.target().label + ": lost the SSH connection to " + s.route() + " (" + why +
                            "); the agent there stops its ranks when it notices");
     }
     post_exit(events, code, "");
@@ -341,6 +400,21 @@ class SshTransport : public Transport {
 };
 
 }  // namespace
+
+std::optional<ForwardedSpec> route_spec_through_forward(std::string_view spec, int remote_port) {
+  // The stream is an 8-byte header (magic, length) and the body; re-encoding
+  // the decoded spec must give the same bytes, which checks both.
+  constexpr std::size_t kHeader = 8;
+  if (spec.size() < kHeader) return std::nullopt;
+  auto decoded = decode_launch_spec_body(spec.substr(kHeader));
+  if (!decoded || encode_launch_spec(*decoded) != spec) return std::nullopt;
+  ForwardedSpec out;
+  out.coordinator_port = decoded->rdzv_port;
+  decoded->rdzv_host = "127.0.0.1";
+  decoded->rdzv_port = static_cast<std::uint16_t>(remote_port);
+  out.bytes = encode_launch_spec(*decoded);
+  return out;
+}
 
 std::unique_ptr<Transport> make_ssh_transport(asio::io_context& io, const SshOptions& options) {
   return std::make_unique<SshTransport>(io, options);

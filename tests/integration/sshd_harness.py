@@ -68,10 +68,12 @@ def sh(*args, check=True):
 class SshHosts:
     """`n` sshd hosts. Use as a context manager."""
 
-    def __init__(self, n, netns=None, key_types=("ed25519",), sshd_extra=""):
+    def __init__(self, n, netns=None, key_types=("ed25519",), sshd_extra="", sftp=True):
         """`key_types`: the host keys each sshd has; known_hosts lines use the first.
-        `sshd_extra`: more sshd_config lines."""
+        `sshd_extra`: more sshd_config lines. `sftp=False`: no `Subsystem sftp`
+        line, as on hardened images."""
         self.n = n
+        self.sftp = sftp
         self.key_types = key_types
         self.sshd_extra = sshd_extra
         if netns is None:  # DLAUNCH_TEST_NO_NETNS=1 forces the loopback variant
@@ -162,7 +164,7 @@ PasswordAuthentication no
 KbdInteractiveAuthentication no
 UsePAM no
 StrictModes no
-Subsystem sftp internal-sftp
+{"Subsystem sftp internal-sftp" if self.sftp else ""}
 LogLevel ERROR
 MaxStartups 200
 MaxSessions 50
@@ -222,14 +224,47 @@ MaxSessions 50
                 found.append(int(entry))
         return found
 
-    def hosts_file(self, slots, extra="", name="hosts.toml"):
+    def hosts_file(self, slots, extra="", name="hosts.toml", hosts=None, host_extra=None):
+        """`hosts`: which hosts to list (default: all, in order); `host_extra`:
+        more TOML lines per host name."""
         path = os.path.join(self.tmp, name)
         with open(path, "w") as f:
             f.write(extra)
-            for h, s in zip(self.hosts, slots):
+            for h, s in zip(hosts if hosts is not None else self.hosts, slots):
                 f.write(f'[[host]]\nname = "{h["name"]}"\naddress = "{h["address"]}"\n'
-                        f'port = {h["port"]}\nuser = "root"\nslots = {s}\n\n')
+                        f'port = {h["port"]}\nuser = "root"\nslots = {s}\n'
+                        f'{(host_extra or {}).get(h["name"], "")}\n')
         return path
+
+    def write_ssh_config(self, text):
+        path = os.path.join(self.home, ".ssh", "config")
+        with open(path, "w") as f:
+            f.write(text)
+        return path
+
+    def firewall_ssh(self, h, allow):
+        """Inside `h`'s namespace, refuses TCP port 22 (with a reset, so that
+        a refused client fails at once) from every address but those in
+        `allow`. nft, else iptables; False when neither works."""
+        if not h["ns"]:
+            return False
+        in_ns = ["ip", "netns", "exec", h["ns"]]
+        rules = (f"table inet dlaunch_test {{\n chain input {{\n"
+                 f"  type filter hook input priority 0; policy accept;\n"
+                 f"  tcp dport 22 ip saddr {{ {', '.join(allow)} }} accept\n"
+                 f"  tcp dport 22 reject with tcp reset\n }}\n}}\n")
+        if shutil.which("nft") and subprocess.run(in_ns + ["nft", "-f", "-"], input=rules,
+                                                  capture_output=True, text=True).returncode == 0:
+            return True
+        if not shutil.which("iptables"):
+            return False
+        for a in allow:
+            if subprocess.run(in_ns + ["iptables", "-A", "INPUT", "-p", "tcp", "--dport", "22",
+                                       "-s", a, "-j", "ACCEPT"], capture_output=True).returncode:
+                return False
+        return subprocess.run(in_ns + ["iptables", "-A", "INPUT", "-p", "tcp", "--dport", "22",
+                                       "-j", "REJECT", "--reject-with", "tcp-reset"],
+                              capture_output=True).returncode == 0
 
     def env(self, **extra):
         env = dict(os.environ)
@@ -257,6 +292,26 @@ MaxSessions 50
                                      start_new_session=True)
         self.procs.append(h["proc"])
         self._wait_listening(h)
+
+    def block_connections_to(self, h, address):
+        """Inside `h`'s namespace, refuses every TCP connection the host
+        opens to `address` (as NAT in front of the coordinator would); SSH
+        connections from there to the host still work. nft, else iptables;
+        False when neither works."""
+        if not h["ns"]:
+            return False
+        in_ns = ["ip", "netns", "exec", h["ns"]]
+        rules = (f"table inet dlaunch_test_out {{\n chain output {{\n"
+                 f"  type filter hook output priority 0; policy accept;\n"
+                 f"  ip daddr {address} meta l4proto tcp ct state new reject with tcp reset\n"
+                 f" }}\n}}\n")
+        if shutil.which("nft") and subprocess.run(in_ns + ["nft", "-f", "-"], input=rules,
+                                                  capture_output=True, text=True).returncode == 0:
+            return True
+        return shutil.which("iptables") is not None and subprocess.run(
+            in_ns + ["iptables", "-A", "OUTPUT", "-d", address, "-p", "tcp", "-m", "conntrack",
+                     "--ctstate", "NEW", "-j", "REJECT", "--reject-with", "tcp-reset"],
+            capture_output=True).returncode == 0
 
     def close(self):
         for p in self.procs:

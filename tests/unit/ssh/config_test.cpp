@@ -88,3 +88,14 @@ TEST_CASE("ssh patterns: stars backtrack, ? needs a character") {
   CHECK_FALSE(ssh_pattern_match("?", ""));
   CHECK(ssh_pattern_match("10.0.?.*", "10.0.3.17"));
 }
+
+TEST_CASE("ssh config: ProxyJump, first value wins, none is kept as written") {
+  const auto cfg = SshConfig::parse(
+      "Host inner*\n  ProxyJump admin@bastion:2222,second\n"
+      "Host direct\n  ProxyJump none\n"
+      "Host *\n  ProxyJump everywhere\n");
+  CHECK(cfg.lookup("inner1").proxy_jump == "admin@bastion:2222,second");
+  CHECK(cfg.lookup("direct").proxy_jump == "none");
+  CHECK(cfg.lookup("other").proxy_jump == "everywhere");
+  CHECK(SshConfig::parse("Host a\n  User u\n").lookup("a").proxy_jump.empty());
+}

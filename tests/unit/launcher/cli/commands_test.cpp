@@ -125,7 +125,7 @@ TEST_CASE("--help lists every command, its examples, and every launch option") {
                              "--grace",        "--max-restarts",   "--heartbeat-timeout",
                              "--dry-run",      "--verbose",        "--quiet",
                              "--ssh-parallel", "--ssh-timeout",    "--accept-new-host-keys",
-                             "--version"}) {
+                             "--rdzv-via-ssh", "--version"}) {
     CHECK_MESSAGE(help.find(option) != std::string::npos, option);
   }
 }

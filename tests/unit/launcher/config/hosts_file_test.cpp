@@ -284,6 +284,25 @@ TEST_CASE("hosts file: interface names") {
   }
 }
 
+TEST_CASE("hosts file: jump hosts, per host and in [defaults]") {
+  const auto file = parse_ok(
+      "[defaults]\njump = \"admin@bastion:2222\"\n"
+      "[[host]]\naddress = \"a\"\n"
+      "[[host]]\naddress = \"b\"\njump = \"outer,u@inner\"\n"
+      "[[host]]\naddress = \"c\"\njump = \"none\"\n");
+  CHECK(file.hosts[0].jump == "admin@bastion:2222");
+  CHECK(file.hosts[1].jump == "outer,u@inner");
+  CHECK(file.hosts[2].jump == "none");
+  CHECK(parse_ok(kOneHost).hosts[0].jump.empty());  // unset: ~/.ssh/config decides
+  const std::string host = kOneHost;
+  check_one_error(host + "jump = \"b:0\"\n", 3, 8, "'jump' 'b:0' hop 1: port '0'");
+  check_one_error(host + "jump = \"a,,b\"\n", 3, 8, "hop 2: an empty hop");
+  check_one_error(host + "jump = \"\"\n", 3, 8, "\"none\"");
+  check_one_error(host + "jump = \"-oProxyCommand=x\"\n", 3, 8, "starts with '-'");
+  check_one_error(host + "jump = 22\n", 3, 8, "must be a string");
+  check_one_error("[defaults]\njump = \"x y\"\n" + host, 2, 8, "'jump' 'x y'");
+}
+
 TEST_CASE("hosts file: env names and values") {
   const std::string host = kOneHost;
   check_one_error(host + "env = { 1ABC = \"x\" }\n", 3, 9, "environment variable name '1ABC'");
@@ -367,6 +386,12 @@ TEST_CASE("hosts file: rendezvous values") {
   check_one_error(host + "[rendezvous]\naddress = 10\n", 4, 11, "must be a string");
   check_one_error(host + "[rendezvous]\naddress = \"a b\"\n", 4, 11, "whitespace");
   check_one_error(host + "[rendezvous]\naddress = \"-x\"\n", 4, 11, "'-'");
+  check_one_error(host + "[rendezvous]\nvia = \"tunnel\"\n", 4, 7,
+                  "unknown rendezvous 'via' 'tunnel': use \"direct\"");
+  check_one_error(host + "[rendezvous]\nvia = true\n", 4, 7, "must be a string");
+  CHECK(parse_ok(host + "[rendezvous]\nvia = \"ssh\"\n").rendezvous.via_ssh);
+  CHECK_FALSE(parse_ok(host + "[rendezvous]\nvia = \"direct\"\n").rendezvous.via_ssh);
+  CHECK_FALSE(parse_ok(host).rendezvous.via_ssh);
 }
 
 TEST_CASE("hosts file: every error of a file comes back together, in file order") {

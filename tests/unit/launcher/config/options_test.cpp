@@ -53,6 +53,14 @@ TEST_CASE("usage errors exit 2 with a message") {
   check_error({"--ranks-filter", "1,,2", "--", "p"}, "--ranks-filter");
   check_error({"--bogus", "--", "p"}, "bogus");
   check_error({"--", ""}, "the program name is empty");
+  check_error({"--rdzv-via-ssh", "--", "p"}, "--rdzv-via-ssh needs --hosts");
+}
+
+TEST_CASE("--rdzv-via-ssh with --hosts") {
+  auto r = parse({"--hosts", "/dev/null", "--rdzv-via-ssh", "--", "p"});
+  REQUIRE(r.options);
+  CHECK(r.options->rdzv_via_ssh);
+  CHECK_FALSE(parse({"--hosts", "/dev/null", "--", "p"}).options->rdzv_via_ssh);
 }
 
 TEST_CASE("rank lists") {

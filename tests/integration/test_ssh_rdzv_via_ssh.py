@@ -1,0 +1,98 @@
+"""A coordinator the hosts cannot connect to (behind NAT, or firewalled):
+with [rendezvous] via = "ssh" or --rdzv-via-ssh, every agent reaches the
+rendezvous through a reverse port forward on its own SSH connection, and the
+job runs. Each host is a network namespace whose firewall refuses every
+connection it opens to the coordinator."""
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import unittest
+
+sys.path.insert(0, os.path.dirname(__file__))
+import harness  # noqa: E402
+import sshd_harness  # noqa: E402
+
+RANK = ("import os, sys; print('rank', os.environ['RANK'], 'on', os.environ['DLAUNCH_HOST'],"
+        " flush=True); sys.exit(int(sys.argv[1]) if os.environ['RANK'] == '2' else 0)")
+
+
+class RendezvousViaSshTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        # h3 is reachable only through h1, as a bastion.
+        cls.hosts = sshd_harness.SshHosts(3, netns=True)
+        cls.hosts.__enter__()
+        cls.coordinator = f"{cls.hosts.subnet}.254"  # this machine, on the hosts' bridge
+        h1, _, h3 = cls.hosts.hosts
+        if not (all(cls.hosts.block_connections_to(h, cls.coordinator) for h in cls.hosts.hosts)
+                and cls.hosts.firewall_ssh(h3, [h1["address"]])):
+            cls.hosts.close()
+            raise unittest.SkipTest("neither nft nor iptables works in a network namespace")
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.hosts.close()
+
+    def setUp(self):
+        self.hosts.write_known_hosts()
+
+    def dlaunch(self, hosts_file, *args, code=0):
+        return subprocess.run(
+            [harness.DLAUNCH, "--hosts", hosts_file, "--rdzv-timeout", "60", *args, "--",
+             "/usr/bin/python3", "-c", RANK, str(code)],
+            capture_output=True, text=True, timeout=120, env=self.hosts.env())
+
+    def test_the_firewall_keeps_hosts_from_the_coordinator(self):
+        with socket.socket() as listener:
+            listener.bind((self.coordinator, 0))
+            listener.listen()
+            port = listener.getsockname()[1]
+            r = subprocess.run(
+                ["ip", "netns", "exec", self.hosts.hosts[0]["ns"], "/usr/bin/python3", "-c",
+                 f"import socket; socket.create_connection(('{self.coordinator}', {port}), 5)"],
+                capture_output=True, text=True, timeout=30)
+        self.assertNotEqual(r.returncode, 0, "the host reached the coordinator")
+        self.assertIn("ConnectionRefused", r.stderr)
+
+    def test_via_ssh_in_the_hosts_file(self):
+        hosts_file = self.hosts.hosts_file([1, 2], extra='[rendezvous]\nvia = "ssh"\n\n',
+                                           hosts=self.hosts.hosts[:2])
+        r = self.dlaunch(hosts_file, "-v")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        out = r.stdout + r.stderr
+        for line in ("rank 0 on h1", "rank 1 on h2", "rank 2 on h2"):
+            self.assertIn(line, out)
+        for h in ("h1", "h2"):
+            self.assertIn(f"{h}: the agent reaches the rendezvous through SSH at 127.0.0.1:", out)
+
+    def test_via_ssh_on_the_command_line_and_a_rank_exit_code_comes_back(self):
+        r = self.dlaunch(self.hosts.hosts_file([1, 2], hosts=self.hosts.hosts[:2]),
+                         "--rdzv-via-ssh", code=3)
+        self.assertEqual(r.returncode, 3, r.stderr)
+        self.assertIn("rank 2 on h2", r.stdout + r.stderr)
+
+    def test_via_ssh_to_a_host_behind_a_bastion(self):
+        h1, h2, h3 = self.hosts.hosts
+        hosts_file = self.hosts.hosts_file(
+            [1, 2], hosts=[h2, h3], host_extra={"h3": f'jump = "root@{h1["address"]}"\n'})
+        r = self.dlaunch(hosts_file, "--rdzv-via-ssh")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("rank 2 on h3", r.stdout + r.stderr)
+
+
+if __name__ == "__main__":
+    harness.require_binaries()
+    sshd_harness.require_sshd()
+    if os.environ.get("DLAUNCH_TEST_NO_NETNS"):
+        print("SKIP: DLAUNCH_TEST_NO_NETNS is set; the rendezvous-via-SSH tests need network namespaces")
+        sys.exit(harness.SKIP)
+    if not sshd_harness.can_use_netns():
+        print("SKIP: needs root and `ip netns` to put the hosts behind a firewall")
+        sys.exit(harness.SKIP)
+    if not (shutil.which("nft") or shutil.which("iptables")):
+        print("SKIP: needs nft or iptables for the firewall in front of the coordinator")
+        sys.exit(harness.SKIP)
+    unittest.main(verbosity=2)
