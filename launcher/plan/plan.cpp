@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "launcher/plan/launch_spec_builder.h"
+#include "net/candidates.h"
 #include "protocol/rank_env.h"
 
 namespace dlaunch {
@@ -141,6 +142,25 @@ std::string describe_plan(const Plan& plan, const Options& o) {
   out << "rendezvous: listens on " << plan.rdzv_bind << ":"
       << (plan.rdzv_port ? std::to_string(plan.rdzv_port) : std::string("<any free port>"))
       << (plan.coordinator ? "" : " (on node 0)") << "\n";
+  if (plan.probe_master) {
+    // What can be said before any agent runs: the order; node 0's interfaces
+    // and the probe results come at start (-v shows them).
+    net::CandidateSources sources;
+    sources.configured = plan.configured_master;
+    sources.configured_by = plan.configured_master_by;
+    sources.node0_address = plan.node0_address;
+    sources.all_nodes_local = plan.all_nodes_local;
+    out << "MASTER_ADDR: probed at start from every node; the first of node 0's addresses that "
+           "all reach wins:\n";
+    int n = 0;
+    for (const auto& c : net::master_candidates(sources))
+      out << "  " << ++n << ". " << c.address << " (" << net::describe(c, sources) << ")\n";
+    out << "  " << ++n
+        << ". node 0's interface addresses (real NICs first, virtual and container "
+           "bridges last, no loopback or link-local)\n";
+    out << "NCCL_SOCKET_IFNAME, GLOO_SOCKET_IFNAME: each host's interface towards MASTER_ADDR "
+           "(the hosts file's `interface` wins; a value already set is kept)\n";
+  }
   int total = 0;
   bool known = plan.mode != Mode::manual;
   for (const auto& node : plan.nodes) {
@@ -170,7 +190,11 @@ std::string describe_plan(const Plan& plan, const Options& o) {
       a.rank_offset = known ? offset : 0;
       a.local_world_size = shown;
       a.world_size = known ? total : shown;
-      a.master_addr = plan.master_addr.empty() ? "<this host>" : plan.master_addr;
+      a.master_addr = plan.probe_master          ? "<probed at start>"
+                      : plan.master_addr.empty() ? "<this host>"
+                                                 : plan.master_addr;
+      if (plan.probe_master && node.host.interface.empty())
+        a.socket_ifname = "<towards MASTER_ADDR>";
       const LaunchSpec spec = make_launch_spec(plan, node, o, {});
       const EnvMap env = rank_environment(a, local, spec, {});
       out << "  local rank " << local << ":";

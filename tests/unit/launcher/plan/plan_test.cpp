@@ -30,7 +30,37 @@ TEST_CASE("plan for hosts: contiguous ranks, local detection, master address") {
   // node b says "one per GPU": global rank numbers are known only at the rendezvous
   CHECK(text.find("node 0: a (10.0.0.5, ssh), 2 ranks") != std::string::npos);
   CHECK(text.find("RANK=<at rendezvous>") != std::string::npos);
-  CHECK(text.find("MASTER_ADDR=10.0.0.5") != std::string::npos);
+  // Two machines: MASTER_ADDR is probed at start, node 0's hosts-file address first.
+  CHECK(p.probe_master);
+  CHECK(text.find("MASTER_ADDR=<probed at start>") != std::string::npos);
+  CHECK(text.find("  1. 10.0.0.5 (node 0's address in the hosts file)\n") != std::string::npos);
+  CHECK(text.find("NCCL_SOCKET_IFNAME==<towards MASTER_ADDR>") != std::string::npos);
+}
+
+TEST_CASE("master_address and --master-addr come first among the candidates") {
+  Options o;
+  o.mode = Mode::hosts;
+  o.command = {"prog"};
+  HostsFile hosts;
+  hosts.path = "hosts.toml";
+  hosts.rendezvous.master_address = "198.18.1.10";
+  hosts.rendezvous.master_address_line = 7;
+  HostEntry a;
+  a.name = "a";
+  a.address = "198.19.0.2";
+  a.interface = "ens5";
+  HostEntry b;
+  b.name = "b";
+  b.address = "198.19.0.6";
+  hosts.hosts = {a, b};
+  Plan p = make_plan(o, &hosts, "job");
+  std::string text = describe_plan(p, o);
+  CHECK(text.find("  1. 198.18.1.10 (master_address in hosts.toml:7)\n"
+                  "  2. 198.19.0.2 (node 0's address in the hosts file)\n") != std::string::npos);
+  CHECK(text.find("NCCL_SOCKET_IFNAME==ens5") != std::string::npos);  // the hosts file's wins
+  o.master_addr = "198.18.1.99";
+  text = describe_plan(make_plan(o, &hosts, "job"), o);
+  CHECK(text.find("  1. 198.18.1.99 (--master-addr)\n") != std::string::npos);
 }
 
 TEST_CASE("plan for standalone and manual modes") {
