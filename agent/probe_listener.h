@@ -7,6 +7,7 @@
 
 #include <asio.hpp>
 #include <cstdint>
+#include <memory>
 
 namespace dlaunch {
 
@@ -18,11 +19,17 @@ class ProbeListener {
   std::uint16_t port() const { return port_; }
   // Stops accepting; connections already accepted end when their peer closes.
   void close();
+  ~ProbeListener() { close(); }
+  ProbeListener(const ProbeListener&) = delete;
+  ProbeListener& operator=(const ProbeListener&) = delete;
 
  private:
-  void accept();
+  // Shared with the pending accept's handler: a connection accepted just
+  // before close() completes after this object may be gone, and its handler
+  // must find a closed acceptor, not freed memory.
+  static void accept(std::shared_ptr<asio::ip::tcp::acceptor> acceptor);
 
-  asio::ip::tcp::acceptor acceptor_;
+  std::shared_ptr<asio::ip::tcp::acceptor> acceptor_;
   std::uint16_t port_ = 0;
 };
 
