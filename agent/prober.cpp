@@ -1,5 +1,6 @@
 #include "agent/prober.h"
 
+#include <algorithm>
 #include <chrono>
 #include <memory>
 
@@ -8,16 +9,33 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+struct Attempt;
+
+// Once one address answered, the others get this long (or 4 connect times of
+// the slowest answer so far, if longer) before they count as not reached: a
+// firewall that drops packets to one candidate must not hold every job's
+// start for the whole timeout, while an address that answers at all answers
+// within a few round trips.
+constexpr std::chrono::milliseconds kSettleAfterAnswer{500};
+
 // What every attempt shares: the results so far and who to tell at the end.
 struct ProbeRun {
+  explicit ProbeRun(asio::io_context& io) : settle(io) {}
+
   std::vector<net::ProbeOutcome> outcomes;
+  std::vector<std::weak_ptr<Attempt>> attempts;
   std::size_t pending = 0;
   net::Interfaces interfaces;
   ProbeDone done;
+  asio::steady_timer settle;
+  bool settling = false;
 
   void finished_one() {
-    if (--pending == 0) done(std::move(outcomes));
+    if (--pending > 0) return;
+    settle.cancel();
+    done(std::move(outcomes));
   }
+  void answered(std::chrono::microseconds rtt);
 };
 
 struct Attempt : std::enable_shared_from_this<Attempt> {
@@ -31,6 +49,7 @@ struct Attempt : std::enable_shared_from_this<Attempt> {
   asio::steady_timer timer;
   Clock::time_point started = Clock::now();
   bool timed_out = false;
+  bool gave_up = false;  // another address answered and this one did not in time
   bool over = false;
 
   void start(const std::string& address, int port, std::chrono::milliseconds timeout) {
@@ -60,7 +79,7 @@ struct Attempt : std::enable_shared_from_this<Attempt> {
     over = true;
     timer.cancel();
     auto& out = run->outcomes[index];
-    if (!ec && !timed_out) {
+    if (!ec && !timed_out && !gave_up) {
       out.reached = true;
       out.rtt_us = static_cast<std::int32_t>(
           std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - started).count());
@@ -73,6 +92,9 @@ struct Attempt : std::enable_shared_from_this<Attempt> {
         if (const auto* itf = net::interface_with_address(run->interfaces, address.to_string()))
           out.interface = itf->name;
       }
+      run->answered(std::chrono::microseconds(out.rtt_us));
+    } else if (gave_up) {
+      out.error = "no answer (another address answered)";
     } else if (timed_out) {
       out.error = "timed out";
     } else if (ec == asio::error::connection_refused) {
@@ -86,13 +108,35 @@ struct Attempt : std::enable_shared_from_this<Attempt> {
     socket.close(ignored);  // our side closes first: see ProbeListener
     run->finished_one();
   }
+
+  void give_up() {
+    if (over) return;
+    gave_up = true;
+    asio::error_code ignored;
+    resolver.cancel();
+    socket.close(ignored);
+  }
 };
+
+void ProbeRun::answered(std::chrono::microseconds rtt) {
+  if (settling || pending <= 1) return;
+  settling = true;
+  const auto wait = std::max<std::chrono::microseconds>(kSettleAfterAnswer, 4 * rtt);
+  settle.expires_after(wait);
+  // Holds the attempts weakly: an attempt that finished on its own is gone.
+  settle.async_wait([held = attempts](const asio::error_code& ec) {
+    if (ec) return;
+    for (const auto& weak : held) {
+      if (auto attempt = weak.lock()) attempt->give_up();
+    }
+  });
+}
 
 }  // namespace
 
 void probe_addresses(asio::io_context& io, const proto::Probe& probe,
                      const net::Interfaces& interfaces, ProbeDone done) {
-  auto run = std::make_shared<ProbeRun>();
+  auto run = std::make_shared<ProbeRun>(io);
   run->outcomes.resize(probe.addresses.size());
   run->pending = probe.addresses.size();
   run->interfaces = interfaces;
@@ -101,10 +145,13 @@ void probe_addresses(asio::io_context& io, const proto::Probe& probe,
     asio::post(io, [run] { run->done({}); });
     return;
   }
+  std::vector<std::shared_ptr<Attempt>> attempts;
   for (std::size_t i = 0; i < probe.addresses.size(); ++i) {
-    std::make_shared<Attempt>(io, run, i)
-        ->start(probe.addresses[i], probe.port, std::chrono::milliseconds(probe.timeout_ms));
+    attempts.push_back(std::make_shared<Attempt>(io, run, i));
+    run->attempts.push_back(attempts.back());
   }
+  for (std::size_t i = 0; i < attempts.size(); ++i)
+    attempts[i]->start(probe.addresses[i], probe.port, std::chrono::milliseconds(probe.timeout_ms));
 }
 
 }  // namespace dlaunch

@@ -81,12 +81,12 @@ class CrossRegionTest(unittest.TestCase):
         for job in self.jobs:
             harness.kill_marker(job)
 
-    def dlaunch(self, hosts_file, timeout=90):
+    def dlaunch(self, hosts_file, timeout=90, options=()):
         CrossRegionTest.runs += 1
         job = f"xregion-{os.getpid()}-{CrossRegionTest.runs}"
         self.jobs.append(job)
         return subprocess.run(
-            [harness.DLAUNCH, "--hosts", hosts_file, "--name", job, "--",
+            [harness.DLAUNCH, "--hosts", hosts_file, "--name", job, *options, "--",
              "/usr/bin/python3", self.script, self.out],
             capture_output=True, text=True, timeout=timeout, env=self.topo.env())
 
@@ -144,6 +144,27 @@ class CrossRegionTest(unittest.TestCase):
         self.assertEqual(self.markers(), [], "a rank started: " + detail)
         self.assertRegex(r.stderr, r"\bh1\b", detail)
         self.assertIn(h0["addr"], r.stderr, detail)
+
+
+    def test_a_candidate_whose_packets_are_dropped_does_not_hold_the_start(self):
+        """Region B's router drops packets to the management network without a
+        word (no ICMP): h1's and h2's probes of h0's hosts-file address get no
+        answer. Once h0's region address answered, the silent one is given up
+        on, and the job runs with the region address."""
+        topo = self.topo
+        h0 = topo.host("h0")
+        rule = ("table inet dlx_silent {\n  chain pre { type filter hook prerouting priority 0;\n"
+                "    ip daddr 198.19.0.0/16 drop\n  }\n}\n")
+        topo.run("rB", ["nft", "-f", "-"], check=True, input=rule)
+        try:
+            r = self.dlaunch(topo.hosts_file(), options=["-v"])
+        finally:
+            topo.run("rB", ["nft", "delete", "table", "inet", "dlx_silent"])
+        detail = f"\nstdout:\n{r.stdout[-3000:]}\nstderr:\n{r.stderr[-3000:]}"
+        self.assertEqual(r.returncode, 0, detail)
+        self.assertIn(f"MASTER_ADDR {h0['addr']}", r.stderr, detail)
+        self.assertRegex(r.stderr, r"h1 \(no answer \(another address answered\)\)", detail)
+        self.assertEqual(sorted(self.records("rank-")), list(range(len(topo.hosts))), detail)
 
 
 def pending_check_command(topo):
