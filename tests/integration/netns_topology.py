@@ -108,13 +108,7 @@ def remove_stale():
 def free_mgmt_block():
     """A 198.19.M.0/24 that no interface of the root namespace uses yet, so that
     topologies built by tests running in parallel do not overlap."""
-    used = sh("ip", "-o", "-4", "addr", check=False).stdout
-    candidates = list(range(1, 255))
-    random.shuffle(candidates)
-    for m in candidates:
-        if f" 198.19.{m}." not in used:
-            return f"198.19.{m}"
-    raise RuntimeError("no free 198.19.M.0/24 left for management links")
+    return sshd_harness.free_subnet("198.19", 1, 254)
 
 
 def require_topology():

@@ -21,17 +21,17 @@ import harness  # noqa: E402
 SSHD = "/usr/sbin/sshd"
 
 
-def free_subnet():
-    """A 198.18.N.0/24 that no interface here uses yet: tests running in
+def free_subnet(prefix="198.18", first=1, last=250):
+    """A PREFIX.N.0/24 that no interface here uses yet: tests running in
     parallel each get their own bridge and subnet."""
     used = subprocess.run(["ip", "-o", "-4", "addr"], capture_output=True, text=True).stdout \
         if shutil.which("ip") else ""
-    candidates = list(range(1, 251))
+    candidates = list(range(first, last + 1))
     random.shuffle(candidates)
     for n in candidates:
-        if f" 198.18.{n}." not in used:
-            return f"198.18.{n}"
-    raise RuntimeError("no free 198.18.N.0/24 subnet left")
+        if f" {prefix}.{n}." not in used:
+            return f"{prefix}.{n}"
+    raise RuntimeError(f"no free {prefix}.N.0/24 subnet left")
 
 
 def have_sshd():
