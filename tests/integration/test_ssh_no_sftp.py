@@ -29,6 +29,15 @@ class NoSftpTest(unittest.TestCase):
     def setUp(self):
         self.hosts.write_known_hosts()
         shutil.rmtree(self.hosts.remote_cache, ignore_errors=True)
+        # The hosts share this machine's /tmp: a copy another test left in the
+        # /tmp fallback would be started instead of uploading (ctest runs the
+        # tests that use the fallback one at a time: RESOURCE_LOCK).
+        with open(os.path.join(harness.BIN_DIR, "dlaunch-agent"), "rb") as f:
+            sha = hashlib.sha256(f.read()).hexdigest()
+        try:
+            os.remove(f"/tmp/dlaunch-{os.getuid()}/agent-{sha}")
+        except FileNotFoundError:
+            pass
 
     def dlaunch(self, args, **env):
         return subprocess.run([harness.DLAUNCH] + args, capture_output=True, text=True,
