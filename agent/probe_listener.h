@@ -3,10 +3,13 @@
 // coordinator picks is one every node has reached. The same port becomes
 // MASTER_PORT: holding it open until the ranks start keeps it free for them,
 // and a firewall that drops it is found before a trainer hangs on it.
+// `dlaunch check` opens one on every agent: its peers' bulk tests write here,
+// and accepted connections are drained (read and discarded) until they close.
 #pragma once
 
 #include <asio.hpp>
 #include <cstdint>
+#include <memory>
 
 namespace dlaunch {
 
@@ -21,6 +24,7 @@ class ProbeListener {
 
  private:
   void accept();
+  static void drain(std::shared_ptr<asio::ip::tcp::socket> socket);
 
   asio::ip::tcp::acceptor acceptor_;
   std::uint16_t port_ = 0;
