@@ -65,8 +65,9 @@ std::string rate_text(double bps) {
 
 std::string skew_text(std::int64_t skew_us, std::int64_t uncertainty_us) {
   auto ms = [](std::int64_t us) {
+    if (us < 1000) return std::to_string(us) + " us";  // same host, or a LAN
     const double v = static_cast<double>(us) / 1000.0;
-    return std::fabs(v) >= 1000 ? fixed(v / 1000.0, 1) + " s" : fixed(v, 1) + " ms";
+    return v >= 1000 ? fixed(v / 1000.0, 1) + " s" : fixed(v, 1) + " ms";
   };
   return (skew_us >= 0 ? "+" : "-") + ms(skew_us >= 0 ? skew_us : -skew_us) + " +-" +
          ms(uncertainty_us);

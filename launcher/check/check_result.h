@@ -75,7 +75,7 @@ double throughput_bps(const proto::PeerResult& result);
 std::string bytes_text(std::int64_t bytes);
 // "9.41 Gb/s", "850 Mb/s".
 std::string rate_text(double bits_per_second);
-// "+1.2 ms +-0.3 ms".
+// "+1.2 ms +-300 us", "-1.5 s +-2.1 ms".
 std::string skew_text(std::int64_t skew_us, std::int64_t uncertainty_us);
 
 }  // namespace dlaunch

@@ -149,3 +149,14 @@ TEST_CASE("json report: the same content, machine-readable") {
                   "1000000000,\"error\":null}") != std::string::npos);
   CHECK(json.find("\"problems\":[]") != std::string::npos);
 }
+
+TEST_CASE("sizes, rates and clock skews as the table shows them") {
+  CHECK(bytes_text(64LL << 20) == "64 MiB");
+  CHECK(bytes_text(3LL << 29) == "1.5 GiB");
+  CHECK(bytes_text(-1) == "?");
+  CHECK(rate_text(9.41e9) == "9.41 Gb/s");
+  CHECK(rate_text(8.5e8) == "850 Mb/s");
+  CHECK(skew_text(1200, 300) == "+1.2 ms +-300 us");
+  CHECK(skew_text(-1'500'000, 2100) == "-1.5 s +-2.1 ms");
+  CHECK(skew_text(0, 40) == "+0 us +-40 us");
+}
