@@ -6,7 +6,9 @@
 #include <cstdio>
 
 #include "agent/gpus.h"
+#include "agent/host_facts.h"
 #include "agent/interfaces.h"
+#include "agent/peer_test.h"
 #include "agent/prober.h"
 #include "common/log.h"
 #include "common/overloaded.h"
@@ -57,6 +59,9 @@ void Agent::start() {
   machine_.emplace(AgentStateMachine::Node{spec_.node_rank, nproc_, spec_.grace_s});
   watch_signals();
   watch_stdin();
+  // Before joining: the coordinator's FactsRequest is answered at once, so its
+  // round trip bounds the clock skew it measures.
+  if (spec_.check) facts_ = collect_host_facts(std::chrono::seconds(20));
 
   proto::Join join;
   join.node_rank = spec_.node_rank;
@@ -118,7 +123,15 @@ void Agent::watch_stdin() {
 }
 
 void Agent::on_message(proto::Message&& message) {
-  if (auto* assign = std::get_if<proto::Assign>(&message)) {
+  if (spec_.check && std::holds_alternative<proto::Assign>(message)) {
+    log::warn("ignoring an assignment: this agent only checks the host");
+    return;
+  }
+  if (std::holds_alternative<proto::FactsRequest>(message)) {
+    answer_facts_request();
+  } else if (auto* test = std::get_if<proto::PeerTest>(&message)) {
+    answer_peer_test(*test);
+  } else if (auto* assign = std::get_if<proto::Assign>(&message)) {
     handle(agent_event::AssignmentReceived{std::move(*assign)});
   } else if (auto* stop = std::get_if<proto::Stop>(&message)) {
     handle(agent_event::StopReceived{std::move(*stop)});
@@ -133,6 +146,21 @@ void Agent::answer_probe(const proto::Probe& probe) {
   log::debug("probing ", probe.addresses.size(), " addresses of node 0 at port ", probe.port);
   probe_addresses(io_, probe, interfaces_, [this](std::vector<net::ProbeOutcome> outcomes) {
     if (client_) client_->send(proto::ProbeReport{std::move(outcomes)});
+  });
+}
+
+void Agent::answer_facts_request() {
+  if (!client_) return;
+  proto::HostFacts facts = facts_.value_or(proto::HostFacts{});
+  facts.wall_clock_us = wall_clock_us();
+  client_->send(facts);
+}
+
+void Agent::answer_peer_test(const proto::PeerTest& test) {
+  log::debug("peer test round ", test.round, ": ", test.targets.size(), " targets for ",
+             test.duration_ms, " ms");
+  run_peer_test(io_, test, [this](proto::PeerTestReport report) {
+    if (client_) client_->send(report);
   });
 }
 

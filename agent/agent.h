@@ -4,6 +4,8 @@
 // are AgentStateMachine's and the ranks are RankSupervisor's; this class wires
 // them to the rendezvous client, signals, timers and stdin on one asio
 // io_context. The caller runs the context and reads exit_code().
+// In check mode (LaunchSpec::check, `dlaunch check`) it starts no rank: it
+// joins, answers FactsRequest, Probe and PeerTest, and exits on Stop.
 #pragma once
 
 #include <asio.hpp>
@@ -37,6 +39,8 @@ class Agent {
   void on_message(proto::Message&& message);
   void start_round(const proto::Assign& assign);
   void answer_probe(const proto::Probe& probe);
+  void answer_facts_request();
+  void answer_peer_test(const proto::PeerTest& test);
   void on_line(int rank, proto::Stream stream, std::string_view text, proto::LineEnd end);
   void finish(int code);
   void drain_and_stop(std::chrono::steady_clock::time_point deadline);
@@ -49,6 +53,7 @@ class Agent {
   int nproc_ = 1;
   int gpus_ = 0;
   net::Interfaces interfaces_;
+  std::optional<proto::HostFacts> facts_;  // check mode: collected before joining
   // Open from the start until the first round's ranks start: node 0's port
   // for probes and then for MASTER_PORT (see ProbeListener).
   std::optional<ProbeListener> probe_listener_;

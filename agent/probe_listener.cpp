@@ -1,5 +1,6 @@
 #include "agent/probe_listener.h"
 
+#include <array>
 #include <memory>
 
 namespace dlaunch {
@@ -14,6 +15,22 @@ bool open_on(asio::ip::tcp::acceptor& acceptor, const asio::ip::tcp::endpoint& e
   if (!ec) acceptor.listen(asio::socket_base::max_listen_connections, ec);
   if (ec) acceptor.close(ec);
   return !ec;
+}
+
+using Buffer = std::shared_ptr<std::array<char, 64 * 1024>>;
+
+void discard(std::shared_ptr<asio::ip::tcp::socket> socket, Buffer buffer) {
+  auto& s = *socket;
+  auto& b = *buffer;
+  s.async_read_some(asio::buffer(b), [socket = std::move(socket), buffer = std::move(buffer)](
+                                         const asio::error_code& ec, std::size_t) mutable {
+    if (ec) {
+      asio::error_code ignored;
+      socket->close(ignored);
+      return;
+    }
+    discard(std::move(socket), std::move(buffer));
+  });
 }
 
 }  // namespace
@@ -38,16 +55,18 @@ void ProbeListener::accept(std::shared_ptr<asio::ip::tcp::acceptor> acceptor) {
   a.async_accept(
       [acceptor = std::move(acceptor)](const asio::error_code& ec, asio::ip::tcp::socket socket) {
         if (ec == asio::error::operation_aborted || !acceptor->is_open()) return;
-        if (!ec) {
-          // The prober closes first, so the TIME_WAIT is on its side and this port
-          // binds cleanly for MASTER_PORT later. The socket lives in its handler.
-          auto held = std::make_shared<asio::ip::tcp::socket>(std::move(socket));
-          auto byte = std::make_shared<char>();
-          held->async_read_some(asio::buffer(byte.get(), 1),
-                                [held, byte](const asio::error_code&, std::size_t) {});
-        }
+        // The prober closes first, so the TIME_WAIT is on its side and this
+        // port binds cleanly for MASTER_PORT later.
+        if (!ec) drain(std::make_shared<asio::ip::tcp::socket>(std::move(socket)));
         accept(acceptor);
       });
+}
+
+// Reads and discards until the peer closes, then closes: a probe sends
+// nothing, and `dlaunch check`'s bulk test learns from the close that every
+// byte arrived. The socket and the buffer live in the handler.
+void ProbeListener::drain(std::shared_ptr<asio::ip::tcp::socket> socket) {
+  discard(std::move(socket), std::make_shared<std::array<char, 64 * 1024>>());
 }
 
 void ProbeListener::close() {

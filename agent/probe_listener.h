@@ -3,6 +3,8 @@
 // coordinator picks is one every node has reached. The same port becomes
 // MASTER_PORT: holding it open until the ranks start keeps it free for them,
 // and a firewall that drops it is found before a trainer hangs on it.
+// `dlaunch check` opens one on every agent: its peers' bulk tests write here,
+// and accepted connections are drained (read and discarded) until they close.
 #pragma once
 
 #include <asio.hpp>
@@ -28,6 +30,7 @@ class ProbeListener {
   // before close() completes after this object may be gone, and its handler
   // must find a closed acceptor, not freed memory.
   static void accept(std::shared_ptr<asio::ip::tcp::acceptor> acceptor);
+  static void drain(std::shared_ptr<asio::ip::tcp::socket> socket);
 
   std::shared_ptr<asio::ip::tcp::acceptor> acceptor_;
   std::uint16_t port_ = 0;

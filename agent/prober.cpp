@@ -38,6 +38,24 @@ struct ProbeRun {
   void answered(std::chrono::microseconds rtt);
 };
 
+// The interface the routing table sends traffic to `address` by, without a
+// packet on the wire (a UDP connect only picks the source address): for an
+// address that could not be reached, where the connection would have left.
+std::string route_interface(const std::string& address, const net::Interfaces& interfaces) {
+  asio::error_code ec;
+  const auto to = asio::ip::make_address(address, ec);
+  if (ec) return "";
+  asio::io_context io;
+  asio::ip::udp::socket socket(io);
+  socket.open(to.is_v6() ? asio::ip::udp::v6() : asio::ip::udp::v4(), ec);
+  if (!ec) socket.connect({to, 9}, ec);
+  if (ec) return "";
+  const auto local = socket.local_endpoint(ec);
+  if (ec) return "";
+  const auto* itf = net::interface_with_address(interfaces, local.address().to_string());
+  return itf ? itf->name : "";
+}
+
 struct Attempt : std::enable_shared_from_this<Attempt> {
   Attempt(asio::io_context& io, std::shared_ptr<ProbeRun> r, std::size_t i)
       : run(std::move(r)), index(i), resolver(io), socket(io), timer(io) {}
@@ -52,7 +70,10 @@ struct Attempt : std::enable_shared_from_this<Attempt> {
   bool gave_up = false;  // another address answered and this one did not in time
   bool over = false;
 
+  std::string target;
+
   void start(const std::string& address, int port, std::chrono::milliseconds timeout) {
+    target = address;
     auto self = shared_from_this();
     timer.expires_after(timeout);
     timer.async_wait([self](const asio::error_code& ec) {
@@ -104,6 +125,8 @@ struct Attempt : std::enable_shared_from_this<Attempt> {
     } else {
       out.error = *what ? std::string(what) : ec.message();
     }
+    if (!out.reached && out.interface.empty())
+      out.interface = route_interface(target, run->interfaces);
     asio::error_code ignored;
     socket.close(ignored);  // our side closes first: see ProbeListener
     run->finished_one();

@@ -2,7 +2,9 @@
 // candidate addresses at its probe port, all at once, each with the Probe's
 // timeout. Reports per address whether it was reached, how long the connect
 // took, and which of this host's interfaces the connection left by (the
-// interface NCCL and Gloo should use to reach that address).
+// interface NCCL and Gloo should use to reach that address; for an address not
+// reached, the interface the routing table would send it by, so `dlaunch
+// check` can still test the host's other links on it).
 #pragma once
 
 #include <asio.hpp>

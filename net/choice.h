@@ -20,8 +20,9 @@ namespace dlaunch::net {
 struct ProbeOutcome {
   bool reached = false;
   std::int32_t rtt_us = 0;  // connect time when reached
-  std::string interface;    // this host's interface the connection left by
-  std::string error;        // why not, when not reached ("timed out", "refused")
+  std::string
+      interface;  // this host's interface the connection left by (by the route when not reached)
+  std::string error;  // why not, when not reached ("timed out", "refused")
 };
 
 struct NodeProbe {

@@ -42,6 +42,7 @@ std::string encode_launch_spec(const LaunchSpec& s) {
   body.i32(s.grace_s);
   body.i32(s.heartbeat_timeout_s);
   body.i32(s.nnodes);
+  body.u8(s.check ? 1 : 0);
   wire::Writer out;
   out.u32(kSpecMagic);
   out.u32(static_cast<std::uint32_t>(body.bytes().size()));
@@ -69,7 +70,10 @@ std::optional<LaunchSpec> decode_launch_spec_body(std::string_view body) {
   s.grace_s = r.i32();
   s.heartbeat_timeout_s = r.i32();
   s.nnodes = r.i32();
-  if (!r.done() || echo > 1 || s.argv.empty() || s.node_rank < 0 || s.nproc < 0 || s.nnodes < 0)
+  const auto check = r.u8();
+  s.check = check == 1;
+  if (!r.done() || echo > 1 || check > 1 || (s.argv.empty() && !s.check) || s.node_rank < 0 ||
+      s.nproc < 0 || s.nnodes < 0)
     return std::nullopt;
   return s;
 }

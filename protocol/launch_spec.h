@@ -29,6 +29,9 @@ struct LaunchSpec {
   std::int32_t grace_s = 10;
   std::int32_t heartbeat_timeout_s = 15;
   std::int32_t nnodes = 0;  // the job's node count, sent in Join so node 0 can refuse a mismatch
+  // `dlaunch check`: join, answer FactsRequest, Probe and PeerTest, start no
+  // rank (argv may be empty).
+  bool check = false;
 };
 
 // The stdin stream: "DLSP" magic, u32 length, then the encoded fields.

@@ -92,6 +92,49 @@ void put(wire::Writer& w, const ProbeReport& m) {
     w.str(o.error);
   }
 }
+void put(wire::Writer&, const FactsRequest&) {}
+void put(wire::Writer& w, const HostFacts& m) {
+  w.str(m.agent_version);
+  w.str(m.os);
+  w.str(m.kernel);
+  w.i32(m.cpus);
+  w.u32(static_cast<std::uint32_t>(m.gpus.size()));
+  for (const auto& g : m.gpus) {
+    w.str(g.name);
+    w.u64(g.memory_bytes);
+  }
+  w.str(m.driver_version);
+  w.str(m.cuda_version);
+  w.i64(m.home_free);
+  w.i64(m.tmp_free);
+  w.i64(m.shm_size);
+  w.i64(m.wall_clock_us);
+  w.str(m.python_version);
+  w.str(m.torch_version);
+}
+void put(wire::Writer& w, const PeerTest& m) {
+  w.i32(m.round);
+  w.i32(m.duration_ms);
+  w.i32(m.timeout_ms);
+  w.u32(static_cast<std::uint32_t>(m.targets.size()));
+  for (const auto& t : m.targets) {
+    w.i32(t.node);
+    w.str(t.address);
+    w.i32(t.port);
+  }
+}
+void put(wire::Writer& w, const PeerTestReport& m) {
+  w.i32(m.round);
+  w.u32(static_cast<std::uint32_t>(m.results.size()));
+  for (const auto& r : m.results) {
+    w.i32(r.node);
+    w.u8(r.reached ? 1 : 0);
+    w.i32(r.rtt_us);
+    w.u64(r.bytes);
+    w.i64(r.elapsed_us);
+    w.str(r.error);
+  }
+}
 void put(wire::Writer&, const Heartbeat&) {}
 void put(wire::Writer& w, const Reject& m) {
   w.str(m.reason);
@@ -112,6 +155,10 @@ Type type_of(const Message& m) {
                         [](const Reject&) { return Type::reject; },
                         [](const Probe&) { return Type::probe; },
                         [](const ProbeReport&) { return Type::probe_report; },
+                        [](const FactsRequest&) { return Type::facts_request; },
+                        [](const HostFacts&) { return Type::host_facts; },
+                        [](const PeerTest&) { return Type::peer_test; },
+                        [](const PeerTestReport&) { return Type::peer_test_report; },
                     },
                     m);
 }
@@ -276,6 +323,70 @@ std::optional<Message> get(Type type, wire::Reader& r) {
       }
       return m;
     }
+    case Type::facts_request:
+      return FactsRequest{};
+    case Type::host_facts: {
+      HostFacts m;
+      m.agent_version = r.str(kMaxFactText);
+      m.os = r.str(kMaxFactText);
+      m.kernel = r.str(kMaxFactText);
+      m.cpus = r.i32();
+      const auto gpus = r.u32();
+      if (!r.ok() || gpus > kMaxGpus || m.cpus < 0) return std::nullopt;
+      m.gpus.resize(gpus);
+      for (auto& g : m.gpus) {
+        g.name = r.str(kMaxFactText);
+        g.memory_bytes = r.u64();
+      }
+      m.driver_version = r.str(kMaxFactText);
+      m.cuda_version = r.str(kMaxFactText);
+      m.home_free = r.i64();
+      m.tmp_free = r.i64();
+      m.shm_size = r.i64();
+      m.wall_clock_us = r.i64();
+      m.python_version = r.str(kMaxFactText);
+      m.torch_version = r.str(kMaxFactText);
+      if (m.home_free < -1 || m.tmp_free < -1 || m.shm_size < -1) return std::nullopt;
+      return m;
+    }
+    case Type::peer_test: {
+      PeerTest m;
+      m.round = r.i32();
+      m.duration_ms = r.i32();
+      m.timeout_ms = r.i32();
+      const auto count = r.u32();
+      if (!r.ok() || count > kMaxPeerTargets || m.round < 0 || m.duration_ms < 0 ||
+          m.duration_ms > kMaxPeerTestMs || m.timeout_ms < 1 || m.timeout_ms > kMaxPeerTestMs)
+        return std::nullopt;
+      m.targets.resize(count);
+      for (auto& t : m.targets) {
+        t.node = r.i32();
+        t.address = r.str(kMaxHostName);
+        t.port = r.i32();
+        if (!r.ok() || t.node < 0 || t.address.empty() || !valid_port(t.port) || t.port == 0)
+          return std::nullopt;
+      }
+      return m;
+    }
+    case Type::peer_test_report: {
+      PeerTestReport m;
+      m.round = r.i32();
+      const auto count = r.u32();
+      if (!r.ok() || count > kMaxPeerTargets || m.round < 0) return std::nullopt;
+      m.results.resize(count);
+      for (auto& p : m.results) {
+        p.node = r.i32();
+        const auto reached = flag(r);
+        if (!reached) return std::nullopt;
+        p.reached = *reached;
+        p.rtt_us = r.i32();
+        p.bytes = r.u64();
+        p.elapsed_us = r.i64();
+        p.error = r.str(kMaxProbeError);
+        if (p.node < 0 || p.rtt_us < 0 || p.elapsed_us < 0) return std::nullopt;
+      }
+      return m;
+    }
     case Type::heartbeat:
       return Heartbeat{};
     case Type::reject: {
@@ -297,7 +408,7 @@ std::string encode(const Message& m) {
 
 std::optional<Message> decode(std::uint8_t type, std::string_view payload) {
   if (type < static_cast<std::uint8_t>(Type::hello) ||
-      type > static_cast<std::uint8_t>(Type::probe_report)) {
+      type > static_cast<std::uint8_t>(Type::peer_test_report)) {
     return std::nullopt;
   }
   wire::Reader r(payload);
@@ -308,8 +419,9 @@ std::optional<Message> decode(std::uint8_t type, std::string_view payload) {
 
 std::string_view type_name(const Message& m) {
   static constexpr std::string_view names[] = {
-      "hello",      "challenge", "join",      "welcome", "assign", "log_line",    "rank_exit",
-      "agent_done", "stop",      "heartbeat", "reject",  "probe",  "probe_report"};
+      "hello",        "challenge",     "join",       "welcome",   "assign",          "log_line",
+      "rank_exit",    "agent_done",    "stop",       "heartbeat", "reject",          "probe",
+      "probe_report", "facts_request", "host_facts", "peer_test", "peer_test_report"};
   return names[m.index()];
 }
 

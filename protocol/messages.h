@@ -10,6 +10,11 @@
 //   agent -> ProbeReport{one outcome per candidate}
 // Then, per round: coord -> Assign; agent -> LogLine* RankExit* AgentDone;
 // coord -> Stop at any time. Both sides send Heartbeat when otherwise idle.
+// `dlaunch check` agents (LaunchSpec::check) get no Assign; instead:
+//   coord -> FactsRequest; agent -> HostFacts (its clock read as it answers)
+//   coord -> Probe as above; agent -> ProbeReport
+//   coord -> PeerTest per round of host pairs; agent -> PeerTestReport
+//   coord -> Stop
 #pragma once
 
 #include <cstdint>
@@ -28,7 +33,8 @@ inline constexpr std::uint32_t kMagic = 0x444C5256;  // "DLRV"
 // 2: Join carries nnodes; LogLine says how its text ended.
 // 3: Join carries interfaces and a probe port; Probe, ProbeReport; Assign names
 //    the interface for NCCL/Gloo.
-inline constexpr std::uint16_t kVersion = 3;
+// 4: FactsRequest, HostFacts, PeerTest, PeerTestReport (dlaunch check).
+inline constexpr std::uint16_t kVersion = 4;
 inline constexpr std::size_t kNonceSize = 32;
 inline constexpr std::size_t kMaxHostName = 255;
 inline constexpr std::size_t kMaxLogChunk = 64 * 1024;
@@ -41,6 +47,13 @@ inline constexpr std::size_t kMaxInterfaces = 64;
 inline constexpr std::size_t kMaxAddressesPerInterface = 16;
 inline constexpr std::size_t kMaxInterfaceName = 15;  // IFNAMSIZ - 1
 inline constexpr std::size_t kMaxProbeError = 256;
+// HostFacts: short descriptive strings (os-release, uname, NVML names and
+// versions, `python3 --version`); longer ones are cut by the agent.
+inline constexpr std::size_t kMaxFactText = 256;
+inline constexpr std::size_t kMaxGpus = 64;
+// PeerTest: one round gives a host at most this many peers to test.
+inline constexpr std::size_t kMaxPeerTargets = 256;
+inline constexpr std::int32_t kMaxPeerTestMs = 60'000;
 
 enum class Type : std::uint8_t {
   hello = 1,
@@ -56,6 +69,10 @@ enum class Type : std::uint8_t {
   reject = 11,
   probe = 12,
   probe_report = 13,
+  facts_request = 14,
+  host_facts = 15,
+  peer_test = 16,
+  peer_test_report = 17,
 };
 
 struct Hello {
@@ -148,6 +165,62 @@ struct ProbeReport {
   std::vector<net::ProbeOutcome> outcomes;  // one per Probe address, in order
 };
 
+// dlaunch check: what the host offers a job. The agent collects it before it
+// joins and answers FactsRequest at once, so the coordinator can read the
+// agent's clock against its own with the exchange's round trip as the bound.
+struct FactsRequest {};
+
+struct GpuFact {
+  std::string name;
+  std::uint64_t memory_bytes = 0;
+};
+
+struct HostFacts {
+  std::string agent_version;
+  std::string os;      // PRETTY_NAME of /etc/os-release; empty: unknown
+  std::string kernel;  // uname -r
+  std::int32_t cpus = 0;
+  std::vector<GpuFact> gpus;   // from NVML; empty without it
+  std::string driver_version;  // NVML's; empty without NVML
+  std::string cuda_version;    // the driver's CUDA version, "12.4"; empty without NVML
+  // Bytes; -1: unknown (statvfs failed).
+  std::int64_t home_free = -1;
+  std::int64_t tmp_free = -1;
+  std::int64_t shm_size = -1;
+  std::int64_t wall_clock_us = 0;  // the host's time of day as it answered FactsRequest
+  std::string python_version;      // python3 on PATH; empty: none
+  std::string torch_version;       // torch importable by that python3; empty: none
+};
+
+// dlaunch check: open a TCP connection to each target (a peer's probe port on
+// the address of its chosen interface), then write for duration_ms and report.
+struct PeerTarget {
+  std::int32_t node = 0;
+  std::string address;
+  std::int32_t port = 0;
+};
+
+struct PeerTest {
+  std::int32_t round = 0;
+  std::int32_t duration_ms = 1000;
+  std::int32_t timeout_ms = 3000;  // for the connect
+  std::vector<PeerTarget> targets;
+};
+
+struct PeerResult {
+  std::int32_t node = 0;
+  bool reached = false;
+  std::int32_t rtt_us = 0;      // connect time
+  std::uint64_t bytes = 0;      // written and acknowledged by the peer's close
+  std::int64_t elapsed_us = 0;  // from connected to the peer's close
+  std::string error;            // why not reached, or why the transfer stopped
+};
+
+struct PeerTestReport {
+  std::int32_t round = 0;
+  std::vector<PeerResult> results;  // one per target, in order
+};
+
 struct Heartbeat {};
 
 struct Reject {
@@ -155,7 +228,8 @@ struct Reject {
 };
 
 using Message = std::variant<Hello, Challenge, Join, Welcome, Assign, LogLine, RankExit, AgentDone,
-                             Stop, Heartbeat, Reject, Probe, ProbeReport>;
+                             Stop, Heartbeat, Reject, Probe, ProbeReport, FactsRequest, HostFacts,
+                             PeerTest, PeerTestReport>;
 
 // A whole frame (header included) for one message.
 std::string encode(const Message& m);

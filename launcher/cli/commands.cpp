@@ -27,6 +27,10 @@ constexpr HelpExample kLogsExamples[] = {
 };
 constexpr HelpExample kStopExamples[] = {{"dlaunch stop JOB", "a graceful stop"}};
 constexpr HelpExample kTopExamples[] = {{"dlaunch top", "this machine's ranks"}};
+constexpr HelpExample kCheckExamples[] = {
+    {"dlaunch check --hosts hosts.toml", "could a job launch there? hosts, MASTER_ADDR, matrix"},
+    {"dlaunch check --hosts hosts.toml --json", "the same as one JSON document"},
+};
 
 constexpr Command kCommands[] = {
     {{"run", "start a job; the default when the first word is an option or a program",
@@ -39,6 +43,9 @@ constexpr Command kCommands[] = {
      logs_command},
     {{"stop", "SIGTERM to a job's coordinator: a graceful stop", kStopExamples}, stop_command},
     {{"top", "CPU and memory of this machine's ranks", kTopExamples}, top_command},
+    {{"check", "whether a job could launch on a hosts file's hosts, and what to fix",
+      kCheckExamples},
+     check_command},
 };
 
 std::string unknown_command_message(std::string_view word) {

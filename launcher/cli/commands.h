@@ -35,6 +35,14 @@ int get_command(int argc, const char* const* argv);
 int logs_command(int argc, const char* const* argv);
 int stop_command(int argc, const char* const* argv);
 int top_command(int argc, const char* const* argv);
+int check_command(int argc, const char* const* argv);
+
+// dlaunch-agent's path: $DLAUNCH_AGENT, else next to dlaunch or in
+// ../lib/dlaunch; empty when not found.
+std::string find_agent_binary();
+// Raises the soft limit on open descriptors to the hard one (one per agent
+// connection and per rank pipe).
+void raise_fd_limit();
 
 // What a command line's first word asks for: a command, whose argv starts at
 // argv[first_arg], or, when `command` is null, a usage error.

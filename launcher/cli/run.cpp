@@ -42,19 +42,6 @@ std::string this_host_name() {
   return name[0] ? name : "localhost";
 }
 
-// dlaunch-agent sits next to dlaunch (build/bin, /usr/bin) or in ../lib/dlaunch.
-std::string find_agent_binary() {
-  if (const char* env = std::getenv("DLAUNCH_AGENT"); env && *env) return env;
-  std::error_code ec;
-  const auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
-  if (ec) return "dlaunch-agent";
-  for (const auto& candidate : {self.parent_path() / "dlaunch-agent",
-                                self.parent_path() / "../lib/dlaunch/dlaunch-agent"}) {
-    if (::access(candidate.c_str(), X_OK) == 0) return candidate.lexically_normal().string();
-  }
-  return "";
-}
-
 bool valid_job_name(const std::string& name) {
   if (name.empty() || name.size() > 200 || name[0] == '.' || name[0] == '-') return false;
   for (char c : name) {
@@ -100,6 +87,21 @@ bool same_terminal(int a, int b) {
   return ::fstat(a, &sa) == 0 && ::fstat(b, &sb) == 0 && sa.st_rdev == sb.st_rdev;
 }
 
+}  // namespace
+
+// dlaunch-agent sits next to dlaunch (build/bin, /usr/bin) or in ../lib/dlaunch.
+std::string find_agent_binary() {
+  if (const char* env = std::getenv("DLAUNCH_AGENT"); env && *env) return env;
+  std::error_code ec;
+  const auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (ec) return "dlaunch-agent";
+  for (const auto& candidate : {self.parent_path() / "dlaunch-agent",
+                                self.parent_path() / "../lib/dlaunch/dlaunch-agent"}) {
+    if (::access(candidate.c_str(), X_OK) == 0) return candidate.lexically_normal().string();
+  }
+  return "";
+}
+
 // One descriptor per agent connection and per rank pipe: a large job needs more
 // than the usual soft limit of 1024, and the hard limit is ours to take.
 void raise_fd_limit() {
@@ -109,8 +111,6 @@ void raise_fd_limit() {
     ::setrlimit(RLIMIT_NOFILE, &limit);
   }
 }
-
-}  // namespace
 
 int run_command(int argc, const char* const* argv) {
   raise_fd_limit();

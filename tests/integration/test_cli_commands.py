@@ -11,7 +11,7 @@ sys.path.insert(0, os.path.dirname(__file__))
 import harness  # noqa: E402
 from harness import DlaunchTestCase  # noqa: E402
 
-COMMANDS = ["run", "list", "get", "logs", "stop", "top"]
+COMMANDS = ["run", "list", "get", "logs", "stop", "top", "check"]
 
 
 def listed_commands(help_text):
@@ -28,6 +28,16 @@ class CliCommandsTest(DlaunchTestCase):
             self.assertIn(name, listed_commands(r.stdout))
         self.assertIn("--nproc-per-node", r.stdout)
         self.assertIn("dlaunch logs JOB", r.stdout)
+
+    def test_check_help(self):
+        r = self.run_dlaunch(["check", "--help"])
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("--hosts", r.stdout)
+        self.assertIn("--json", r.stdout)
+        self.assertIn("dlaunch check --hosts hosts.toml", r.stdout)
+        r = self.run_dlaunch(["check"])
+        self.assertEqual(r.returncode, 2, r.stderr)
+        self.assertIn("--hosts", r.stderr)
 
     def test_unknown_command_exits_2_with_a_suggestion(self):
         r = self.run_dlaunch(["chek"])

@@ -7,7 +7,7 @@ a. A real torch.distributed Gloo all-reduce across the regions completes, every
    NCCL_SOCKET_IFNAME ("=" + name) name its own host's region interface.
 b. With h0 dropping TCP from h1 (except ssh), the job fails with exit 1 before
    any rank starts, and stderr names h1 and the address it could not reach.
-c. `dlaunch check` (not written yet): see `pending_check_command` below.
+c. `dlaunch check` on this topology is test_check.py.
 
 `python3 test_cross_region.py --today` instead runs the all-reduce with
 MASTER_ADDR and the interfaces forced by hand through the hosts file, which
@@ -145,7 +145,6 @@ class CrossRegionTest(unittest.TestCase):
         self.assertRegex(r.stderr, r"\bh1\b", detail)
         self.assertIn(h0["addr"], r.stderr, detail)
 
-
     def test_a_candidate_whose_packets_are_dropped_does_not_hold_the_start(self):
         """Region B's router drops packets to the management network without a
         word (no ICMP): h1's and h2's probes of h0's hosts-file address get no
@@ -165,18 +164,6 @@ class CrossRegionTest(unittest.TestCase):
         self.assertIn(f"MASTER_ADDR {h0['addr']}", r.stderr, detail)
         self.assertRegex(r.stderr, r"h1 \(no answer \(another address answered\)\)", detail)
         self.assertEqual(sorted(self.records("rank-")), list(range(len(topo.hosts))), detail)
-
-
-def pending_check_command(topo):
-    """PLACEHOLDER, not a test case: `dlaunch check` does not exist yet.
-
-    When it does, register it as test_check_... and assert, against this
-    topology: `dlaunch check --hosts <topo.hosts_file()>` on healthy hosts exits
-    0 and `--json` parses, one row per host (h0, h1, h2); with
-    `topo.block("h0", h1["addr"])` it exits non-zero and shows the pair
-    h1 -> h0 blocked; after `topo.mount_small_shm("h2")` it warns that h2's
-    /dev/shm is 64 MiB (under 1 GiB); it leaves no process behind."""
-    raise NotImplementedError("dlaunch check is not implemented yet")
 
 
 def today():

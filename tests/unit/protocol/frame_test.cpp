@@ -57,6 +57,33 @@ TEST_CASE("probe messages with out-of-range fields are malformed") {
   CHECK_FALSE(decodes(join));
 }
 
+TEST_CASE("check messages with out-of-range fields are malformed") {
+  auto decodes = [](const proto::Message& m) {
+    const std::string bytes = proto::encode(m);
+    return proto::decode(bytes[4], std::string_view(bytes).substr(5)).has_value();
+  };
+  CHECK(decodes(proto::PeerTest{0, 1000, 3000, {{1, "a", 1}}}));
+  CHECK_FALSE(decodes(proto::PeerTest{0, 1000, 3000, {{1, "", 1}}}));     // no address
+  CHECK_FALSE(decodes(proto::PeerTest{0, 1000, 3000, {{1, "a", 0}}}));    // no port
+  CHECK_FALSE(decodes(proto::PeerTest{0, 1000, 3000, {{-1, "a", 1}}}));   // no node
+  CHECK_FALSE(decodes(proto::PeerTest{0, 60'001, 3000, {{1, "a", 1}}}));  // too long
+  CHECK_FALSE(decodes(proto::PeerTest{0, 1000, 0, {{1, "a", 1}}}));       // no connect time
+  CHECK_FALSE(decodes(proto::PeerTest{
+      0, 1000, 3000, std::vector<proto::PeerTarget>(proto::kMaxPeerTargets + 1, {1, "a", 1})}));
+  CHECK_FALSE(decodes(proto::PeerTestReport{0, {{1, true, -5, 0, 0, ""}}}));
+  CHECK_FALSE(decodes(proto::PeerTestReport{0, {{1, true, 5, 0, -1, ""}}}));
+  proto::HostFacts facts;
+  CHECK(decodes(facts));
+  facts.shm_size = -2;
+  CHECK_FALSE(decodes(facts));
+  facts.shm_size = 1;
+  facts.gpus.resize(proto::kMaxGpus + 1);
+  CHECK_FALSE(decodes(facts));
+  facts.gpus.resize(1);
+  facts.gpus[0].name = std::string(proto::kMaxFactText + 1, 'g');
+  CHECK_FALSE(decodes(facts));
+}
+
 TEST_CASE("a zero-length frame is bad") {
   FrameDecoder d;
   d.feed(std::string("\0\0\0\0", 4));
@@ -86,6 +113,23 @@ TEST_CASE("every message type round-trips through encode and decode") {
       proto::Assign{"job-1", 0, 0, 0, 2, 0, 1, 2, "198.18.1.10", 29501, "ens5"},
       proto::Probe{29500, 3000, {"198.18.1.10", "gpu-a.example"}},
       proto::ProbeReport{{{true, 420, "ens5", ""}, {false, 0, "", "timed out"}}},
+      proto::FactsRequest{},
+      proto::HostFacts{"0.9.0",
+                       "Debian GNU/Linux 12 (bookworm)",
+                       "6.1.0-18-amd64",
+                       64,
+                       {{"NVIDIA H100 80GB HBM3", 85899345920ULL}, {"NVIDIA H100", 1}},
+                       "550.54.15",
+                       "12.4",
+                       1LL << 40,
+                       -1,
+                       64LL << 20,
+                       1732300000123456LL,
+                       "3.11.2",
+                       ""},
+      proto::PeerTest{3, 1000, 3000, {{1, "198.18.2.11", 40000}, {7, "fe80::1", 1}}},
+      proto::PeerTestReport{
+          3, {{1, true, 850, 123456789ULL, 1002000, ""}, {7, false, 0, 0, 0, "timed out"}}},
   };
   for (const auto& m : messages) {
     const std::string bytes = proto::encode(m);

@@ -42,3 +42,16 @@ TEST_CASE("a truncated or foreign launch spec is refused with a message") {
   CHECK(error.find("launch spec") != std::string::npos);
   ::close(fds[0]);
 }
+
+TEST_CASE("a check agent's spec has no program; a job's must have one") {
+  LaunchSpec s;
+  s.check = true;
+  const std::string bytes = encode_launch_spec(s);
+  auto back = decode_launch_spec_body(std::string_view(bytes).substr(8));
+  REQUIRE(back.has_value());
+  CHECK(back->check);
+  CHECK(back->argv.empty());
+  s.check = false;
+  const std::string job = encode_launch_spec(s);
+  CHECK_FALSE(decode_launch_spec_body(std::string_view(job).substr(8)).has_value());
+}

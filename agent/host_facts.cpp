@@ -1,0 +1,270 @@
+#include "agent/host_facts.h"
+
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/statvfs.h>
+#include <sys/utsname.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+#include "common/version.h"
+
+extern char** environ;
+
+namespace dlaunch {
+namespace {
+
+std::string trim(std::string_view s) {
+  const auto begin = s.find_first_not_of(" \t\r\n");
+  if (begin == std::string_view::npos) return "";
+  const auto end = s.find_last_not_of(" \t\r\n");
+  return std::string(s.substr(begin, end - begin + 1));
+}
+
+// An os-release value: "quoted", 'quoted' or bare, with \" \\ \$ \` escapes.
+std::string unquote(std::string_view v) {
+  if (v.size() >= 2 && (v.front() == '"' || v.front() == '\'') && v.back() == v.front())
+    v = v.substr(1, v.size() - 2);
+  std::string out;
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    if (v[i] == '\\' && i + 1 < v.size()) ++i;
+    out.push_back(v[i]);
+  }
+  return out;
+}
+
+std::int64_t free_bytes(const char* path) {
+  struct statvfs st {};
+  if (path == nullptr || ::statvfs(path, &st) != 0) return -1;
+  return static_cast<std::int64_t>(st.f_bavail) * static_cast<std::int64_t>(st.f_frsize);
+}
+
+std::int64_t size_bytes(const char* path) {
+  struct statvfs st {};
+  if (::statvfs(path, &st) != 0) return -1;
+  return static_cast<std::int64_t>(st.f_blocks) * static_cast<std::int64_t>(st.f_frsize);
+}
+
+int usable_cpus() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (::sched_getaffinity(0, sizeof set, &set) == 0) return CPU_COUNT(&set);
+  const long n = ::sysconf(_SC_NPROCESSORS_ONLN);
+  return n > 0 ? static_cast<int>(n) : 0;
+}
+
+// NVML through dlopen: the agent is uploaded to hosts with and without the
+// NVIDIA driver, so it must not link against it. Only the few entry points
+// used here are declared, with NVML's C types (nvmlReturn_t is an int, 0 is
+// NVML_SUCCESS; devices are opaque pointers).
+struct NvmlMemory {
+  unsigned long long total, free, used;
+};
+using NvmlDevice = void*;
+using InitFn = int (*)();
+using CountFn = int (*)(unsigned int*);
+using HandleFn = int (*)(unsigned int, NvmlDevice*);
+using NameFn = int (*)(NvmlDevice, char*, unsigned int);
+using MemoryFn = int (*)(NvmlDevice, NvmlMemory*);
+using DriverFn = int (*)(char*, unsigned int);
+using CudaFn = int (*)(int*);
+
+template <class Fn>
+Fn symbol(void* lib, const char* name) {
+  return reinterpret_cast<Fn>(::dlsym(lib, name));
+}
+
+void nvml_facts(proto::HostFacts& facts) {
+  void* lib = ::dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (lib == nullptr) return;
+  auto init = symbol<InitFn>(lib, "nvmlInit_v2");
+  auto shutdown = symbol<InitFn>(lib, "nvmlShutdown");
+  auto count = symbol<CountFn>(lib, "nvmlDeviceGetCount_v2");
+  auto handle = symbol<HandleFn>(lib, "nvmlDeviceGetHandleByIndex_v2");
+  auto name = symbol<NameFn>(lib, "nvmlDeviceGetName");
+  auto memory = symbol<MemoryFn>(lib, "nvmlDeviceGetMemoryInfo");
+  auto driver = symbol<DriverFn>(lib, "nvmlSystemGetDriverVersion");
+  auto cuda = symbol<CudaFn>(lib, "nvmlSystemGetCudaDriverVersion_v2");
+  if (cuda == nullptr) cuda = symbol<CudaFn>(lib, "nvmlSystemGetCudaDriverVersion");
+  if (init == nullptr || shutdown == nullptr || count == nullptr || handle == nullptr ||
+      init() != 0) {
+    ::dlclose(lib);
+    return;
+  }
+  char text[96] = {};
+  if (driver != nullptr && driver(text, sizeof text) == 0) facts.driver_version = fact_text(text);
+  int version = 0;
+  if (cuda != nullptr && cuda(&version) == 0) facts.cuda_version = cuda_version_text(version);
+  unsigned int n = 0;
+  if (count(&n) == 0) {
+    for (unsigned int i = 0; i < n && facts.gpus.size() < proto::kMaxGpus; ++i) {
+      NvmlDevice device = nullptr;
+      if (handle(i, &device) != 0) continue;
+      proto::GpuFact gpu;
+      char gpu_name[96] = {};
+      if (name != nullptr && name(device, gpu_name, sizeof gpu_name) == 0)
+        gpu.name = fact_text(gpu_name);
+      NvmlMemory mem{};
+      if (memory != nullptr && memory(device, &mem) == 0) gpu.memory_bytes = mem.total;
+      facts.gpus.push_back(std::move(gpu));
+    }
+  }
+  shutdown();
+  ::dlclose(lib);
+}
+
+constexpr const char* kPythonSnippet =
+    "import sys\n"
+    "print(sys.version.split()[0])\n"
+    "try:\n"
+    "    import torch\n"
+    "    print(torch.__version__)\n"
+    "except Exception:\n"
+    "    print('')\n";
+
+// Runs `python3 -c SNIPPET` found on PATH, in a process group of its own that
+// is killed when it overruns `timeout`. Returns its stdout; empty when there is
+// no python3 or it failed.
+std::string run_python(std::chrono::milliseconds timeout) {
+  int out[2];
+  if (::pipe2(out, O_CLOEXEC) != 0) return "";
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_adddup2(&actions, out[1], 1);
+  posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0);
+  posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
+  posix_spawnattr_t attr;
+  posix_spawnattr_init(&attr);
+  sigset_t none;
+  sigemptyset(&none);
+  posix_spawnattr_setsigmask(&attr, &none);
+  sigset_t all;
+  sigfillset(&all);
+  posix_spawnattr_setsigdefault(&attr, &all);
+  posix_spawnattr_setpgroup(&attr, 0);
+  posix_spawnattr_setflags(&attr,
+                           POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+  char arg0[] = "python3";
+  char arg1[] = "-c";
+  std::string snippet = kPythonSnippet;
+  char* argv[] = {arg0, arg1, snippet.data(), nullptr};
+  pid_t pid = 0;
+  const int spawned = ::posix_spawnp(&pid, "python3", &actions, &attr, argv, environ);
+  posix_spawn_file_actions_destroy(&actions);
+  posix_spawnattr_destroy(&attr);
+  ::close(out[1]);
+  if (spawned != 0) {
+    ::close(out[0]);
+    return "";
+  }
+  std::string text;
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  bool timed_out = false;
+  for (;;) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) {
+      timed_out = true;
+      break;
+    }
+    pollfd p{out[0], POLLIN, 0};
+    const int ready = ::poll(&p, 1, static_cast<int>(left.count()));
+    if (ready < 0 && errno == EINTR) continue;
+    if (ready <= 0) continue;
+    char buffer[512];
+    const ssize_t got = ::read(out[0], buffer, sizeof buffer);
+    if (got < 0 && errno == EINTR) continue;
+    if (got <= 0) break;
+    if (text.size() < 4096) text.append(buffer, static_cast<std::size_t>(got));
+  }
+  ::close(out[0]);
+  if (timed_out) ::kill(-pid, SIGKILL);
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (timed_out) return "";
+  // 127: the shell convention for "not found", which posix_spawnp may give
+  // through the child instead of an error.
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) return "";
+  return text;
+}
+
+}  // namespace
+
+std::string fact_text(std::string_view text) {
+  return std::string(text.substr(0, proto::kMaxFactText));
+}
+
+std::string parse_os_release(std::string_view text) {
+  std::string pretty, name, version;
+  std::istringstream in{std::string(text)};
+  std::string line;
+  while (std::getline(in, line)) {
+    const auto eq = line.find('=');
+    if (eq == std::string::npos || line.starts_with('#')) continue;
+    const std::string key = trim(std::string_view(line).substr(0, eq));
+    const std::string value = unquote(trim(std::string_view(line).substr(eq + 1)));
+    if (key == "PRETTY_NAME") pretty = value;
+    if (key == "NAME") name = value;
+    if (key == "VERSION_ID") version = value;
+  }
+  if (!pretty.empty()) return fact_text(pretty);
+  if (name.empty()) return "";
+  return fact_text(version.empty() ? name : name + " " + version);
+}
+
+void parse_python_output(std::string_view text, std::string& python, std::string& torch) {
+  python.clear();
+  torch.clear();
+  const auto newline = text.find('\n');
+  python = fact_text(trim(text.substr(0, newline)));
+  if (newline != std::string_view::npos) {
+    const auto rest = text.substr(newline + 1);
+    torch = fact_text(trim(rest.substr(0, rest.find('\n'))));
+  }
+}
+
+std::string cuda_version_text(int version) {
+  if (version <= 0) return "";
+  return std::to_string(version / 1000) + "." + std::to_string(version % 1000 / 10);
+}
+
+std::int64_t wall_clock_us() {
+  return std::chrono::duration_cast<std::chrono::microseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+proto::HostFacts collect_host_facts(std::chrono::milliseconds python_timeout) {
+  proto::HostFacts facts;
+  facts.agent_version = fact_text(kVersion);
+  for (const char* path : {"/etc/os-release", "/usr/lib/os-release"}) {
+    std::ifstream in(path);
+    if (!in) continue;
+    std::stringstream text;
+    text << in.rdbuf();
+    facts.os = parse_os_release(text.str());
+    break;
+  }
+  utsname u{};
+  if (::uname(&u) == 0) facts.kernel = fact_text(u.release);
+  facts.cpus = usable_cpus();
+  nvml_facts(facts);
+  facts.home_free = free_bytes(std::getenv("HOME"));
+  const char* tmp = std::getenv("TMPDIR");
+  facts.tmp_free = free_bytes(tmp && *tmp ? tmp : "/tmp");
+  facts.shm_size = size_bytes("/dev/shm");
+  parse_python_output(run_python(python_timeout), facts.python_version, facts.torch_version);
+  return facts;
+}
+
+}  // namespace dlaunch

@@ -1,0 +1,36 @@
+// What `dlaunch check` reports about a host, collected by its agent before it
+// joins: OS and kernel, CPUs, GPUs with driver and CUDA versions (NVML, loaded
+// at run time: a host without it has no GPUs, never an error), free space in
+// $HOME and /tmp, the size of /dev/shm, and the python3 and torch versions on
+// PATH. The clock is read when the coordinator asks (see FactsRequest).
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "protocol/messages.h"
+
+namespace dlaunch {
+
+// Everything but wall_clock_us. Blocks for up to `python_timeout` (importing
+// torch from a cold cache takes seconds).
+proto::HostFacts collect_host_facts(std::chrono::milliseconds python_timeout);
+
+// The host's time of day in microseconds since the epoch.
+std::int64_t wall_clock_us();
+
+// Pure helpers, unit-tested.
+// PRETTY_NAME of an os-release file ("Debian GNU/Linux 12 (bookworm)"), quotes
+// and escapes removed; else NAME and VERSION_ID; empty when neither is there.
+std::string parse_os_release(std::string_view text);
+// The two lines the python3 snippet prints: its version, then torch's or an
+// empty line. Strips whitespace, cuts to proto::kMaxFactText.
+void parse_python_output(std::string_view text, std::string& python, std::string& torch);
+// NVML's CUDA driver version (12040) as "12.4".
+std::string cuda_version_text(int version);
+// Cuts `text` to proto::kMaxFactText bytes.
+std::string fact_text(std::string_view text);
+
+}  // namespace dlaunch

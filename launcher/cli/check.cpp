@@ -1,0 +1,114 @@
+// `dlaunch check --hosts FILE [--json] [-v]`: starts a check-mode agent on
+// every host as a job would, and prints one row per host (its facts, or why
+// it is down), the MASTER_ADDR choice a job would make, and the matrix of
+// TCP reachability, connect time and throughput between every pair of hosts
+// on the chosen interfaces. Exits 0 only when a job could launch. Starts no
+// training process; the agents exit at the end.
+#include <CLI/CLI.hpp>
+
+#include "common/console.h"
+#include "common/exit_codes.h"
+#include "launcher/check/check_report.h"
+#include "launcher/check/check_runner.h"
+#include "launcher/cli/commands.h"
+#include "launcher/cli/log_backend.h"
+#include "launcher/cli/subcommand.h"
+#include "launcher/config/hosts_file.h"
+#include "launcher/plan/plan.h"
+#include "launcher/transport/local_transport.h"
+#include "launcher/transport/ssh_transport.h"
+#include "protocol/auth.h"
+
+namespace dlaunch {
+
+int check_command(int argc, const char* const* argv) {
+  raise_fd_limit();
+  CLI::App app{"dlaunch check: whether a job could launch on these hosts, and what to fix",
+               "dlaunch check"};
+  Options o;
+  o.mode = Mode::hosts;
+  bool json = false;
+  int timeout_s = 60;
+  int matrix_s = 6;
+  app.add_option("--hosts", o.hosts_file, "hosts file (TOML), as for a job")->required();
+  app.add_flag("--json", json, "one JSON document on stdout instead of the tables");
+  app.add_flag("-v,--verbose", o.verbose, "more detail on stderr (-vv: debug)");
+  app.add_option("--timeout", timeout_s, "seconds for every agent to start and join")
+      ->check(CLI::Range(1, 3600))
+      ->capture_default_str();
+  app.add_option("--matrix-seconds", matrix_s,
+                 "about how long the pairwise throughput tests take in all (each pair gets "
+                 "0.25 to 1 s)")
+      ->check(CLI::Range(0, 600))
+      ->capture_default_str();
+  app.add_option("--master-addr", o.master_addr, "the MASTER_ADDR to try first, as for a job");
+  app.add_option("--ssh-timeout", o.ssh_timeout_s, "seconds for each SSH connection")
+      ->check(CLI::Range(1, 3600))
+      ->capture_default_str();
+  app.add_option("--ssh-parallel", o.ssh_parallel, "SSH connections opened at once")
+      ->check(CLI::Range(1, 4096))
+      ->capture_default_str();
+  app.add_flag("--accept-new-host-keys", o.accept_new_host_keys,
+               "trust and record host keys not yet in known_hosts");
+  app.add_flag("--rdzv-via-ssh", o.rdzv_via_ssh,
+               "agents reach the rendezvous through their SSH connection");
+  app.footer(
+      "Starts an agent on every host as `dlaunch --hosts FILE` would, then prints one row per\n"
+      "host (agent, OS, kernel, CPUs, GPUs, free space, /dev/shm, clock skew, python and\n"
+      "torch), the MASTER_ADDR a job would get, and TCP connect time and throughput between\n"
+      "every pair of hosts on the interfaces a job would use. Starts no training process.\n"
+      "Exit status: 0 when a job could launch, 1 when not, 2 on a usage error.\n\n"
+      "Examples:\n"
+      "  dlaunch check --hosts hosts.toml\n"
+      "  dlaunch check --hosts hosts.toml --json | jq .matrix");
+  if (auto done = parse_subcommand(app, argc, argv)) return *done;
+  setup_logging(o.verbose);
+  o.rdzv_timeout_s = timeout_s;
+  o.command = {"dlaunch-check"};  // the plan wants a program; check agents get none
+
+  auto loaded = load_hosts_file(o.hosts_file);
+  if (auto* diags = std::get_if<std::vector<Diagnostic>>(&loaded)) {
+    for (const auto& d : *diags) console().error(d.to_string());
+    return kExitUsage;
+  }
+  const HostsFile hosts = std::get<HostsFile>(std::move(loaded));
+  const Plan plan = make_plan(o, &hosts, "check");
+
+  const std::string agent = find_agent_binary();
+  if (agent.empty()) {
+    console().error("cannot find dlaunch-agent next to dlaunch; set DLAUNCH_AGENT to its path");
+    return kExitFailure;
+  }
+
+  CheckPolicy::Config policy;
+  for (const auto& n : plan.nodes) policy.hosts.push_back({n.host.name, n.host.address});
+  policy.master_sources.configured = plan.configured_master;
+  policy.master_sources.configured_by = plan.configured_master_by;
+  policy.master_sources.node0_address = plan.node0_address;
+  policy.master_sources.all_nodes_local = plan.all_nodes_local;
+  policy.join_timeout = std::chrono::seconds(timeout_s);
+  policy.matrix_budget = std::chrono::seconds(matrix_s);
+  if (matrix_s == 0) policy.shortest_round = policy.longest_round = std::chrono::milliseconds(0);
+
+  asio::io_context io;
+  const bool via_ssh = o.rdzv_via_ssh || hosts.rendezvous.via_ssh;
+  AgentTransports transports([&io] { return make_local_transport(io); },
+                             [&io, &o, via_ssh] {
+                               SshOptions ssh;
+                               ssh.parallel = o.ssh_parallel;
+                               ssh.connect_timeout_s = o.ssh_timeout_s;
+                               ssh.accept_new_host_keys = o.accept_new_host_keys;
+                               ssh.rendezvous_via_ssh = via_ssh;
+                               return make_ssh_transport(io, ssh);
+                             });
+  CheckRunner runner(io, {plan, o, auth::random_bytes(auth::kSecretSize), agent, policy},
+                     transports);
+  if (!runner.run()) return kExitFailure;
+  const CheckResult& result = runner.result();
+  console().out(json ? format_check_json(result) : format_check_text(result));
+  console().flush();
+  if (result.interrupted) return kExitInterrupted;
+  return check_exit_code(result);
+}
+
+}  // namespace dlaunch

@@ -1,0 +1,41 @@
+#include <doctest/doctest.h>
+
+#include "agent/host_facts.h"
+
+using namespace dlaunch;
+
+TEST_CASE("os-release: PRETTY_NAME, unquoted; else NAME and VERSION_ID") {
+  CHECK(parse_os_release("NAME=\"Debian GNU/Linux\"\nPRETTY_NAME=\"Debian GNU/Linux 12 "
+                         "(bookworm)\"\nVERSION_ID=\"12\"\n") == "Debian GNU/Linux 12 (bookworm)");
+  CHECK(parse_os_release("NAME=Alpine\nVERSION_ID=3.19.1\n") == "Alpine 3.19.1");
+  CHECK(parse_os_release("PRETTY_NAME='It\\'s \\\"quoted\\\"'\n") == "It's \"quoted\"");
+  CHECK(parse_os_release("# nothing\n") == "");
+}
+
+TEST_CASE("python output: version line, then torch's or an empty line") {
+  std::string python, torch;
+  parse_python_output("3.11.2\n2.1.0+cpu\n", python, torch);
+  CHECK(python == "3.11.2");
+  CHECK(torch == "2.1.0+cpu");
+  parse_python_output("3.11.2\n\n", python, torch);
+  CHECK(python == "3.11.2");
+  CHECK(torch == "");
+  parse_python_output("", python, torch);
+  CHECK(python == "");
+  CHECK(torch == "");
+}
+
+TEST_CASE("NVML's CUDA driver version as major.minor") {
+  CHECK(cuda_version_text(12040) == "12.4");
+  CHECK(cuda_version_text(11080) == "11.8");
+  CHECK(cuda_version_text(0) == "");
+}
+
+TEST_CASE("facts collected on this machine are within the message's limits") {
+  const auto facts = collect_host_facts(std::chrono::seconds(20));
+  CHECK(facts.cpus >= 1);
+  CHECK(!facts.kernel.empty());
+  CHECK(facts.shm_size != 0);
+  CHECK(facts.os.size() <= proto::kMaxFactText);
+  CHECK(facts.gpus.size() <= proto::kMaxGpus);
+}

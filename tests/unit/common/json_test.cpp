@@ -1,0 +1,26 @@
+#include <doctest/doctest.h>
+
+#include "common/json.h"
+
+using namespace dlaunch;
+
+TEST_CASE("json writer nests containers and places commas") {
+  JsonWriter j;
+  j.begin_object();
+  j.key("a").value(1);
+  j.key("b").begin_array().value("x").value(true).null().value(
+      std::uint64_t{18446744073709551615ULL});
+  j.end_array();
+  j.key("c").begin_object().end_object();
+  j.key("d").value(0.5);
+  j.end_object();
+  CHECK(j.text() == R"({"a":1,"b":["x",true,null,18446744073709551615],"c":{},"d":0.5})");
+}
+
+TEST_CASE("json strings escape quotes, backslashes and control bytes") {
+  CHECK(json_quote("a\"b\\c\n\t\x01") == R"("a\"b\\c\n\t\u0001")");
+  CHECK(json_quote("é") == "\"é\"");
+  JsonWriter j;
+  j.value(1.0 / 0.0);
+  CHECK(j.text() == "null");
+}

@@ -1,0 +1,229 @@
+#include <doctest/doctest.h>
+
+#include <map>
+
+#include "launcher/check/check_policy.h"
+
+using namespace dlaunch;
+
+namespace {
+
+// Drives a CheckPolicy as the runner would, with agents made up in the test:
+// the actions are collected and looked at by kind.
+struct FakeCheck {
+  explicit FakeCheck(int n, std::int64_t stop_grace_ms = 5000) {
+    CheckPolicy::Config config;
+    for (int i = 0; i < n; ++i)
+      config.hosts.push_back({"h" + std::to_string(i), "198.19.1." + std::to_string(i)});
+    config.master_sources.node0_address = "198.19.1.0";  // a management address: reached by h0 only
+    config.stop_grace = std::chrono::milliseconds(stop_grace_ms);
+    policy.emplace(config);
+    take(policy->start());
+  }
+
+  std::optional<CheckPolicy> policy;
+  std::vector<CheckAction> actions;
+  bool finished = false;
+
+  void take(CheckActions more) {
+    for (auto& a : more) {
+      if (std::holds_alternative<check_action::Finish>(a)) finished = true;
+      actions.push_back(std::move(a));
+    }
+  }
+  static ConnId conn(int node) { return static_cast<ConnId>(100 + node); }
+  static std::string region_address(int node) { return "198.18.1." + std::to_string(10 + node); }
+
+  void join(int node, std::int64_t now_us = 1'000'000) {
+    proto::Join j;
+    j.node_rank = node;
+    j.host = "h" + std::to_string(node);
+    j.probe_port = 40000 + node;
+    j.interfaces = {{"lo", net::InterfaceKind::loopback, 65536, true, {{"127.0.0.1", 8, false}}},
+                    {"eth0",
+                     net::InterfaceKind::veth,
+                     1500,
+                     true,
+                     {{"198.19.1." + std::to_string(node), 30, false}}},
+                    {"ens" + std::to_string(node),
+                     net::InterfaceKind::physical,
+                     1500,
+                     true,
+                     {{region_address(node), 24, false}}}};
+    take(policy->on_join(conn(node), j, now_us));
+  }
+  void facts(int node, std::int64_t agent_clock_us, std::int64_t now_us = 1'000'400) {
+    proto::HostFacts f;
+    f.cpus = 4;
+    f.shm_size = 1LL << 30;
+    f.python_version = "3.11.2";
+    f.wall_clock_us = agent_clock_us;
+    take(policy->on_message(conn(node), f, now_us));
+  }
+  // Each node reaches the candidates listed as reached (by address).
+  void probe_report(int node, const std::map<std::string, bool>& reached) {
+    proto::ProbeReport report;
+    for (const auto& address : last_probe().addresses) {
+      const bool ok = reached.count(address) && reached.at(address);
+      report.outcomes.push_back(
+          {ok, ok ? 300 : 0, "ens" + std::to_string(node), ok ? "" : "timed out"});
+    }
+    take(policy->on_message(conn(node), report, 0));
+  }
+  proto::Probe last_probe() const {
+    for (auto it = actions.rbegin(); it != actions.rend(); ++it) {
+      if (const auto* s = std::get_if<check_action::Send>(&*it)) {
+        if (const auto* p = std::get_if<proto::Probe>(&s->message)) return *p;
+      }
+    }
+    return {};
+  }
+  // The PeerTests sent since the last call, by sender node.
+  std::map<int, proto::PeerTest> peer_tests() {
+    std::map<int, proto::PeerTest> out;
+    for (; seen_ < actions.size(); ++seen_) {
+      if (const auto* s = std::get_if<check_action::Send>(&actions[seen_])) {
+        if (const auto* t = std::get_if<proto::PeerTest>(&s->message))
+          out[static_cast<int>(s->to - 100)] = *t;
+      }
+    }
+    return out;
+  }
+  // Answers every PeerTest: reached unless (from, to) is in `blocked`.
+  void answer(const std::map<int, proto::PeerTest>& tests,
+              const std::set<std::pair<int, int>>& blocked = {}) {
+    for (const auto& [from, test] : tests) {
+      proto::PeerTestReport report;
+      report.round = test.round;
+      for (const auto& t : test.targets) {
+        const bool ok = !blocked.count({from, t.node});
+        report.results.push_back(
+            {t.node, ok, ok ? 500 : 0, ok ? 1000u : 0u, ok ? 1000 : 0, ok ? "" : "timed out"});
+      }
+      take(policy->on_message(conn(from), report, 0));
+    }
+  }
+  int count_stops() const {
+    int n = 0;
+    for (const auto& a : actions) {
+      if (const auto* s = std::get_if<check_action::Send>(&a))
+        n += std::holds_alternative<proto::Stop>(s->message) ? 1 : 0;
+    }
+    return n;
+  }
+  std::size_t seen_ = 0;
+};
+
+}  // namespace
+
+TEST_CASE("check: joins, facts with clock skew, probe, every pair, stop, finish") {
+  FakeCheck c(3);
+  for (int i = 0; i < 3; ++i) c.join(i);
+  // h1's clock is 2 s ahead; the exchange took 400 us.
+  c.facts(0, 1'000'200);
+  c.facts(1, 3'000'200);
+  c.facts(2, 1'000'100);
+  const auto probe = c.last_probe();
+  REQUIRE(!probe.addresses.empty());
+  CHECK(probe.port == 40000);
+  CHECK(probe.addresses[0] == "198.19.1.0");  // node 0's hosts-file address first
+  c.probe_report(0, {{"198.19.1.0", true}, {"198.18.1.10", true}});
+  c.probe_report(1, {{"198.18.1.10", true}});
+  c.probe_report(2, {{"198.18.1.10", true}});
+  const auto& r = c.policy->result();
+  CHECK(r.master_chosen);
+  CHECK(r.master_addr == "198.18.1.10");
+  CHECK(r.hosts[1].clock_skew_us == 2'000'000);
+  CHECK(r.hosts[1].clock_uncertainty_us == 200);
+  CHECK(r.hosts[1].test_address == "198.18.1.11");
+  CHECK(r.hosts[1].interface == "ens1");
+  // Three hosts: three rounds of one pair, both directions each.
+  std::set<std::pair<int, int>> tested;
+  for (int round = 0; round < 3; ++round) {
+    auto tests = c.peer_tests();
+    REQUIRE(tests.size() == 2);
+    for (const auto& [from, t] : tests) {
+      REQUIRE(t.targets.size() == 1);
+      CHECK(t.round == round);
+      CHECK(t.targets[0].port == 40000 + t.targets[0].node);
+      CHECK(t.targets[0].address == FakeCheck::region_address(t.targets[0].node));
+      CHECK(tested.insert({from, t.targets[0].node}).second);
+    }
+    CHECK(c.count_stops() == 0);
+    c.answer(tests);
+  }
+  CHECK(tested.size() == 6);
+  CHECK(c.count_stops() == 3);
+  CHECK_FALSE(c.finished);
+  for (int i = 0; i < 3; ++i) c.take(c.policy->on_agent_exited(i, 0, "", ""));
+  CHECK(c.finished);
+  CHECK(check_exit_code(c.policy->result()) == 0);
+}
+
+TEST_CASE("check: a host whose agent cannot start is a row with the reason; the rest go on") {
+  FakeCheck c(3);
+  c.take(c.policy->on_agent_exited(2, -1, "h2: cannot connect to 198.19.1.2:22: timed out", ""));
+  c.join(0);
+  c.join(1);
+  c.facts(0, 1'000'200);
+  c.facts(1, 1'000'200);
+  c.probe_report(0, {{"198.18.1.10", true}});
+  c.probe_report(1, {{"198.18.1.10", true}});
+  const auto& r = c.policy->result();
+  CHECK_FALSE(r.hosts[2].up);
+  CHECK(r.hosts[2].error == "h2: cannot connect to 198.19.1.2:22: timed out");
+  auto tests = c.peer_tests();
+  CHECK(tests.size() == 2);  // h0 <-> h1 only
+  c.answer(tests);
+  CHECK(c.count_stops() == 2);
+  c.take(c.policy->on_agent_exited(0, 0, "", ""));
+  c.take(c.policy->on_agent_exited(1, 0, "", ""));
+  CHECK(c.finished);
+  CHECK(check_exit_code(r) == 1);
+  bool untested = false;
+  for (const auto& p : r.pairs) {
+    if (p.from == 2) untested = !p.tested && p.untested == "h2 is down";
+  }
+  CHECK(untested);
+}
+
+TEST_CASE("check: h1 blocked from node 0: no MASTER_ADDR, the matrix still runs and shows it") {
+  FakeCheck c(3);
+  for (int i = 0; i < 3; ++i) c.join(i);
+  for (int i = 0; i < 3; ++i) c.facts(i, 1'000'200);
+  c.probe_report(0, {{"198.19.1.0", true}, {"198.18.1.10", true}});
+  c.probe_report(1, {});
+  c.probe_report(2, {{"198.18.1.10", true}});
+  const auto& r = c.policy->result();
+  CHECK_FALSE(r.master_chosen);
+  CHECK(r.master_report.find("no address of node 0") != std::string::npos);
+  // Tested at the address most hosts reached; h1 on the interface its route takes.
+  CHECK(r.hosts[0].test_address == "198.18.1.10");
+  CHECK(r.hosts[1].test_address == "198.18.1.11");
+  for (int round = 0; round < 3; ++round) c.answer(c.peer_tests(), {{1, 0}, {0, 1}});
+  CHECK(c.count_stops() == 3);
+  const auto problems = launch_problems(r);
+  CHECK(std::find(problems.begin(), problems.end(), "h1 -> h0 (198.18.1.10): timed out") !=
+        problems.end());
+}
+
+TEST_CASE("check: a host that never joins is given up on at the timeout and killed") {
+  FakeCheck c(2);
+  c.join(0);
+  c.facts(0, 1'000'200);
+  c.take(c.policy->on_timer(CheckTimer::join));
+  const auto& r = c.policy->result();
+  CHECK_FALSE(r.hosts[1].up);
+  CHECK(r.hosts[1].error.find("did not join within 60 s") != std::string::npos);
+  bool killed = false;
+  for (const auto& a : c.actions) {
+    if (const auto* k = std::get_if<check_action::KillAgent>(&a)) killed = killed || k->node == 1;
+  }
+  CHECK(killed);
+  // Node 0 alone: probed, no pair to test, then stopped.
+  c.probe_report(0, {{"198.19.1.0", true}});
+  CHECK(c.count_stops() == 1);
+  c.take(c.policy->on_timer(CheckTimer::stop));
+  CHECK(c.finished);
+  CHECK(check_exit_code(r) == 1);
+}
