@@ -25,6 +25,7 @@
 #include "common/log.h"
 #include "launcher/check/check_result.h"
 #include "launcher/check/pair_schedule.h"
+#include "launcher/job/agent_link.h"
 #include "net/candidates.h"
 #include "net/choice.h"
 #include "protocol/messages.h"
@@ -35,27 +36,14 @@ namespace dlaunch {
 enum class CheckTimer { join, probe, round, stop };
 
 namespace check_action {
-struct Send {
-  ConnId to = 0;
-  proto::Message message;
-};
-struct CloseConnection {
-  ConnId conn = 0;
-  std::string reason;
-};
-struct CloseStdin {
-  int node = 0;
-};
-struct KillAgent {
-  int node = 0;
-};
+using agent_link::CloseConnection;
+using agent_link::CloseStdin;
+using agent_link::KillAgent;
+using agent_link::Log;
+using agent_link::Send;
 struct ArmTimer {
   CheckTimer timer = CheckTimer::join;
   std::chrono::milliseconds after{0};
-};
-struct Log {
-  log::Level level = log::Level::info;
-  std::string text;
 };
 struct Finish {};
 }  // namespace check_action

@@ -6,6 +6,7 @@
 #include "common/console.h"
 #include "common/posix.h"
 #include "common/text.h"
+#include "launcher/job/agent_link_perform.h"
 #include "launcher/plan/launch_spec_builder.h"
 #include "protocol/launch_spec.h"
 
@@ -111,23 +112,17 @@ void CheckRunner::watch_signals() {
 }
 
 void CheckRunner::apply(const CheckActions& actions) {
-  for (const auto& action : actions) std::visit([this](const auto& a) { perform(a); }, action);
-}
-
-void CheckRunner::perform(const check_action::Send& a) {
-  server_->send(a.to, a.message);
-}
-
-void CheckRunner::perform(const check_action::CloseConnection& a) {
-  server_->close(a.conn, a.reason);
-}
-
-void CheckRunner::perform(const check_action::CloseStdin& a) {
-  if (auto& handle = agents_[static_cast<std::size_t>(a.node)].handle) handle->close_stdin();
-}
-
-void CheckRunner::perform(const check_action::KillAgent& a) {
-  if (auto& handle = agents_[static_cast<std::size_t>(a.node)].handle) handle->kill();
+  for (const auto& action : actions) {
+    std::visit(
+        [this](const auto& a) {
+          if constexpr (agent_link::is_action<std::decay_t<decltype(a)>>) {
+            agent_link::perform(*server_, agents_, a);
+          } else {
+            perform(a);
+          }
+        },
+        action);
+  }
 }
 
 asio::steady_timer& CheckRunner::timer(CheckTimer which) {
@@ -150,10 +145,6 @@ void CheckRunner::perform(const check_action::ArmTimer& a) {
   t.async_wait([this, which = a.timer](const asio::error_code& ec) {
     if (!ec) apply(policy_.on_timer(which));
   });
-}
-
-void CheckRunner::perform(const check_action::Log& a) {
-  if (log::enabled(a.level)) log::write(a.level, a.text);
 }
 
 void CheckRunner::perform(const check_action::Finish&) {

@@ -43,12 +43,7 @@ class CheckRunner {
 
   void start_agent(const PlannedNode& planned);
   void apply(const CheckActions& actions);
-  void perform(const check_action::Send& a);
-  void perform(const check_action::CloseConnection& a);
-  void perform(const check_action::CloseStdin& a);
-  void perform(const check_action::KillAgent& a);
   void perform(const check_action::ArmTimer& a);
-  void perform(const check_action::Log& a);
   void perform(const check_action::Finish& a);
   asio::steady_timer& timer(CheckTimer which);
   void watch_signals();

@@ -10,6 +10,7 @@
 #include "common/log.h"
 #include "common/posix.h"
 #include "common/text.h"
+#include "launcher/job/agent_link_perform.h"
 #include "launcher/plan/launch_spec_builder.h"
 #include "protocol/launch_spec.h"
 
@@ -224,24 +225,16 @@ void Coordinator::watch_signals() {
 
 void Coordinator::apply(const JobActions& actions) {
   for (const auto& action : actions) {
-    std::visit([this](const auto& a) { perform(a); }, action);
+    std::visit(
+        [this](const auto& a) {
+          if constexpr (agent_link::is_action<std::decay_t<decltype(a)>>) {
+            agent_link::perform(*server_, agents_, a);
+          } else {
+            perform(a);
+          }
+        },
+        action);
   }
-}
-
-void Coordinator::perform(const job_action::Send& a) {
-  server_->send(a.to, a.message);
-}
-
-void Coordinator::perform(const job_action::CloseConnection& a) {
-  server_->close(a.conn, a.reason);
-}
-
-void Coordinator::perform(const job_action::CloseStdin& a) {
-  if (auto& handle = agents_[static_cast<std::size_t>(a.node)].handle) handle->close_stdin();
-}
-
-void Coordinator::perform(const job_action::KillAgent& a) {
-  if (auto& handle = agents_[static_cast<std::size_t>(a.node)].handle) handle->kill();
 }
 
 asio::steady_timer& Coordinator::timer(JobTimer which) {
@@ -272,10 +265,6 @@ void Coordinator::perform(const job_action::CancelTimer& a) {
 
 void Coordinator::perform(const job_action::Note& a) {
   console().note(a.text);
-}
-
-void Coordinator::perform(const job_action::Log& a) {
-  if (log::enabled(a.level)) log::write(a.level, a.text);
 }
 
 void Coordinator::perform(const job_action::MarkRound& a) {

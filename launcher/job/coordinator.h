@@ -55,14 +55,9 @@ class Coordinator {
   void watch_signals();
 
   void apply(const JobActions& actions);
-  void perform(const job_action::Send& a);
-  void perform(const job_action::CloseConnection& a);
-  void perform(const job_action::CloseStdin& a);
-  void perform(const job_action::KillAgent& a);
   void perform(const job_action::ArmTimer& a);
   void perform(const job_action::CancelTimer& a);
   void perform(const job_action::Note& a);
-  void perform(const job_action::Log& a);
   void perform(const job_action::MarkRound& a);
   void perform(const job_action::Finish& a);
   asio::steady_timer& timer(JobTimer which);

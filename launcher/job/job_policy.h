@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "common/log.h"
+#include "launcher/job/agent_link.h"
 #include "launcher/job/job_record.h"
 #include "net/candidates.h"
 #include "net/choice.h"
@@ -44,20 +45,11 @@ inline constexpr std::chrono::seconds kWaitingReport{10};
 
 namespace job_action {
 
-struct Send {
-  ConnId to = 0;
-  proto::Message message;
-};
-struct CloseConnection {
-  ConnId conn = 0;
-  std::string reason;
-};
-struct CloseStdin {
-  int node = 0;
-};
-struct KillAgent {
-  int node = 0;
-};
+using agent_link::CloseConnection;
+using agent_link::CloseStdin;
+using agent_link::KillAgent;
+using agent_link::Log;
+using agent_link::Send;
 // Arming an armed timer replaces its deadline, as asio's expires_after does.
 struct ArmTimer {
   JobTimer timer = JobTimer::rendezvous;
@@ -68,11 +60,6 @@ struct CancelTimer {
 };
 // A "dlaunch: <text>" line for the user.
 struct Note {
-  std::string text;
-};
-// A line for the launcher's log (shown by level: --verbose, --quiet).
-struct Log {
-  log::Level level = log::Level::info;
   std::string text;
 };
 // A new restart round begins: rank files get a marker.
