@@ -2,6 +2,7 @@
 // MNIST example.
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
 

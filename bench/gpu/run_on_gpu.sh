@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# On a GPU machine (CUDA, a CUDA PyTorch's python3 on PATH, build-devdeps/ from
+# bundle_deps.sh): builds dlaunch and mnist_dist against that PyTorch's
+# LibTorch, trains mnist_dist through dlaunch on the GPU and on the CPU, and
+# runs `dlaunch check` on this machine listed twice. Results go to $OUT (or
+# ./gpu-results).
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+out=${OUT:-gpu-results}
+mkdir -p "$out"
+deps=$PWD/build-devdeps/usr
+export PKG_CONFIG_PATH=$deps/lib/x86_64-linux-gnu/pkgconfig
+export LD_LIBRARY_PATH=$deps/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+torch=$(python3 -c 'import torch; print(torch.utils.cmake_prefix_path)')
+cmake -S . -B build-gpu -G Ninja -DDLAUNCH_BUILD_TESTS=OFF "-DCMAKE_PREFIX_PATH=$deps;$torch" \
+  -DASIO_INCLUDE_DIR="$deps/include" "-DCMAKE_CXX_FLAGS=-isystem $deps/include" | grep mnist_dist
+ninja -C build-gpu -j "$(nproc)" | tail -1
+bin=build-gpu/bin
+for device in cuda cpu; do
+  flags=(--synthetic 60000 --epochs 2)
+  [[ $device == cpu ]] && flags+=(--no-cuda)
+  TIMEFORMAT="wall %R s"
+  { time "$bin/dlaunch" --nproc-per-node 1 -- "$bin/mnist_dist" "${flags[@]}"; } \
+    > "$out/mnist_$device.txt" 2>&1
+  grep -E "backend|accuracy|samples/s|wall" "$out/mnist_$device.txt"
+done
+printf '[[host]]\nname = "gpu0"\naddress = "127.0.0.1"\n[[host]]\nname = "gpu0b"\naddress = "localhost"\n' \
+  > "$out/hosts.toml"
+"$bin/dlaunch" check --hosts "$out/hosts.toml" | tee "$out/check.txt" | head -4
+"$bin/dlaunch" check --json --hosts "$out/hosts.toml" > "$out/check.json"
