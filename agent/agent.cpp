@@ -69,8 +69,12 @@ void Agent::start() {
   join.gpus = gpus_;
   join.host = spec_.host_name;
   interfaces_ = list_interfaces();
-  probe_listener_.emplace(io_);
+  probe_listener_.emplace(io_, static_cast<std::uint16_t>(spec_.master_port));
   join.probe_port = probe_listener_->port();
+  if (spec_.master_port != 0 && join.probe_port != spec_.master_port) {
+    log::warn("--master-port ", spec_.master_port, " is in use on this host (", spec_.host_name,
+              "): if this is node 0, its rank 0 cannot listen there");
+  }
   join.master_port = join.probe_port != 0 ? join.probe_port : find_free_port();
   join.interfaces = interfaces_;
   join.pid = ::getpid();

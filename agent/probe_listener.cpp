@@ -13,8 +13,10 @@ bool open_on(asio::ip::tcp::acceptor& acceptor, const asio::ip::tcp::endpoint& e
   if (!ec) acceptor.bind(endpoint, ec);
   // Thousands of agents probe node 0 at once: take the kernel's largest backlog.
   if (!ec) acceptor.listen(asio::socket_base::max_listen_connections, ec);
-  if (ec) acceptor.close(ec);
-  return !ec;
+  if (!ec) return true;
+  asio::error_code ignored;
+  acceptor.close(ignored);
+  return false;
 }
 
 using Buffer = std::shared_ptr<std::array<char, 64 * 1024>>;
@@ -35,12 +37,13 @@ void discard(std::shared_ptr<asio::ip::tcp::socket> socket, Buffer buffer) {
 
 }  // namespace
 
-ProbeListener::ProbeListener(asio::io_context& io)
+ProbeListener::ProbeListener(asio::io_context& io, std::uint16_t wanted)
     : acceptor_(std::make_shared<asio::ip::tcp::acceptor>(io)) {
-  if (!open_on(*acceptor_, {asio::ip::address_v6::any(), 0}) &&
-      !open_on(*acceptor_, {asio::ip::address_v4::any(), 0})) {
-    return;
-  }
+  auto open = [this](std::uint16_t port) {
+    return open_on(*acceptor_, {asio::ip::address_v6::any(), port}) ||
+           open_on(*acceptor_, {asio::ip::address_v4::any(), port});
+  };
+  if (!(wanted != 0 && open(wanted)) && !open(0)) return;
   asio::error_code ec;
   port_ = acceptor_->local_endpoint(ec).port();
   if (ec) {

@@ -15,9 +15,10 @@ namespace dlaunch {
 
 class ProbeListener {
  public:
-  // Listens on a free port on every address (IPv6 and IPv4 where the host has
-  // IPv6, else IPv4); port() is 0 when no socket could be opened.
-  explicit ProbeListener(asio::io_context& io);
+  // Listens on every address (IPv6 and IPv4 where the host has IPv6, else
+  // IPv4), on `port` when it is not 0 and free, else on a free port; port() is
+  // 0 when no socket could be opened.
+  explicit ProbeListener(asio::io_context& io, std::uint16_t port = 0);
   std::uint16_t port() const { return port_; }
   // Stops accepting; connections already accepted end when their peer closes.
   void close();

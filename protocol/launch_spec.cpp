@@ -43,6 +43,7 @@ std::string encode_launch_spec(const LaunchSpec& s) {
   body.i32(s.heartbeat_timeout_s);
   body.i32(s.nnodes);
   body.u8(s.check ? 1 : 0);
+  body.i32(s.master_port);
   wire::Writer out;
   out.u32(kSpecMagic);
   out.u32(static_cast<std::uint32_t>(body.bytes().size()));
@@ -72,8 +73,9 @@ std::optional<LaunchSpec> decode_launch_spec_body(std::string_view body) {
   s.nnodes = r.i32();
   const auto check = r.u8();
   s.check = check == 1;
+  s.master_port = r.i32();
   if (!r.done() || echo > 1 || check > 1 || (s.argv.empty() && !s.check) || s.node_rank < 0 ||
-      s.nproc < 0 || s.nnodes < 0)
+      s.nproc < 0 || s.nnodes < 0 || s.master_port < 0 || s.master_port > 65535)
     return std::nullopt;
   return s;
 }

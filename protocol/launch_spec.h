@@ -29,6 +29,9 @@ struct LaunchSpec {
   std::int32_t grace_s = 10;
   std::int32_t heartbeat_timeout_s = 15;
   std::int32_t nnodes = 0;  // the job's node count, sent in Join so node 0 can refuse a mismatch
+  // --master-port: node 0's probe port is this one, so the probe proves the
+  // port the ranks' TCPStore will bind (a firewall may open only it). 0: any.
+  std::int32_t master_port = 0;
   // `dlaunch check`: join, answer FactsRequest, Probe and PeerTest, start no
   // rank (argv may be empty).
   bool check = false;

@@ -73,3 +73,13 @@ TEST_CASE("this host's interfaces include loopback, classified") {
   CHECK(lo->up);
   CHECK(lo->mtu > 0);
 }
+
+TEST_CASE("the probe listener takes the fixed MASTER_PORT when it is free, else any") {
+  asio::io_context io;
+  const int wanted = find_free_port();
+  ProbeListener fixed(io, static_cast<std::uint16_t>(wanted));
+  CHECK(fixed.port() == wanted);
+  ProbeListener busy(io, static_cast<std::uint16_t>(wanted));  // taken by `fixed` now
+  CHECK(busy.port() != 0);
+  CHECK(busy.port() != wanted);
+}

@@ -16,6 +16,7 @@ TEST_CASE("launch spec round-trips through a pipe") {
   s.argv = {"prog", "a b", "$(x)", "\n", "\xc3\xa9"};
   s.env = {{"A", "1"}};
   s.echo = true;
+  s.master_port = 29500;
   int fds[2];
   REQUIRE(::pipe(fds) == 0);
   const std::string bytes = encode_launch_spec(s);
@@ -30,6 +31,7 @@ TEST_CASE("launch spec round-trips through a pipe") {
   CHECK(back->rdzv_port == 40001);
   CHECK(back->env == s.env);
   CHECK(back->echo);
+  CHECK(back->master_port == 29500);
 }
 
 TEST_CASE("a truncated or foreign launch spec is refused with a message") {
