@@ -83,6 +83,10 @@ Plan make_plan(const Options& o, const HostsFile* hosts, const std::string& job)
         plan.master_addr = first.local ? hosts->rendezvous.address : first.host.address;
       }
       if (!plan.configured_master.empty()) plan.master_addr = plan.configured_master;
+      // Through reverse forwards on the SSH connections, every agent arrives
+      // from this machine's loopback: nothing else needs to reach the port.
+      plan.rdzv_via_ssh = o.rdzv_via_ssh || hosts->rendezvous.via_ssh;
+      if (plan.rdzv_via_ssh) plan.rdzv_bind = "127.0.0.1";
       break;
     }
     case Mode::manual: {
@@ -141,7 +145,10 @@ std::string describe_plan(const Plan& plan, const Options& o) {
   out << "\n";
   out << "rendezvous: listens on " << plan.rdzv_bind << ":"
       << (plan.rdzv_port ? std::to_string(plan.rdzv_port) : std::string("<any free port>"))
-      << (plan.coordinator ? "" : " (on node 0)") << "\n";
+      << (plan.coordinator ? "" : " (on node 0)")
+      << (plan.rdzv_via_ssh ? "; SSH hosts reach it through a reverse forward on their connection"
+                            : "")
+      << "\n";
   if (plan.probe_master) {
     // What can be said before any agent runs: the order; node 0's interfaces
     // and the probe results come at start (-v shows them).

@@ -40,11 +40,12 @@ struct Plan {
   std::string node0_address;         // node 0's address in the hosts file
   bool all_nodes_local = false;
   std::optional<int> master_port;
-  std::string rdzv_bind;     // address the rendezvous listens on
-  int rdzv_port = 0;         // 0: any free port
-  std::string rdzv_connect;  // what agents connect to; empty: per host (SSH local address)
-  bool coordinator = true;   // false: manual mode node > 0 (runs only an agent)
-  int node_rank = 0;         // manual mode: this node
+  std::string rdzv_bind;      // address the rendezvous listens on
+  bool rdzv_via_ssh = false;  // [rendezvous] via = "ssh" / --rdzv-via-ssh
+  int rdzv_port = 0;          // 0: any free port
+  std::string rdzv_connect;   // what agents connect to; empty: per host (SSH local address)
+  bool coordinator = true;    // false: manual mode node > 0 (runs only an agent)
+  int node_rank = 0;          // manual mode: this node
 };
 
 Plan make_plan(const Options& options, const HostsFile* hosts, const std::string& job);

@@ -100,3 +100,23 @@ TEST_CASE("--ranks-filter outside a known world is refused; unknown worlds wait"
   o.nproc_per_node.reset();  // one per GPU: known only when the agent joins
   CHECK_FALSE(check_ranks_filter(make_plan(o, nullptr, "job"), {9}).has_value());
 }
+
+TEST_CASE("via ssh: the rendezvous listens on loopback only") {
+  Options o;
+  o.mode = Mode::hosts;
+  o.command = {"prog"};
+  HostsFile hosts;
+  HostEntry a;
+  a.name = "a";
+  a.address = "198.18.0.5";
+  HostEntry b;
+  b.name = "b";
+  b.address = "198.18.0.6";
+  hosts.hosts = {a, b};
+  CHECK(make_plan(o, &hosts, "job").rdzv_bind == "0.0.0.0");
+  hosts.rendezvous.via_ssh = true;
+  const Plan p = make_plan(o, &hosts, "job");
+  CHECK(p.rdzv_bind == "127.0.0.1");
+  CHECK(describe_plan(p, o).find("listens on 127.0.0.1:<any free port>; SSH hosts reach it "
+                                 "through a reverse forward") != std::string::npos);
+}
