@@ -178,7 +178,11 @@ std::string describe_plan(const Plan& plan, const Options& o) {
   for (const auto& node : plan.nodes) {
     out << "node " << node.node_rank << ": "
         << (node.host.name.empty() ? "this host" : node.host.name) << " (" << node.host.address
-        << ", " << (node.local ? "local" : "ssh") << "), ";
+        << ", " << (node.local ? "local" : "ssh")
+        << (!node.local && !node.host.jump.empty() && node.host.jump != "none"
+                ? " via " + node.host.jump
+                : std::string())
+        << "), ";
     if (node.nproc > 0 && known) {
       out << "ranks " << offset << ".." << offset + node.nproc - 1;
     } else if (node.nproc > 0) {

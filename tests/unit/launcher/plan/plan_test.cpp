@@ -101,7 +101,7 @@ TEST_CASE("--ranks-filter outside a known world is refused; unknown worlds wait"
   CHECK_FALSE(check_ranks_filter(make_plan(o, nullptr, "job"), {9}).has_value());
 }
 
-TEST_CASE("via ssh: the rendezvous listens on loopback only") {
+TEST_CASE("via ssh and jump hosts are shown in --dry-run") {
   Options o;
   o.mode = Mode::hosts;
   o.command = {"prog"};
@@ -119,4 +119,7 @@ TEST_CASE("via ssh: the rendezvous listens on loopback only") {
   CHECK(p.rdzv_bind == "127.0.0.1");
   CHECK(describe_plan(p, o).find("listens on 127.0.0.1:<any free port>; SSH hosts reach it "
                                  "through a reverse forward") != std::string::npos);
+  hosts.hosts[1].jump = "ops@bastion:2222";
+  CHECK(describe_plan(make_plan(o, &hosts, "job"), o)
+            .find("node 1: b (198.18.0.6, ssh via ops@bastion:2222)") != std::string::npos);
 }
