@@ -5,7 +5,6 @@
 
 #include "common/console.h"
 #include "common/posix.h"
-#include "common/text.h"
 #include "launcher/job/agent_link_perform.h"
 #include "launcher/plan/launch_spec_builder.h"
 #include "protocol/launch_spec.h"
@@ -89,16 +88,12 @@ void CheckRunner::start_agent(const PlannedNode& planned) {
   };
   AgentEvents events;
   events.on_stderr = [this, node_rank](std::string_view bytes) {
-    auto& text = agents_[static_cast<std::size_t>(node_rank)].stderr_text;
-    text.append(bytes);
-    constexpr std::size_t kMaxKept = 64 * 1024;
-    if (text.size() > kMaxKept) text.erase(0, text.size() - kMaxKept / 2);
-    const std::string prefix = "[" + policy_.node_label(node_rank) + " agent] ";
-    for (const auto& line : split_lines(bytes)) console().line(prefix + line);
+    agents_[static_cast<std::size_t>(node_rank)].diagnostics.add(bytes,
+                                                                 policy_.node_label(node_rank));
   };
   events.on_exit = [this, node_rank](int code, const std::string& error) {
-    const auto& text = agents_[static_cast<std::size_t>(node_rank)].stderr_text;
-    apply(policy_.on_agent_exited(node_rank, code, error, last_lines(text, 3)));
+    const auto& diagnostics = agents_[static_cast<std::size_t>(node_rank)].diagnostics;
+    apply(policy_.on_agent_exited(node_rank, code, error, diagnostics.last(3)));
   };
   agent.handle = transports_.for_node(planned.local).start(planned.host, launch, std::move(events));
 }

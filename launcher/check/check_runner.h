@@ -10,6 +10,7 @@
 
 #include "launcher/check/check_policy.h"
 #include "launcher/config/options.h"
+#include "launcher/job/agent_stderr.h"
 #include "launcher/plan/plan.h"
 #include "launcher/transport/transport.h"
 #include "rendezvous/server.h"
@@ -38,7 +39,7 @@ class CheckRunner {
   struct Agent {
     PlannedNode plan;
     std::unique_ptr<AgentHandle> handle;
-    std::string stderr_text;
+    AgentStderr diagnostics;
   };
 
   void start_agent(const PlannedNode& planned);

@@ -9,7 +9,6 @@
 #include "common/exit_codes.h"
 #include "common/log.h"
 #include "common/posix.h"
-#include "common/text.h"
 #include "launcher/job/agent_link_perform.h"
 #include "launcher/plan/launch_spec_builder.h"
 #include "protocol/launch_spec.h"
@@ -163,24 +162,14 @@ void Coordinator::start_agent(const PlannedNode& planned) {
   };
   AgentEvents events;
   events.on_stderr = [this, node_rank](std::string_view bytes) {
-    on_agent_stderr(node_rank, bytes);
+    agents_[static_cast<std::size_t>(node_rank)].diagnostics.add(bytes,
+                                                                 policy_.node_label(node_rank));
   };
   events.on_exit = [this, node_rank](int code, const std::string& error) {
-    const auto& text = agents_[static_cast<std::size_t>(node_rank)].stderr_text;
-    apply(policy_.on_agent_exited(node_rank, code, error, last_lines(text, 5)));
+    const auto& diagnostics = agents_[static_cast<std::size_t>(node_rank)].diagnostics;
+    apply(policy_.on_agent_exited(node_rank, code, error, diagnostics.last(5)));
   };
   agent.handle = transports_.for_node(planned.local).start(planned.host, launch, std::move(events));
-}
-
-void Coordinator::on_agent_stderr(int node, std::string_view bytes) {
-  auto& text = agents_[static_cast<std::size_t>(node)].stderr_text;
-  text.append(bytes);
-  // Only the end is ever shown; keep a bounded amount of a chatty agent's output.
-  constexpr std::size_t kMaxKept = 64 * 1024;
-  if (text.size() > kMaxKept) text.erase(0, text.size() - kMaxKept / 2);
-  // The agent's own warnings matter to the user (it runs out of sight).
-  const std::string prefix = "[" + policy_.node_label(node) + " agent] ";
-  for (const auto& line : split_lines(bytes)) console().line(prefix + line);
 }
 
 void Coordinator::on_message(ConnId conn, proto::Message&& message) {

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "launcher/config/options.h"
+#include "launcher/job/agent_stderr.h"
 #include "launcher/job/job_policy.h"
 #include "launcher/job/job_record.h"
 #include "launcher/job/log_sink.h"
@@ -43,13 +44,12 @@ class Coordinator {
   struct Agent {
     PlannedNode plan;
     std::unique_ptr<AgentHandle> handle;  // null for nodes that start their own agent
-    std::string stderr_text;              // the agent's own diagnostics, for error messages
+    AgentStderr diagnostics;
   };
 
   void start_server();
   void flush_logs_periodically();
   void start_agent(const PlannedNode& planned);
-  void on_agent_stderr(int node, std::string_view bytes);
   void on_message(ConnId conn, proto::Message&& message);
   void on_log_line(ConnId conn, const proto::LogLine& line);
   void watch_signals();
