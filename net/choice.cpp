@@ -139,6 +139,16 @@ std::vector<std::string> route_warnings(const std::string& master,
 
 }  // namespace
 
+NodeProbe node_probe(std::string label, Interfaces interfaces,
+                     std::optional<std::vector<ProbeOutcome>> outcomes, std::size_t candidates) {
+  NodeProbe p;
+  p.label = std::move(label);
+  p.interfaces = std::move(interfaces);
+  p.answered = outcomes.has_value() && outcomes->size() == candidates;
+  if (p.answered) p.outcomes = std::move(*outcomes);
+  return p;
+}
+
 ChoiceResult choose_master(const std::vector<Candidate>& candidates,
                            const CandidateSources& sources, const std::vector<NodeProbe>& nodes) {
   ChoiceResult result;

@@ -32,6 +32,11 @@ struct NodeProbe {
   bool answered = false;               // false: the node sent no report
 };
 
+// A node's entry from what it reported (nullopt: nothing yet). A report
+// without exactly one outcome per candidate counts as no answer.
+NodeProbe node_probe(std::string label, Interfaces interfaces,
+                     std::optional<std::vector<ProbeOutcome>> outcomes, std::size_t candidates);
+
 struct MasterChoice {
   std::size_t candidate = 0;  // index into the candidates
   std::string address;

@@ -400,6 +400,15 @@ std::optional<Message> get(Type type, wire::Reader& r) {
 
 }  // namespace
 
+Probe make_probe(const std::vector<net::Candidate>& candidates, std::int32_t port,
+                 std::int32_t timeout_ms) {
+  Probe probe;
+  probe.port = port;
+  probe.timeout_ms = timeout_ms;
+  for (const auto& c : candidates) probe.addresses.push_back(c.address);
+  return probe;
+}
+
 std::string encode(const Message& m) {
   wire::Writer w;
   std::visit([&w](const auto& msg) { put(w, msg); }, m);

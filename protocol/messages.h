@@ -161,6 +161,10 @@ struct Probe {
   std::vector<std::string> addresses;  // at most net::kMaxCandidates
 };
 
+// The Probe of node 0's candidates, in their order, at its probe port.
+Probe make_probe(const std::vector<net::Candidate>& candidates, std::int32_t port,
+                 std::int32_t timeout_ms);
+
 struct ProbeReport {
   std::vector<net::ProbeOutcome> outcomes;  // one per Probe address, in order
 };

@@ -348,10 +348,7 @@ void CheckPolicy::start_probe() {
     choose_and_plan_matrix();
     return;
   }
-  proto::Probe probe;
-  probe.port = nodes_[0].probe_port;
-  probe.timeout_ms = config_.probe_timeout_ms;
-  for (const auto& c : candidates_) probe.addresses.push_back(c.address);
+  const auto probe = proto::make_probe(candidates_, nodes_[0].probe_port, config_.probe_timeout_ms);
   log(log::Level::debug, "probing " + std::to_string(candidates_.size()) +
                              " candidate MASTER_ADDRs of node 0 from every host");
   for (int i = 0; i < n; ++i) {
@@ -370,10 +367,7 @@ void CheckPolicy::choose_and_plan_matrix() {
   for (int i = 0; i < n; ++i) {
     auto& node = nodes_[static_cast<std::size_t>(i)];
     auto& p = probes[static_cast<std::size_t>(i)];
-    p.label = node_label(i);
-    p.interfaces = node.interfaces;
-    p.answered = node.probe.has_value() && node.probe->size() == candidates_.size();
-    if (p.answered) p.outcomes = *node.probe;
+    p = net::node_probe(node_label(i), node.interfaces, node.probe, candidates_.size());
     if (up(i)) {
       up_probes.push_back(p);
       up_nodes.push_back(i);

@@ -92,10 +92,7 @@ void JobPolicy::start_probe() {
     send_all(rendezvous_.assign_with_network(rendezvous_.master_addr(), {}));
     return;
   }
-  proto::Probe probe;
-  probe.port = node0.probe_port;
-  probe.timeout_ms = config_.probe_timeout_ms;
-  for (const auto& c : candidates_) probe.addresses.push_back(c.address);
+  const auto probe = proto::make_probe(candidates_, node0.probe_port, config_.probe_timeout_ms);
   emit(log_line(log::Level::debug, "probing ", candidates_.size(),
                 " candidate MASTER_ADDRs of node 0 from every node at port ", probe.port));
   if (candidates_.empty()) {
@@ -124,13 +121,9 @@ JobActions JobPolicy::on_probe_report(ConnId conn, const proto::ProbeReport& rep
 void JobPolicy::choose_master() {
   std::vector<net::NodeProbe> probes;
   probes.reserve(nodes_.size());
-  for (auto& n : nodes_) {
-    net::NodeProbe p;
-    p.label = n.setup.label;
-    p.interfaces = std::move(n.interfaces);  // not needed after this
-    p.answered = n.probe.has_value() && n.probe->size() == candidates_.size();
-    if (p.answered) p.outcomes = std::move(*n.probe);
-    probes.push_back(std::move(p));
+  for (auto& n : nodes_) {  // interfaces and reports are not needed after this
+    probes.push_back(net::node_probe(n.setup.label, std::move(n.interfaces), std::move(n.probe),
+                                     candidates_.size()));
   }
   const auto result = net::choose_master(candidates_, config_.master_sources, probes);
   if (!result.choice) {

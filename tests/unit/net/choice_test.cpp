@@ -117,3 +117,12 @@ TEST_CASE("every node on loopback (one machine) is not warned about") {
   REQUIRE(r.choice.has_value());
   CHECK(r.choice->warnings.empty());
 }
+
+TEST_CASE("a report without one outcome per candidate counts as no answer") {
+  CHECK_FALSE(node_probe("h", {}, std::nullopt, 2).answered);
+  CHECK_FALSE(node_probe("h", {}, std::vector<ProbeOutcome>{ok("eth0")}, 2).answered);
+  const auto p = node_probe("h", {}, std::vector<ProbeOutcome>{ok("eth0"), no()}, 2);
+  CHECK(p.answered);
+  CHECK(p.outcomes.size() == 2);
+  CHECK(p.label == "h");
+}
