@@ -261,13 +261,7 @@ class Topology:
 
     def _start_ssh(self):
         ssh_dir = os.path.join(self.home, ".ssh")
-        os.makedirs(ssh_dir, mode=0o700)
-        self.client_key = os.path.join(ssh_dir, "id_ed25519")
-        sh("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", self.client_key)
-        self.authorized = os.path.join(self.tmp, "authorized_keys")
-        shutil.copy(self.client_key + ".pub", self.authorized)
-        os.chmod(self.authorized, 0o600)
-        os.makedirs("/run/sshd", exist_ok=True)
+        self.client_key, self.authorized = sshd_harness.make_client_key(self.home, self.tmp)
         for h in self.hosts:
             key = os.path.join(self.tmp, f"{h['name']}_host_key")
             sh("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", key)

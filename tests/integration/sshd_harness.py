@@ -34,6 +34,20 @@ def free_subnet(prefix="198.18", first=1, last=250):
     raise RuntimeError(f"no free {prefix}.N.0/24 subnet left")
 
 
+def make_client_key(home, tmp):
+    """The client's key in HOME/.ssh and an authorized_keys in TMP that lets it
+    in (also the privilege-separation directory sshd needs); returns both paths."""
+    ssh_dir = os.path.join(home, ".ssh")
+    os.makedirs(ssh_dir, mode=0o700)
+    client_key = os.path.join(ssh_dir, "id_ed25519")
+    sh("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", client_key)
+    authorized = os.path.join(tmp, "authorized_keys")
+    shutil.copy(client_key + ".pub", authorized)
+    os.chmod(authorized, 0o600)
+    os.makedirs("/run/sshd", exist_ok=True)
+    return client_key, authorized
+
+
 def have_sshd():
     return os.access(SSHD, os.X_OK) and shutil.which("ssh-keygen") is not None
 
@@ -103,14 +117,7 @@ class SshHosts:
 
     # -- set-up ---------------------------------------------------------------
     def _start(self):
-        ssh_dir = os.path.join(self.home, ".ssh")
-        os.makedirs(ssh_dir, mode=0o700)
-        self.client_key = os.path.join(ssh_dir, "id_ed25519")
-        sh("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", self.client_key)
-        self.authorized = os.path.join(self.tmp, "authorized_keys")
-        shutil.copy(self.client_key + ".pub", self.authorized)
-        os.chmod(self.authorized, 0o600)
-        os.makedirs("/run/sshd", exist_ok=True)
+        self.client_key, self.authorized = make_client_key(self.home, self.tmp)
         if self.netns:
             self._make_bridge()
         for i in range(self.n):
