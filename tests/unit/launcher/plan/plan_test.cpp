@@ -5,19 +5,33 @@
 
 using namespace dlaunch;
 
-TEST_CASE("plan for hosts: contiguous ranks, local detection, master address") {
+namespace {
+
+Options hosts_mode() {
   Options o;
   o.mode = Mode::hosts;
   o.command = {"prog"};
+  return o;
+}
+
+// Hosts "a" and "b" at these addresses, reached over SSH.
+HostsFile two_hosts(const char* a, const char* b) {
   HostsFile hosts;
-  HostEntry a;
-  a.name = "a";
-  a.address = "10.0.0.5";
-  a.slots = 2;
-  HostEntry b;
-  b.name = "b";
-  b.address = "10.0.0.6";
-  hosts.hosts = {a, b};
+  for (const auto& [name, address] : {std::pair{"a", a}, std::pair{"b", b}}) {
+    HostEntry h;
+    h.name = name;
+    h.address = address;
+    hosts.hosts.push_back(h);
+  }
+  return hosts;
+}
+
+}  // namespace
+
+TEST_CASE("plan for hosts: contiguous ranks, local detection, master address") {
+  const Options o = hosts_mode();
+  HostsFile hosts = two_hosts("10.0.0.5", "10.0.0.6");
+  hosts.hosts[0].slots = 2;
   Plan p = make_plan(o, &hosts, "job");
   CHECK(p.nnodes == 2);
   CHECK(p.nodes[0].nproc == 2);
@@ -38,21 +52,12 @@ TEST_CASE("plan for hosts: contiguous ranks, local detection, master address") {
 }
 
 TEST_CASE("master_address and --master-addr come first among the candidates") {
-  Options o;
-  o.mode = Mode::hosts;
-  o.command = {"prog"};
-  HostsFile hosts;
+  Options o = hosts_mode();
+  HostsFile hosts = two_hosts("198.19.0.2", "198.19.0.6");
   hosts.path = "hosts.toml";
   hosts.rendezvous.master_address = "198.18.1.10";
   hosts.rendezvous.master_address_line = 7;
-  HostEntry a;
-  a.name = "a";
-  a.address = "198.19.0.2";
-  a.interface = "ens5";
-  HostEntry b;
-  b.name = "b";
-  b.address = "198.19.0.6";
-  hosts.hosts = {a, b};
+  hosts.hosts[0].interface = "ens5";
   Plan p = make_plan(o, &hosts, "job");
   std::string text = describe_plan(p, o);
   CHECK(text.find("  1. 198.18.1.10 (master_address in hosts.toml:7)\n"
@@ -102,17 +107,8 @@ TEST_CASE("--ranks-filter outside a known world is refused; unknown worlds wait"
 }
 
 TEST_CASE("via ssh and jump hosts are shown in --dry-run") {
-  Options o;
-  o.mode = Mode::hosts;
-  o.command = {"prog"};
-  HostsFile hosts;
-  HostEntry a;
-  a.name = "a";
-  a.address = "198.18.0.5";
-  HostEntry b;
-  b.name = "b";
-  b.address = "198.18.0.6";
-  hosts.hosts = {a, b};
+  const Options o = hosts_mode();
+  HostsFile hosts = two_hosts("198.18.0.5", "198.18.0.6");
   CHECK(make_plan(o, &hosts, "job").rdzv_bind == "0.0.0.0");
   hosts.rendezvous.via_ssh = true;
   const Plan p = make_plan(o, &hosts, "job");
