@@ -1,5 +1,7 @@
 #include "common/posix.h"
 
+#include <pwd.h>
+
 #include <dirent.h>
 #include <pthread.h>
 #include <sys/prctl.h>
@@ -135,6 +137,12 @@ std::string current_directory() {
 std::string signal_name(int signal) {
   const char* name = ::sigabbrev_np(signal);
   return name ? std::string("SIG") + name : std::to_string(signal);
+}
+
+std::string home_directory() {
+  if (const char* home = std::getenv("HOME"); home && *home) return home;
+  if (const passwd* pw = ::getpwuid(::getuid()); pw && pw->pw_dir && *pw->pw_dir) return pw->pw_dir;
+  return "/tmp";
 }
 
 }  // namespace dlaunch

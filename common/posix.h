@@ -52,6 +52,9 @@ long long process_start_ticks(pid_t pid);
 // The working directory, or "" when it cannot be told (deleted, too long).
 std::string current_directory();
 
+// $HOME, else the passwd entry's home (cron, `env -i`), else "/tmp".
+std::string home_directory();
+
 // "SIGTERM" for 15; the number as text when unknown.
 std::string signal_name(int signal);
 

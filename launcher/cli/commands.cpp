@@ -17,16 +17,31 @@ constexpr HelpExample kRunExamples[] = {
     {"dlaunch --nproc-per-node 4 -- mnist_dist", "one machine"},
     {"dlaunch --hosts hosts.toml -- mnist_dist --epochs 10", "hosts over SSH"},
     {"dlaunch --nnodes 2 --node-rank 1 --master-addr A -- mnist_dist", "by hand on each node"},
+    {"dlaunch -d --name nightly --hosts hosts.toml -- mnist_dist", "detached, for cron"},
     {"dlaunch -- top", "the program top, not dlaunch's top"},
 };
-constexpr HelpExample kListExamples[] = {{"dlaunch list", "every job in the state dir"}};
-constexpr HelpExample kGetExamples[] = {{"dlaunch get JOB", "one job, with its root cause"}};
-constexpr HelpExample kLogsExamples[] = {
-    {"dlaunch logs JOB -t 20", "the last 20 lines of each rank"},
-    {"dlaunch logs JOB -r 0 -f", "rank 0 as it runs"},
+constexpr HelpExample kListExamples[] = {
+    {"dlaunch list", "active jobs and those of the last 24 hours, newest first"},
+    {"dlaunch list --all --status FAILED --json", "every failed job, as JSON"},
 };
-constexpr HelpExample kStopExamples[] = {{"dlaunch stop JOB", "a graceful stop"}};
-constexpr HelpExample kTopExamples[] = {{"dlaunch top", "this machine's ranks"}};
+constexpr HelpExample kGetExamples[] = {
+    {"dlaunch get JOB", "status, hosts with ranks and agent pids, root cause, logs"},
+    {"dlaunch get JOB --json", "the same as one JSON object"},
+};
+constexpr HelpExample kLogsExamples[] = {
+    {"dlaunch logs JOB -f", "rank 0 as it runs, until the job ends"},
+    {"dlaunch logs JOB --all-ranks -t 20", "the last 20 lines of every rank"},
+    {"dlaunch logs JOB -r 3", "rank 3's whole log"},
+};
+constexpr HelpExample kStopExamples[] = {
+    {"dlaunch stop JOB", "stop every rank on every host; the job ends STOPPED"},
+    {"dlaunch stop JOB --grace 30", "30 s between SIGTERM and SIGKILL"},
+};
+constexpr HelpExample kDeleteExamples[] = {{"dlaunch delete JOB", "remove a finished job's logs"}};
+constexpr HelpExample kTopExamples[] = {
+    {"dlaunch top job", "running jobs: hosts, ranks, GPUs, CPU and memory of their ranks"},
+    {"dlaunch top node --hosts hosts.toml", "GPUs per host: total, held by jobs, use, memory"},
+};
 constexpr HelpExample kCheckExamples[] = {
     {"dlaunch check --hosts hosts.toml", "could a job launch there? hosts, MASTER_ADDR, matrix"},
     {"dlaunch check --hosts hosts.toml --json", "the same as one JSON document"},
@@ -36,13 +51,15 @@ constexpr Command kCommands[] = {
     {{"run", "start a job; the default when the first word is an option or a program",
       kRunExamples},
      run_command},
-    {{"list", "jobs in the state dir, newest last, with status and exit code", kListExamples},
+    {{"list", "jobs with their status (PENDING, RUNNING, ..., LOST), newest first", kListExamples},
      list_command},
-    {{"get", "one job: nodes, ranks, times, root cause", kGetExamples}, get_command},
-    {{"logs", "a job's rank logs, prefixed by rank; -f follows a running job", kLogsExamples},
-     logs_command},
-    {{"stop", "SIGTERM to a job's coordinator: a graceful stop", kStopExamples}, stop_command},
-    {{"top", "CPU and memory of this machine's ranks", kTopExamples}, top_command},
+    {{"get", "one job: status, hosts, ranks, times, root cause, logs, TensorBoard", kGetExamples},
+     get_command},
+    {{"logs", "a job's rank logs; -f follows a running job", kLogsExamples}, logs_command},
+    {{"stop", "stop a job on every host", kStopExamples}, stop_command},
+    {{"delete", "remove finished jobs and their logs", kDeleteExamples}, delete_command},
+    {{"top", "running jobs' ranks (top job) or the hosts' GPUs (top node)", kTopExamples},
+     top_command},
     {{"check", "whether a job could launch on a hosts file's hosts, and what to fix",
       kCheckExamples},
      check_command},

@@ -1,62 +1,104 @@
-// `dlaunch get JOB`: one job in full: nodes, ranks, times, the root cause of a
-// failure with its last lines, and its rank logs.
+// `dlaunch get JOB`: one job in full: status, a row per host (ranks, agent
+// pid, state), times, the root cause of a failure with its last lines, and
+// where its logs and TensorBoard events are.
 #include <ctime>
 #include <filesystem>
 
 #include "common/console.h"
 #include "launcher/cli/commands.h"
 #include "launcher/cli/job_text.h"
+#include "launcher/cli/job_view.h"
 #include "launcher/cli/subcommand.h"
 
 namespace dlaunch {
 namespace {
 
+std::string rank_range(const NodeRecord& n) {
+  if (n.first_rank < 0 || n.ranks <= 0) return "-";
+  if (n.ranks == 1) return std::to_string(n.first_rank);
+  return std::to_string(n.first_rank) + "-" + std::to_string(n.first_rank + n.ranks - 1);
+}
+
+void print_nodes(const JobInfo& i) {
+  Console& c = console();
+  if (i.nodes.empty()) {
+    std::string hosts;
+    for (const auto& h : i.hosts) hosts += (hosts.empty() ? "" : ", ") + h;
+    if (!hosts.empty()) c.out("hosts:      " + hosts + "\n");
+    return;
+  }
+  std::size_t width = 4;
+  for (const auto& n : i.nodes) width = std::max(width, n.host.size());
+  const int w = static_cast<int>(width);
+  c.out(
+      formatted("  %-*s  %4s  %-9s  %9s  %s\n", w, "HOST", "NODE", "RANKS", "AGENT_PID", "STATE"));
+  for (const auto& n : i.nodes) {
+    c.out(formatted("  %-*s  %4d  %-9s  %9s  %s\n", w, n.host.c_str(), n.node_rank,
+                    rank_range(n).c_str(),
+                    n.agent_pid > 0 ? std::to_string(n.agent_pid).c_str() : "-", n.state.c_str()));
+  }
+}
+
 void print_job(const Job& job) {
   Console& c = console();
   const JobInfo& i = job.info;
   const std::optional<JobResult>& result = job.result;
-  c.out("name:      " + i.name + "\n");
-  std::string status(job_state_name(job.state));
+  const long long now = std::time(nullptr);
+  c.out("name:       " + i.name + "\n");
+  std::string status(job_status_name(job.status));
   if (result) status += " (exit code " + std::to_string(result->exit_code) + ")";
-  c.out("status:    " + status + "\n");
-  c.out(
-      formatted("mode:      %s, %d node%s\n", i.mode.c_str(), i.nnodes, i.nnodes == 1 ? "" : "s"));
-  std::string hosts;
-  for (const auto& h : i.hosts) hosts += (hosts.empty() ? "" : ", ") + h;
-  if (!hosts.empty()) c.out("hosts:     " + hosts + "\n");
-  if (result && result->world_size > 0) c.out(formatted("ranks:     %d\n", result->world_size));
-  c.out("command:   " + command_text(i.command) + "\n");
-  c.out("started:   " + format_time(i.started) + "\n");
-  if (result) c.out("finished:  " + format_time(result->finished) + "\n");
-  c.out("duration:  " + format_duration(job_duration(job, std::time(nullptr))) + "\n");
-  if (job.state == JobState::running) {
-    c.out(formatted("coordinator pid: %lld\n", i.coordinator_pid));
-  }
-  if (result && result->restarts > 0) c.out(formatted("restarts:  %d\n", result->restarts));
+  if (job.status == JobStatus::lost)
+    status += " (its coordinator, pid " + std::to_string(i.coordinator_pid) +
+              ", is gone without ending the record)";
+  c.out("status:     " + status + "\n");
+  c.out(formatted("mode:       %s, %d node%s, %d ranks\n", i.mode.c_str(), i.nnodes,
+                  i.nnodes == 1 ? "" : "s", job_ranks(job)));
+  c.out("command:    " + command_text(i.command) + "\n");
+  c.out("started:    " + format_time(i.started) + "\n");
+  if (result) c.out("finished:   " + format_time(result->finished) + "\n");
+  c.out("duration:   " + format_duration(job_duration(job, now)) + "\n");
+  if (is_active(job.status)) c.out(formatted("coordinator pid: %lld\n", i.coordinator_pid));
+  if (job_restarts(job) > 0) c.out(formatted("restarts:   %d\n", job_restarts(job)));
+  print_nodes(i);
   if (result && !result->root_cause.empty()) {
     c.out("root cause: " + result->root_cause + "\n");
     for (const auto& line : result->root_cause_tail) c.out("  | " + line + "\n");
   }
-  c.out("logs:      " + job.dir + "\n");
+  c.out("logs:       " + job.dir + "\n");
   for (const auto& [rank, path] : rank_logs(job.dir)) {
     std::error_code ec;
     c.out(formatted("  rank-%d.log  %llu bytes\n", rank,
                     static_cast<unsigned long long>(std::filesystem::file_size(path, ec))));
+  }
+  std::error_code ec;
+  if (std::filesystem::exists(job.dir + "/coordinator.log", ec))
+    c.out("  coordinator.log (the detached coordinator's messages)\n");
+  if (!i.tensorboard_dir.empty()) {
+    c.out("tensorboard: events of " + i.tensorboard_dir + " on rank 0's host; view them with\n");
+    c.out("  tensorboard --logdir " + tensorboard_logdir(job) + "\n");
   }
 }
 
 }  // namespace
 
 int get_command(int argc, const char* const* argv) {
-  CLI::App app{"dlaunch get", "dlaunch get"};
+  CLI::App app{"dlaunch get: one job in full", "dlaunch get"};
   std::string log_dir;
   std::string name;
+  bool json_out = false;
   add_log_dir_option(app, log_dir);
   app.add_option("job", name, "job name (see dlaunch list)")->required();
+  app.add_flag("--json", json_out, "the job as one JSON object");
   if (auto done = parse_subcommand(app, argc, argv)) return *done;
 
   auto job = find_job_or_report(log_dir, name);
   if (!job) return 1;
+  if (json_out) {
+    JsonWriter json;
+    write_job_json(json, *job, std::time(nullptr));
+    console().out(json.text() + "\n");
+    return 0;
+  }
   print_job(*job);
   return 0;
 }

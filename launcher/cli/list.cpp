@@ -1,41 +1,90 @@
-// `dlaunch list`: every job in the state dir, newest last, one row each.
+// `dlaunch list`: the jobs in the state dir, newest first, one row each. By
+// default the active ones and those that ended within a day; --all shows
+// every job, --status keeps the given statuses.
 #include <algorithm>
 #include <ctime>
+#include <set>
 
 #include "common/console.h"
 #include "launcher/cli/commands.h"
 #include "launcher/cli/job_text.h"
+#include "launcher/cli/job_view.h"
 #include "launcher/cli/subcommand.h"
 
 namespace dlaunch {
+namespace {
+
+constexpr long long kRecentS = 24 * 3600;
+
+bool recent(const Job& j, long long now) {
+  if (is_active(j.status)) return true;
+  const long long end = j.result ? j.result->finished : j.info.started;
+  return now - end < kRecentS;
+}
+
+}  // namespace
 
 int list_command(int argc, const char* const* argv) {
-  CLI::App app{"dlaunch list", "dlaunch list"};
+  CLI::App app{"dlaunch list: the jobs in the state dir, newest first", "dlaunch list"};
   std::string log_dir;
+  bool all = false;
+  bool json_out = false;
+  std::vector<std::string> statuses_text;
   add_log_dir_option(app, log_dir);
+  app.add_flag("-a,--all", all, "every job, not only active ones and those of the last 24 hours");
+  app.add_option("--status", statuses_text,
+                 "only jobs with these statuses: PENDING, RUNNING, RESTARTING, SUCCEEDED, FAILED, "
+                 "STOPPED, LOST (comma-separated or repeated)")
+      ->delimiter(',');
+  app.add_flag("--json", json_out, "a JSON array of jobs (the fields of `dlaunch get --json`)");
   if (auto done = parse_subcommand(app, argc, argv)) return *done;
 
-  const auto jobs = load_jobs(log_dir);
+  std::set<JobStatus> statuses;
+  for (const auto& text : statuses_text) {
+    auto status = parse_job_status(text);
+    if (!status) {
+      console().error("--status: unknown status '" + text +
+                      "' (PENDING, RUNNING, RESTARTING, SUCCEEDED, FAILED, STOPPED, LOST)");
+      return 2;
+    }
+    statuses.insert(*status);
+  }
+  const long long now = std::time(nullptr);
+  const auto every = load_jobs(log_dir);
+  std::vector<Job> jobs;
+  for (const auto& j : every) {
+    if (!statuses.empty() ? statuses.contains(j.status) : all || recent(j, now)) jobs.push_back(j);
+  }
+  if (json_out) {
+    JsonWriter json;
+    json.begin_array();
+    for (const auto& j : jobs) write_job_json(json, j, now);
+    json.end_array();
+    console().out(json.text() + "\n");
+    return 0;
+  }
   if (jobs.empty()) {
-    console().out("no jobs in " + log_dir + "\n");
+    std::string text = "no jobs in " + log_dir;
+    if (every.size() > jobs.size())
+      text += formatted(" to show (%zu more: dlaunch list --all)", every.size() - jobs.size());
+    console().out(text + "\n");
     return 0;
   }
   std::size_t width = 4;
   for (const auto& j : jobs) width = std::max(width, j.info.name.size());
-  console().out(formatted("%-*s  %-11s  %4s  %5s  %5s  %-19s  %8s  %s\n", static_cast<int>(width),
-                          "NAME", "STATUS", "EXIT", "NODES", "RANKS", "STARTED", "DURATION",
-                          "COMMAND"));
-  const long long now = std::time(nullptr);
+  const int w = static_cast<int>(width);
+  console().out(formatted("%-*s  %-10s  %5s  %5s  %8s  %5s  %8s\n", w, "NAME", "STATUS", "HOSTS",
+                          "RANKS", "RESTARTS", "AGE", "DURATION"));
   for (const auto& j : jobs) {
-    const std::string exit = j.result ? std::to_string(j.result->exit_code) : "-";
-    const std::string ranks =
-        j.result && j.result->world_size > 0 ? std::to_string(j.result->world_size) : "-";
-    console().out(formatted(
-        "%-*s  %-11s  %4s  %5d  %5s  %-19s  %8s  %s\n", static_cast<int>(width),
-        j.info.name.c_str(), std::string(job_state_name(j.state)).c_str(), exit.c_str(),
-        j.info.nnodes, ranks.c_str(), format_time(j.info.started).c_str(),
-        format_duration(job_duration(j, now)).c_str(), command_text(j.info.command).c_str()));
+    const int ranks = job_ranks(j);
+    console().out(formatted("%-*s  %-10s  %5d  %5s  %8d  %5s  %8s\n", w, j.info.name.c_str(),
+                            std::string(job_status_name(j.status)).c_str(), j.info.nnodes,
+                            ranks > 0 ? std::to_string(ranks).c_str() : "-", job_restarts(j),
+                            format_age(now - j.info.started).c_str(),
+                            format_duration(job_duration(j, now)).c_str()));
   }
+  if (!all && statuses.empty() && every.size() > jobs.size())
+    console().out(formatted("(%zu older jobs: dlaunch list --all)\n", every.size() - jobs.size()));
   return 0;
 }
 

@@ -1,6 +1,6 @@
-// `dlaunch logs JOB [-r R] [-t N] [-f]`: the rank logs of a job, each line
-// prefixed with its rank (none with -r), and with -f new lines as they come
-// until the job ends.
+// `dlaunch logs JOB [-r R | --all-ranks] [-t N] [-f]`: a job's rank log (rank
+// 0 unless asked), or every rank's with each line prefixed by its rank; with
+// -f new lines as they come until the job ends (a detached job too).
 #include <chrono>
 #include <cstdint>
 #include <deque>
@@ -42,6 +42,7 @@ std::uintmax_t print_lines(const std::string& path, std::uintmax_t offset, int t
 
 int print_logs(const std::string& name, const Job& job, const std::optional<int>& rank, int tail,
                bool follow) {
+  // A PENDING job has no rank logs yet: following it waits for them.
   std::map<std::string, std::uintmax_t> offsets;
   auto pass = [&](int lines) {
     for (const auto& [r, path] : rank_logs(job.dir)) {
@@ -52,13 +53,13 @@ int print_logs(const std::string& name, const Job& job, const std::optional<int>
       offsets[path] = print_lines(path, from, first ? lines : -1, prefix);
     }
   };
-  if (rank && !rank_logs(job.dir).contains(*rank) && !follow) {
+  if (rank && !rank_logs(job.dir).contains(*rank) && !(follow && is_active(job.status))) {
     console().error("job " + name + " has no log for rank " + std::to_string(*rank));
     return 1;
   }
   pass(tail);
   while (follow) {
-    const bool running = load_job(job.dir).value_or(job).state == JobState::running;
+    const bool running = is_active(load_job(job.dir).value_or(job).status);
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
     pass(-1);
     if (!running) break;  // one last pass after the job ended
@@ -69,22 +70,27 @@ int print_logs(const std::string& name, const Job& job, const std::optional<int>
 }  // namespace
 
 int logs_command(int argc, const char* const* argv) {
-  CLI::App app{"dlaunch logs", "dlaunch logs"};
+  CLI::App app{"dlaunch logs: a job's rank logs", "dlaunch logs"};
   std::string log_dir;
   std::string name;
   std::optional<int> rank;
+  bool all_ranks = false;
   int tail = -1;
   bool follow = false;
   add_log_dir_option(app, log_dir);
   app.add_option("job", name, "job name (see dlaunch list)")->required();
-  app.add_option("-r,--rank", rank, "only this rank, without prefix");
+  auto* rank_option =
+      app.add_option("-r,--rank,-i,--instance", rank, "this rank's log (default: rank 0)");
+  app.add_flag("--all-ranks", all_ranks, "every rank's log, each line prefixed with [RANK]")
+      ->excludes(rank_option);
   app.add_option("-t,--tail", tail, "last N lines of each rank");
   app.add_flag("-f,--follow", follow, "keep printing new lines while the job runs");
   if (auto done = parse_subcommand(app, argc, argv)) return *done;
 
   auto job = find_job_or_report(log_dir, name);
   if (!job) return 1;
-  return print_logs(name, *job, rank, tail, follow);
+  if (!all_ranks && !rank) rank = 0;
+  return print_logs(name, *job, all_ranks ? std::nullopt : rank, tail, follow);
 }
 
 }  // namespace dlaunch

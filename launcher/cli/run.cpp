@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <ctime>
 #include <filesystem>
+#include <variant>
 
 #include "agent/agent.h"
 #include "agent/guardian.h"
@@ -19,11 +20,13 @@
 #include "common/exit_codes.h"
 #include "common/log.h"
 #include "common/posix.h"
+#include "launcher/cli/detach.h"
 #include "launcher/cli/log_backend.h"
 #include "launcher/config/hosts_file.h"
 #include "launcher/config/options.h"
 #include "launcher/config/secret.h"
 #include "launcher/job/coordinator.h"
+#include "launcher/job/job_claim.h"
 #include "launcher/job/job_record.h"
 #include "launcher/job/log_sink.h"
 #include "launcher/plan/launch_spec_builder.h"
@@ -85,6 +88,56 @@ bool same_terminal(int a, int b) {
   struct stat sa {
   }, sb{};
   return ::fstat(a, &sa) == 0 && ::fstat(b, &sb) == 0 && sa.st_rdev == sb.st_rdev;
+}
+
+bool job_named_by_user(const Options& o) {
+  return !o.name.empty();
+}
+
+struct Claim {
+  std::string name;
+  std::string dir;
+  JobInfo record;
+};
+
+// Takes the job's name in the state dir and writes its PENDING record; an
+// exit code when the name belongs to an active job or the dir is unusable.
+std::variant<Claim, int> claim(const Plan& plan, const Options& o, bool exact) {
+  JobInfo info;
+  info.mode = o.mode == Mode::standalone ? "standalone"
+              : o.mode == Mode::hosts    ? "hosts"
+                                         : "manual";
+  info.nnodes = plan.nnodes;
+  info.command = plan.command;
+  info.coordinator_pid = ::getpid();
+  info.coordinator_start_ticks = process_start_ticks(::getpid());
+  info.started = std::time(nullptr);
+  info.status = JobStatus::pending;
+  info.workdir = current_directory();
+  info.tensorboard_dir = o.tensorboard_dir;
+  info.detached = o.detach;
+  for (const auto& n : plan.nodes) info.hosts.push_back(n.host.name);
+  try {
+    auto result = claim_job(o.log_dir, plan.job, exact, info);
+    if (auto* taken = std::get_if<NameTaken>(&result)) {
+      console().error("job '" + taken->name + "' is " +
+                      std::string(job_status_name(taken->status)) + " (coordinator pid " +
+                      std::to_string(taken->coordinator_pid) +
+                      "): a job's name is taken until it ends; stop it with `dlaunch stop " +
+                      taken->name + "` or choose another --name");
+      return kExitUsage;
+    }
+    auto& claimed = std::get<ClaimedJob>(result);
+    if (!claimed.archived_as.empty())
+      log::info("the previous job ", plan.job, " is now ", claimed.archived_as);
+    // The job goes on without its record; `list` and `get` will not know it.
+    if (!claimed.write_error.empty()) log::warn(claimed.write_error);
+    info.name = claimed.name;
+    return Claim{claimed.name, claimed.dir, info};
+  } catch (const std::exception& e) {
+    console().error(std::string(e.what()) + " (set --log-dir or DLAUNCH_STATE_DIR)");
+    return kExitFailure;
+  }
 }
 
 }  // namespace
@@ -159,7 +212,6 @@ int run_command(int argc, const char* const* argv) {
     auto s = manual_secret(o);
     if (!s) return kExitUsage;
     secret = *s;
-    if (!plan.coordinator) return run_manual_worker(plan, o, std::move(secret));
   } else {
     secret = auth::random_bytes(auth::kSecretSize);
   }
@@ -170,26 +222,34 @@ int run_command(int argc, const char* const* argv) {
     return kExitFailure;
   }
 
-  std::string job_dir;
-  try {
-    plan.job = create_job_dir(o.log_dir, job, &job_dir);
-  } catch (const std::exception& e) {
-    console().error(std::string(e.what()) + " (set --log-dir or DLAUNCH_STATE_DIR)");
-    return kExitFailure;
+  // Before any thread exists: the coordinator (or a manual node's agent) is
+  // the child from here on.
+  Detacher detacher;
+  if (o.detach) {
+    if (auto parent_code = detacher.fork_coordinator()) return *parent_code;
   }
-  JobInfo info;
-  info.name = plan.job;
-  info.mode = o.mode == Mode::standalone ? "standalone"
-              : o.mode == Mode::hosts    ? "hosts"
-                                         : "manual";
-  info.nnodes = plan.nnodes;
-  info.command = plan.command;
-  info.coordinator_pid = ::getpid();
-  info.coordinator_start_ticks = process_start_ticks(::getpid());
-  info.started = std::time(nullptr);
-  for (const auto& n : plan.nodes) info.hosts.push_back(n.host.name);
-  // The job goes on without its record; `list` and `get` will not know it.
-  if (auto error = write_job_info(job_dir, info)) log::warn(*error);
+  if (!plan.coordinator) {
+    std::string log;
+    try {
+      make_private_dirs(o.log_dir);
+      log = o.log_dir + "/" + plan.job + ".node" + std::to_string(o.node_rank) + ".log";
+    } catch (const std::exception& e) {
+      console().error(std::string(e.what()) + " (set --log-dir or DLAUNCH_STATE_DIR)");
+      detacher.failed(kExitFailure);
+      return kExitFailure;
+    }
+    detacher.started("node " + std::to_string(o.node_rank) + " of " + plan.job + ": " + log, log);
+    return run_manual_worker(plan, o, std::move(secret));
+  }
+
+  auto claimed = claim(plan, o, job_named_by_user(o));
+  if (auto* code = std::get_if<int>(&claimed)) {
+    detacher.failed(*code);
+    return *code;
+  }
+  const auto& [job_name, job_dir, record] = std::get<Claim>(claimed);
+  plan.job = job_name;
+  detacher.started(job_name, job_dir + "/coordinator.log");
 
   LogSink::Settings sink_settings{job_dir,  plan.hosts_in_prefix, o.ranks_filter, o.quiet, 20,
                                   o.no_skip};
@@ -206,13 +266,9 @@ int run_command(int argc, const char* const* argv) {
                                    o.rdzv_via_ssh || (hosts && hosts->rendezvous.via_ssh);
                                return make_ssh_transport(io, ssh);
                              });
-  Coordinator coordinator(io, {plan, o, secret, agent}, transports, sink);
+  Coordinator coordinator(io, {plan, o, secret, agent, job_dir, record}, transports, sink);
   const int code = coordinator.run();
   sink.flush();
-  JobResult result = coordinator.result();
-  result.exit_code = code;
-  result.finished = std::time(nullptr);
-  if (auto error = write_job_result(job_dir, result)) log::warn(*error);
   // A full or failing log disk never passes unnoticed.
   for (const auto& loss : sink.losses()) log::warn("rank log incomplete: ", loss);
   if (code != 0 || !sink.losses().empty())

@@ -1,5 +1,7 @@
 #include "launcher/config/options.h"
 
+#include "common/posix.h"
+
 #include "common/version.h"
 
 #include <CLI/CLI.hpp>
@@ -72,8 +74,9 @@ std::string default_log_dir() {
   if (const char* xdg = std::getenv("XDG_STATE_HOME"); xdg && *xdg) {
     return std::string(xdg) + "/dlaunch/jobs";
   }
-  const char* home = std::getenv("HOME");
-  return std::string(home && *home ? home : "/tmp") + "/.local/state/dlaunch/jobs";
+  // cron and `env -i` may leave HOME unset: the passwd entry's home is the
+  // same directory an interactive `dlaunch list` looks in.
+  return home_directory() + "/.local/state/dlaunch/jobs";
 }
 
 ParseResult parse_options(int argc, const char* const* argv,
@@ -137,6 +140,12 @@ ParseResult parse_options(int argc, const char* const* argv,
                  "seconds of silence after which a node is declared dead")
       ->capture_default_str()
       ->check(CLI::Range(2, 3600));
+  app.add_flag("-d,--detach", o.detach,
+               "leave the terminal: print the job name once it is PENDING and return 0; the job "
+               "goes on (dlaunch logs NAME -f, dlaunch stop NAME)");
+  app.add_option("--tensorboard-dir", o.tensorboard_dir,
+                 "TensorBoard event dir on rank 0's host (relative to its working directory): "
+                 "its files are copied into the job's directory as they grow");
   app.add_flag("--dry-run", o.dry_run, "print the plan (hosts, ranks, environment); start nothing");
   app.add_flag("-v,--verbose", o.verbose, "more diagnostics (repeat for debug)");
   app.add_flag("-q,--quiet", o.quiet, "no rank output on the terminal (files still get it)");

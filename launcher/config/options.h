@@ -39,6 +39,8 @@ struct Options {
   int max_restarts = 0;
   int heartbeat_timeout_s = 15;
   bool dry_run = false;
+  bool detach = false;               // -d: the coordinator leaves the terminal
+  std::string tensorboard_dir = {};  // on rank 0's host, relative to its workdir
   int verbose = 0;
   bool quiet = false;
   bool no_skip = false;  // hold ranks back rather than skip lines on a slow terminal

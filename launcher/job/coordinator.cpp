@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <csignal>
+#include <ctime>
 
 #include "common/console.h"
 #include "common/exit_codes.h"
@@ -63,6 +64,7 @@ Coordinator::Coordinator(asio::io_context& io, Settings settings, AgentTransport
       transports_(transports),
       sink_(sink),
       policy_(policy_config(s_.plan, s_.options)),
+      recorder_(s_.job_dir, s_.record),
       signals_(io, SIGINT, SIGTERM),
       rdzv_timer_(io),
       waiting_timer_(io),
@@ -81,10 +83,14 @@ int Coordinator::run() {
   try {
     start_server();
   } catch (const std::exception& e) {
-    console().error(
+    result_.root_cause =
         std::string("cannot listen for the rendezvous on ") + s_.plan.rdzv_bind + ":" +
         std::to_string(s_.plan.rdzv_port) + ": " + e.what() +
-        (s_.plan.rdzv_port ? " (is another job using it? choose another with --rdzv-port)" : ""));
+        (s_.plan.rdzv_port ? " (is another job using it? choose another with --rdzv-port)" : "");
+    console().error(result_.root_cause);
+    result_.exit_code = kExitFailure;
+    result_.finished = std::time(nullptr);
+    recorder_.finish(policy_, result_);
     return kExitFailure;
   }
   if (s_.options.no_skip) {
@@ -110,6 +116,8 @@ int Coordinator::run() {
   if (local_agents) end_descendants();
   sink_.flush();
   result_ = policy_.result();
+  result_.finished = std::time(nullptr);
+  recorder_.finish(policy_, result_);
   return result_.exit_code;
 }
 
@@ -207,7 +215,9 @@ void Coordinator::on_log_line(ConnId conn, const proto::LogLine& line) {
 void Coordinator::watch_signals() {
   signals_.async_wait([this](const asio::error_code& ec, int signal) {
     if (ec) return;
-    apply(policy_.on_signal(signal));
+    // `dlaunch stop --grace S` left its grace next to the record.
+    const auto grace = signal == SIGTERM ? take_stop_request(s_.job_dir) : std::nullopt;
+    apply(policy_.on_signal(signal, grace));
     watch_signals();
   });
 }
@@ -224,6 +234,7 @@ void Coordinator::apply(const JobActions& actions) {
         },
         action);
   }
+  recorder_.update(policy_);
 }
 
 asio::steady_timer& Coordinator::timer(JobTimer which) {

@@ -16,6 +16,7 @@
 #include "launcher/job/agent_stderr.h"
 #include "launcher/job/job_policy.h"
 #include "launcher/job/job_record.h"
+#include "launcher/job/job_recorder.h"
 #include "launcher/job/log_sink.h"
 #include "launcher/plan/plan.h"
 #include "launcher/transport/transport.h"
@@ -30,6 +31,8 @@ class Coordinator {
     Options options;
     std::string secret;
     std::string agent_binary;
+    std::string job_dir;  // where the record is kept; empty: none
+    JobInfo record;       // the record as claimed (PENDING)
   };
 
   // `transports` must outlive the coordinator (the agents' handles point into them).
@@ -67,6 +70,7 @@ class Coordinator {
   AgentTransports& transports_;
   LogSink& sink_;
   JobPolicy policy_;
+  JobRecorder recorder_;
   std::unique_ptr<RendezvousServer> server_;
   std::vector<Agent> agents_;  // indexed by node rank
   std::string workdir_;

@@ -52,6 +52,48 @@ JobResult JobPolicy::result() const {
   return result;
 }
 
+JobStatus JobPolicy::status() const {
+  if (finished_) return final_status(result());
+  switch (phase_) {
+    case Phase::starting:
+      return JobStatus::pending;
+    case Phase::restarting:
+      return JobStatus::restarting;
+    case Phase::running:
+      return JobStatus::running;
+    case Phase::stopping:
+      break;
+  }
+  return rendezvous_.assigned() ? JobStatus::running : JobStatus::pending;
+}
+
+std::vector<NodeRecord> JobPolicy::node_records() const {
+  std::vector<NodeRecord> records;
+  records.reserve(nodes_.size());
+  const auto& members = rendezvous_.members();
+  for (std::size_t i = 0; i < nodes_.size(); ++i) {
+    const Node& n = nodes_[i];
+    NodeRecord r;
+    r.host = n.setup.label;
+    r.node_rank = static_cast<int>(i);
+    r.agent_pid = n.agent_pid;
+    const auto* member = i < members.size() && members[i] ? &*members[i] : nullptr;
+    if (member && rendezvous_.assigned()) {
+      r.first_rank = rendezvous_.rank_offset(r.node_rank);
+      r.ranks = member->nproc;
+    }
+    if (member && member->done) {
+      r.state = "done";
+    } else if (n.conn_closed || n.agent_gone) {
+      r.state = n.conn ? "lost" : "failed";
+    } else {
+      r.state = n.conn ? "running" : "pending";
+    }
+    records.push_back(std::move(r));
+  }
+  return records;
+}
+
 JobActions JobPolicy::start() {
   emit(job_action::ArmTimer{JobTimer::rendezvous, std::chrono::seconds(config_.rdzv_timeout_s)});
   emit(job_action::ArmTimer{JobTimer::waiting_report, kWaitingReport});
@@ -66,6 +108,7 @@ JobActions JobPolicy::on_join(ConnId conn, const proto::Join& join) {
     auto& node = nodes_[static_cast<std::size_t>(member->node_rank)];
     node.conn = conn;
     node.probe_port = join.probe_port;
+    node.agent_pid = join.pid;
     node.interfaces = join.interfaces;
     if (config_.label_from_join && !join.host.empty()) node.setup.label = join.host;
     emit(log_line(log::Level::debug, "node ", member->node_rank, " (", node.setup.label,
@@ -282,6 +325,7 @@ void JobPolicy::stop_job(int code, const std::string& reason) {
   proto::Stop stop;
   stop.exit_code = code;
   stop.reason = reason.empty() ? "" : "job " + config_.rendezvous.job + " failed: " + reason;
+  if (stop_grace_s_) stop.grace_s = *stop_grace_s_;
   stop_every_node(stop);
   for (std::size_t i = 0; i < nodes_.size(); ++i) {
     // Agents that never joined learn it from their stdin.
@@ -289,7 +333,8 @@ void JobPolicy::stop_job(int code, const std::string& reason) {
       emit(job_action::CloseStdin{static_cast<int>(i)});
   }
   // Agents stop their ranks within the grace period; past that, end them.
-  emit(job_action::ArmTimer{JobTimer::stop_deadline, std::chrono::seconds(config_.grace_s + 5)});
+  emit(job_action::ArmTimer{JobTimer::stop_deadline,
+                            std::chrono::seconds(stop_grace_s_.value_or(config_.grace_s) + 5)});
   check_finished();
 }
 
@@ -353,9 +398,10 @@ void JobPolicy::finish() {
   emit(job_action::Finish{exit_code_});
 }
 
-JobActions JobPolicy::on_signal(int signal) {
+JobActions JobPolicy::on_signal(int signal, std::optional<int> grace_s) {
   if (finished_) return {};
   ++interrupts_;
+  if (grace_s && interrupts_ == 1) stop_grace_s_ = *grace_s;
   const std::string name = signal_name(signal);
   if (interrupts_ == 1) {
     note("received " + name + ": stopping all ranks (again to kill them now)");

@@ -122,8 +122,9 @@ class JobPolicy {
   // of the agent's own diagnostics.
   JobActions on_agent_exited(int node, int exit_code, const std::string& error,
                              const std::string& stderr_tail);
-  // SIGINT or SIGTERM.
-  JobActions on_signal(int signal);
+  // SIGINT or SIGTERM. `grace_s` (from `dlaunch stop --grace S`) replaces the
+  // job's grace period for this stop.
+  JobActions on_signal(int signal, std::optional<int> grace_s = std::nullopt);
   JobActions on_timer(JobTimer timer);
 
   const RendezvousState& rendezvous() const { return rendezvous_; }
@@ -132,6 +133,12 @@ class JobPolicy {
   bool finished() const { return finished_; }
   // Exit code, root cause and its tail, restarts and world size so far.
   JobResult result() const;
+  // What the job record says: PENDING until the ranks are assigned, RUNNING,
+  // RESTARTING between rounds, then the final status once finished.
+  JobStatus status() const;
+  int round() const { return rendezvous_.round(); }
+  // Each node's host, ranks, agent pid and state, by node rank.
+  std::vector<NodeRecord> node_records() const;
 
  private:
   struct Node {
@@ -139,6 +146,7 @@ class JobPolicy {
     std::optional<ConnId> conn;
     bool agent_gone = false;  // its process exited (or could never start)
     bool conn_closed = false;
+    std::int64_t agent_pid = 0;   // from its Join
     std::int32_t probe_port = 0;  // from its Join; node 0's is the one probed
     net::Interfaces interfaces;   // from its Join
     std::optional<std::vector<net::ProbeOutcome>> probe;
@@ -179,7 +187,8 @@ class JobPolicy {
   bool failed_this_round_ = false;
   int exit_code_ = 0;
   int interrupts_ = 0;
-  bool killing_now_ = false;  // the stop deadline is the second interrupt's 3 s
+  std::optional<int> stop_grace_s_;  // `dlaunch stop --grace`
+  bool killing_now_ = false;         // the stop deadline is the second interrupt's 3 s
   bool finished_ = false;
   std::size_t finished_scan_ = 0;
   std::chrono::seconds elapsed_waiting_{0};  // nodes before it are known gone (see check_finished)

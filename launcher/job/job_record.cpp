@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <toml++/toml.h>
+#include <cctype>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -14,17 +15,6 @@
 
 namespace dlaunch {
 namespace {
-
-void make_private_dirs(const std::string& path) {
-  for (std::size_t i = 1; i <= path.size(); ++i) {
-    if (i == path.size() || path[i] == '/') {
-      const std::string partial = path.substr(0, i);
-      if (::mkdir(partial.c_str(), 0700) != 0 && errno != EEXIST) {
-        throw std::runtime_error("cannot create " + partial + ": " + std::strerror(errno));
-      }
-    }
-  }
-}
 
 std::string failure(const std::string& what, const std::string& path, int error) {
   return "cannot " + what + " " + path + ": " + std::strerror(error);
@@ -106,11 +96,12 @@ toml::array to_array(const std::vector<std::string>& items) {
   return a;
 }
 
-std::vector<std::string> from_array(toml::node_view<toml::node> node) {
+template <class View>
+std::vector<std::string> from_array(View node) {
   std::vector<std::string> out;
   if (const auto* a = node.as_array()) {
     for (const auto& item : *a) {
-      if (auto s = item.value<std::string>()) out.push_back(*s);
+      if (auto s = item.template value<std::string>()) out.push_back(*s);
     }
   }
   return out;
@@ -132,44 +123,93 @@ std::string serialize(const toml::table& t) {
 
 }  // namespace
 
-std::string create_job_dir(const std::string& log_dir, const std::string& job,
-                           std::string* job_dir) {
-  make_private_dirs(log_dir);
-  for (int attempt = 1; attempt < 10000; ++attempt) {
-    const std::string name = attempt == 1 ? job : job + "-" + std::to_string(attempt);
-    const std::string dir = log_dir + "/" + name;
-    if (::mkdir(dir.c_str(), 0700) == 0) {
-      *job_dir = dir;
-      return name;
-    }
-    if (errno != EEXIST) {
-      throw std::runtime_error("cannot create " + dir + ": " + std::strerror(errno));
-    }
+std::string_view job_status_name(JobStatus status) {
+  switch (status) {
+    case JobStatus::pending:
+      return "PENDING";
+    case JobStatus::running:
+      return "RUNNING";
+    case JobStatus::restarting:
+      return "RESTARTING";
+    case JobStatus::succeeded:
+      return "SUCCEEDED";
+    case JobStatus::failed:
+      return "FAILED";
+    case JobStatus::stopped:
+      return "STOPPED";
+    case JobStatus::lost:
+      return "LOST";
   }
-  throw std::runtime_error("too many jobs named " + job + " in " + log_dir);
+  return "?";
 }
 
-std::optional<std::string> write_job_info(const std::string& job_dir, const JobInfo& info) {
+std::optional<JobStatus> parse_job_status(std::string_view text) {
+  std::string upper(text);
+  for (char& c : upper) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  for (auto s : {JobStatus::pending, JobStatus::running, JobStatus::restarting,
+                 JobStatus::succeeded, JobStatus::failed, JobStatus::stopped, JobStatus::lost}) {
+    if (job_status_name(s) == upper) return s;
+  }
+  return std::nullopt;
+}
+
+bool is_active(JobStatus status) {
+  return status == JobStatus::pending || status == JobStatus::running ||
+         status == JobStatus::restarting;
+}
+
+JobStatus final_status(const JobResult& result) {
+  if (result.interrupted) return JobStatus::stopped;
+  return result.exit_code == 0 ? JobStatus::succeeded : JobStatus::failed;
+}
+
+void make_private_dirs(const std::string& path) {
+  for (std::size_t i = 1; i <= path.size(); ++i) {
+    if (i == path.size() || path[i] == '/') {
+      const std::string partial = path.substr(0, i);
+      if (::mkdir(partial.c_str(), 0700) != 0 && errno != EEXIST) {
+        throw std::runtime_error("cannot create " + partial + ": " + std::strerror(errno));
+      }
+    }
+  }
+}
+
+std::optional<std::string> write_job_record(const std::string& job_dir, const JobInfo& info,
+                                            const JobResult* result) {
   toml::table t{{"name", info.name},
+                {"status", std::string(job_status_name(info.status))},
                 {"mode", info.mode},
                 {"nnodes", info.nnodes},
                 {"command", to_array(info.command)},
                 {"coordinator_pid", info.coordinator_pid},
                 {"coordinator_start_ticks", info.coordinator_start_ticks},
                 {"started", info.started},
+                {"round", info.round},
+                {"detached", info.detached},
                 {"hosts", to_array(info.hosts)}};
+  if (!info.workdir.empty()) t.insert("workdir", info.workdir);
+  if (!info.tensorboard_dir.empty()) t.insert("tensorboard_dir", info.tensorboard_dir);
+  toml::array nodes;
+  for (const auto& n : info.nodes) {
+    nodes.push_back(toml::table{{"host", n.host},
+                                {"node_rank", n.node_rank},
+                                {"first_rank", n.first_rank},
+                                {"ranks", n.ranks},
+                                {"agent_pid", n.agent_pid},
+                                {"state", n.state}});
+  }
+  t.insert("node", std::move(nodes));
+  if (result) {
+    const JobResult& r = *result;
+    t.insert("result", toml::table{{"exit_code", r.exit_code},
+                                   {"root_cause", r.root_cause},
+                                   {"root_cause_tail", to_array(r.root_cause_tail)},
+                                   {"restarts", r.restarts},
+                                   {"world_size", r.world_size},
+                                   {"finished", r.finished},
+                                   {"interrupted", r.interrupted}});
+  }
   return write_private_file(job_dir, "job.toml", serialize(t));
-}
-
-std::optional<std::string> write_job_result(const std::string& job_dir, const JobResult& r) {
-  toml::table t{{"exit_code", r.exit_code},
-                {"root_cause", r.root_cause},
-                {"root_cause_tail", to_array(r.root_cause_tail)},
-                {"restarts", r.restarts},
-                {"world_size", r.world_size},
-                {"finished", r.finished},
-                {"interrupted", r.interrupted}};
-  return write_private_file(job_dir, "result.toml", serialize(t));
 }
 
 std::optional<JobInfo> read_job_info(const std::string& job_dir) {
@@ -184,25 +224,56 @@ std::optional<JobInfo> read_job_info(const std::string& job_dir) {
   info.coordinator_start_ticks = (*t)["coordinator_start_ticks"].value_or(0LL);
   info.started = (*t)["started"].value_or(0LL);
   info.hosts = from_array((*t)["hosts"]);
+  info.status =
+      parse_job_status((*t)["status"].value_or(std::string())).value_or(JobStatus::running);
+  info.round = (*t)["round"].value_or(0);
+  info.detached = (*t)["detached"].value_or(false);
+  info.workdir = (*t)["workdir"].value_or(std::string());
+  info.tensorboard_dir = (*t)["tensorboard_dir"].value_or(std::string());
+  if (const auto* nodes = (*t)["node"].as_array()) {
+    for (const auto& item : *nodes) {
+      const auto* n = item.as_table();
+      if (!n) continue;
+      NodeRecord r;
+      r.host = (*n)["host"].value_or(std::string());
+      r.node_rank = (*n)["node_rank"].value_or(0);
+      r.first_rank = (*n)["first_rank"].value_or(-1);
+      r.ranks = (*n)["ranks"].value_or(0);
+      r.agent_pid = (*n)["agent_pid"].value_or(0LL);
+      r.state = (*n)["state"].value_or(std::string());
+      info.nodes.push_back(std::move(r));
+    }
+  }
   return info;
 }
 
-std::optional<JobResult> read_job_result(const std::string& job_dir) {
-  auto t = read_table(job_dir + "/result.toml");
-  if (!t) return std::nullopt;
+namespace {
+
+std::optional<JobResult> result_from(const toml::table& t) {
   // A result without its exit code (cut short) says nothing: not a success.
-  const auto code = (*t)["exit_code"].value<int>();
+  const auto code = t["exit_code"].value<int>();
   if (!code) return std::nullopt;
   JobResult r;
   r.exit_code = *code;
-  r.root_cause = (*t)["root_cause"].value_or(std::string());
-  r.root_cause_tail = from_array((*t)["root_cause_tail"]);
-  r.restarts = (*t)["restarts"].value_or(0);
-  r.world_size = (*t)["world_size"].value_or(0);
-  r.finished = (*t)["finished"].value_or(0LL);
+  r.root_cause = t["root_cause"].value_or(std::string());
+  r.root_cause_tail = from_array(t["root_cause_tail"]);
+  r.restarts = t["restarts"].value_or(0);
+  r.world_size = t["world_size"].value_or(0);
+  r.finished = t["finished"].value_or(0LL);
   // Records written before the key existed: an interruption's codes.
-  r.interrupted = (*t)["interrupted"].value_or(r.exit_code == 130 || r.exit_code == 143);
+  r.interrupted = t["interrupted"].value_or(r.exit_code == 130 || r.exit_code == 143);
   return r;
+}
+
+}  // namespace
+
+std::optional<JobResult> read_job_result(const std::string& job_dir) {
+  if (auto t = read_table(job_dir + "/job.toml")) {
+    if (const auto* result = (*t)["result"].as_table()) return result_from(*result);
+  }
+  auto old = read_table(job_dir + "/result.toml");
+  if (!old) return std::nullopt;
+  return result_from(*old);
 }
 
 }  // namespace dlaunch

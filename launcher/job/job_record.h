@@ -1,16 +1,40 @@
 // A job's directory under the state dir: <log-dir>/<job>/ holds rank-<R>.log,
-// job.toml (written at start: command, mode, nodes, coordinator pid, start time)
-// and result.toml (written at the end: exit code, root cause and its last
-// lines, restarts, world size). Directories are 0700, files 0600. The job's
-// secret is never written here. The job commands (list, get, logs, stop) read
-// these files back.
+// job.toml (the record: command, mode, status, coordinator pid and start
+// time, nodes with their ranks and agent pids, restart round, and once the job
+// ended its [result]: exit code, root cause and its last lines) and, for a
+// detached job, coordinator.log. Directories are 0700, files 0600. The job's
+// secret is never written here. The job commands (list, get, logs, stop,
+// delete) read the record back. Records of older versions kept the result in
+// result.toml; it is still read.
 #pragma once
 
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace dlaunch {
+
+// PENDING: connecting and in the rendezvous. LOST is never written: a reader
+// decides it for an active record whose coordinator is gone.
+enum class JobStatus { pending, running, restarting, succeeded, failed, stopped, lost };
+
+std::string_view job_status_name(JobStatus status);                // "PENDING", ...
+std::optional<JobStatus> parse_job_status(std::string_view text);  // either case
+// PENDING, RUNNING and RESTARTING: the coordinator is (or should be) at work.
+bool is_active(JobStatus status);
+
+// One node of the job as the record shows it.
+struct NodeRecord {
+  std::string host;
+  int node_rank = 0;
+  int first_rank = -1;  // global rank of its first process; -1 until assigned
+  int ranks = 0;        // its processes
+  long long agent_pid = 0;
+  std::string state;  // "pending", "running", "done", "failed", "lost"
+
+  bool operator==(const NodeRecord&) const = default;
+};
 
 struct JobInfo {
   std::string name;
@@ -24,6 +48,13 @@ struct JobInfo {
   long long coordinator_start_ticks = 0;
   long long started = 0;  // unix seconds
   std::vector<std::string> hosts;
+  // As written; records from before statuses existed read as RUNNING.
+  JobStatus status = JobStatus::pending;
+  int round = 0;  // the current restart round
+  std::vector<NodeRecord> nodes = {};
+  std::string workdir = {};          // where the coordinator started
+  std::string tensorboard_dir = {};  // --tensorboard-dir, on rank 0's host
+  bool detached = false;
 };
 
 struct JobResult {
@@ -38,24 +69,24 @@ struct JobResult {
   bool interrupted = false;
 };
 
-// Creates the job directory (and its parents, 0700). If `job` is taken, appends
-// -2, -3, ... and returns the name actually used. Throws std::runtime_error.
-std::string create_job_dir(const std::string& log_dir, const std::string& job,
-                           std::string* job_dir);
+// The final status a result stands for.
+JobStatus final_status(const JobResult& result);
 
 // Each record is written whole or not at all: to a temporary file in the job
 // directory, flushed to disk, then renamed over the final name, so a reader (or
 // a crash) never sees half a record and a failed write never empties an old
 // one. Returns nothing on success, else one line naming the file and the
-// system's reason ("cannot write <dir>/result.toml: No space left on device")
-// for the caller to report: a job whose result was not recorded must not later
-// read as succeeded. A killed writer can leave a hidden ".<name>.XXXXXX"
-// temporary behind; readers never look at it.
-[[nodiscard]] std::optional<std::string> write_job_info(const std::string& job_dir,
-                                                        const JobInfo& info);
-[[nodiscard]] std::optional<std::string> write_job_result(const std::string& job_dir,
-                                                          const JobResult& result);
+// system's reason ("cannot write <dir>/job.toml: No space left on device")
+// for the caller to report. A killed writer can leave a hidden
+// ".<name>.XXXXXX" temporary behind; readers never look at it.
+[[nodiscard]] std::optional<std::string> write_job_record(const std::string& job_dir,
+                                                          const JobInfo& info,
+                                                          const JobResult* result = nullptr);
 std::optional<JobInfo> read_job_info(const std::string& job_dir);
+// The [result] of job.toml, else an older record's result.toml.
 std::optional<JobResult> read_job_result(const std::string& job_dir);
+
+// Creates `dir` and its parents, 0700. Throws std::runtime_error.
+void make_private_dirs(const std::string& dir);
 
 }  // namespace dlaunch

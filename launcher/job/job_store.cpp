@@ -13,36 +13,16 @@ namespace dlaunch {
 
 namespace fs = std::filesystem;
 
-std::string_view job_state_name(JobState state) {
-  switch (state) {
-    case JobState::running:
-      return "running";
-    case JobState::succeeded:
-      return "succeeded";
-    case JobState::failed:
-      return "failed";
-    case JobState::interrupted:
-      return "interrupted";
-    case JobState::lost:
-      return "lost";
-    case JobState::unknown:
-      return "unknown";
-  }
-  return "?";
-}
-
-JobState decide_job_state(const std::optional<JobResult>& result, bool coordinator_alive) {
-  if (result) {
-    if (result->interrupted) return JobState::interrupted;
-    return result->exit_code == 0 ? JobState::succeeded : JobState::failed;
-  }
-  return coordinator_alive ? JobState::running : JobState::lost;
+JobStatus decide_job_status(const JobInfo& info, const std::optional<JobResult>& result,
+                            bool coordinator_alive) {
+  if (result) return final_status(*result);
+  if (!is_active(info.status)) return info.status;
+  return coordinator_alive ? info.status : JobStatus::lost;
 }
 
 long long job_duration(const Job& job, long long now) {
   const long long end = job.result ? job.result->finished : now;
-  return job.state == JobState::lost || job.state == JobState::unknown ? -1
-                                                                       : end - job.info.started;
+  return job.status == JobStatus::lost ? -1 : end - job.info.started;
 }
 
 bool coordinator_alive(const JobInfo& info) {
@@ -59,12 +39,10 @@ bool coordinator_alive(const JobInfo& info) {
 std::optional<Job> load_job(const std::string& dir) {
   auto info = read_job_info(dir);
   if (!info) return std::nullopt;
-  Job job{dir, *info, read_job_result(dir), JobState::lost};
-  // Only a job without a result needs the /proc lookup.
-  job.state = decide_job_state(job.result, !job.result && coordinator_alive(*info));
-  std::error_code ec;
-  if (job.state == JobState::lost && fs::exists(dir + "/result.toml", ec))
-    job.state = JobState::unknown;
+  Job job{dir, *info, read_job_result(dir), JobStatus::lost};
+  // Only an active record needs the /proc lookup.
+  const bool alive = !job.result && is_active(info->status) && coordinator_alive(*info);
+  job.status = decide_job_status(job.info, job.result, alive);
   return job;
 }
 
@@ -76,7 +54,7 @@ std::vector<Job> load_jobs(const std::string& log_dir) {
     if (auto job = load_job(entry.path().string())) jobs.push_back(std::move(*job));
   }
   std::sort(jobs.begin(), jobs.end(), [](const Job& a, const Job& b) {
-    return std::tie(a.info.started, a.info.name) < std::tie(b.info.started, b.info.name);
+    return std::tie(a.info.started, a.info.name) > std::tie(b.info.started, b.info.name);
   });
   return jobs;
 }

@@ -1,7 +1,7 @@
-// The jobs under a state dir as the job commands see them: each job's records
-// (job.toml, result.toml) read back, and its state decided from them. A job
-// without a result is running only while its coordinator lives; a coordinator
-// that died without writing one leaves the job "lost".
+// The jobs under a state dir as the job commands see them: each job's record
+// read back, and its status decided from it. An active record (PENDING,
+// RUNNING, RESTARTING) stays so only while its coordinator lives; a coordinator
+// that died without ending the record leaves the job LOST.
 #pragma once
 
 #include <map>
@@ -14,21 +14,16 @@
 
 namespace dlaunch {
 
-// unknown: the job ended (its coordinator is gone) but its result.toml is
-// empty or unreadable, e.g. written to a full disk: never shown as succeeded.
-enum class JobState { running, succeeded, failed, interrupted, lost, unknown };
-
-std::string_view job_state_name(JobState state);
-
-// Pure: the state a job's records and its coordinator's liveness add up to.
-// 130 and 143 are the coordinator's own exits on SIGINT and SIGTERM.
-JobState decide_job_state(const std::optional<JobResult>& result, bool coordinator_alive);
+// Pure: the status a job's record and its coordinator's liveness add up to.
+// A result decides (records of older versions wrote no final status).
+JobStatus decide_job_status(const JobInfo& info, const std::optional<JobResult>& result,
+                            bool coordinator_alive);
 
 struct Job {
   std::string dir;
   JobInfo info;
   std::optional<JobResult> result;
-  JobState state = JobState::lost;
+  JobStatus status = JobStatus::lost;
 };
 
 // Seconds from start to finish (or to `now` while running); -1 for a lost job,
@@ -44,7 +39,7 @@ bool coordinator_alive(const JobInfo& info);
 // The job in `dir`, or nothing when it holds no readable job.toml.
 std::optional<Job> load_job(const std::string& dir);
 
-// Every job under `log_dir`, oldest first (by start time, then name).
+// Every job under `log_dir`, newest first (by start time, then name).
 std::vector<Job> load_jobs(const std::string& log_dir);
 
 // The job called `name` under `log_dir`. A name with a '/' is never a job:

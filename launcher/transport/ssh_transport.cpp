@@ -85,12 +85,6 @@ std::string local_user() {
   return user ? user : "root";
 }
 
-std::string local_home() {
-  if (const char* home = std::getenv("HOME"); home && *home) return home;
-  if (const passwd* pw = ::getpwuid(::getuid())) return pw->pw_dir;
-  return "";
-}
-
 int exit_code_of(LIBSSH2_CHANNEL* channel) {
   char* signal = nullptr;
   libssh2_channel_get_exit_signal(channel, &signal, nullptr, nullptr, nullptr, nullptr, nullptr);
@@ -109,7 +103,7 @@ class SshTransport : public Transport {
  public:
   SshTransport(asio::io_context& io, SshOptions options)
       : io_(io), options_(std::move(options)), slots_(std::max(1, options_.parallel)) {
-    home_ = !options_.home.empty() ? options_.home : local_home();
+    home_ = !options_.home.empty() ? options_.home : home_directory();
     config_ = SshConfig::load(home_ + "/.ssh/config");
     if (const char* cache = std::getenv("DLAUNCH_REMOTE_CACHE"); cache && *cache) {
       options_.remote_cache_dir = cache;

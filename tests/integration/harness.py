@@ -69,6 +69,27 @@ def kill_marker(job):
             pass
 
 
+def kill_coordinators(state_dir):
+    """Kills the coordinators of active jobs under a state dir (detached ones
+    are nobody's child); their agents and ranks then follow."""
+    import tomllib
+    if not os.path.isdir(state_dir):
+        return
+    for name in os.listdir(state_dir):
+        try:
+            with open(os.path.join(state_dir, name, "job.toml"), "rb") as f:
+                record = tomllib.load(f)
+        except (OSError, ValueError):
+            continue
+        pid = record.get("coordinator_pid", 0)
+        if record.get("status") in ("PENDING", "RUNNING", "RESTARTING") and pid > 0 \
+                and exe_name(pid) == "dlaunch":
+            try:
+                os.kill(pid, 9)
+            except OSError:
+                pass
+
+
 class DlaunchTestCase(unittest.TestCase):
     """Gives each test a temp dir and state dir, and kills anything of its jobs
     left behind, also when the test fails."""
@@ -84,6 +105,7 @@ class DlaunchTestCase(unittest.TestCase):
             if p.poll() is None:
                 p.kill()
             p.communicate()
+        kill_coordinators(self.state)
         for job in self.jobs:
             kill_marker(job)
         shutil.rmtree(self.tmp, ignore_errors=True)

@@ -20,14 +20,23 @@ class JobCommandsTest(DlaunchTestCase):
                                            "echo boom; exit 9"]).returncode, 9)
         r = self.run_dlaunch(["list"])
         self.assertEqual(r.returncode, 0, r.stderr)
-        rows = {line.split()[0]: line.split() for line in r.stdout.splitlines()[1:]}
-        self.assertEqual(rows[ok][1:3], ["succeeded", "0"])
-        self.assertEqual(rows[bad][1:3], ["failed", "9"])
+        lines = r.stdout.splitlines()
+        self.assertEqual(lines[0].split(),
+                         ["NAME", "STATUS", "HOSTS", "RANKS", "RESTARTS", "AGE", "DURATION"])
+        rows = {line.split()[0]: line.split() for line in lines[1:]}
+        self.assertEqual(rows[ok][1:4], ["SUCCEEDED", "1", "2"])
+        self.assertEqual(rows[bad][1:4], ["FAILED", "1", "1"])
+        self.assertLess(lines.index(next(l for l in lines if l.startswith(bad))),
+                        lines.index(next(l for l in lines if l.startswith(ok))),
+                        "newest first")
         r = self.run_dlaunch(["get", bad])
-        self.assertIn("failed (exit code 9)", r.stdout)
+        self.assertIn("FAILED (exit code 9)", r.stdout)
+        self.assertIn("root cause: rank 0", r.stdout)
         self.assertIn("| boom", r.stdout)
-        r = self.run_dlaunch(["logs", ok, "-t", "1"])
+        r = self.run_dlaunch(["logs", ok, "--all-ranks", "-t", "1"])
         self.assertEqual(r.stdout.splitlines(), ["[0] r0 l3", "[1] r1 l3"])
+        r = self.run_dlaunch(["logs", ok, "-t", "2"])  # rank 0 by default
+        self.assertEqual(r.stdout, "r0 l2\nr0 l3\n")
         r = self.run_dlaunch(["logs", ok, "--rank", "1"])
         self.assertEqual(r.stdout, "r1 l1\nr1 l2\nr1 l3\n")
         r = self.run_dlaunch(["logs", "no-such-job"])
@@ -43,7 +52,7 @@ class JobCommandsTest(DlaunchTestCase):
         r = self.run_dlaunch(["top", "--interval", "0.2"])
         self.assertIn(job, r.stdout)
         r = self.run_dlaunch(["list"])
-        self.assertIn("running", [l.split()[1] for l in r.stdout.splitlines() if l.startswith(job)])
+        self.assertIn("RUNNING", [l.split()[1] for l in r.stdout.splitlines() if l.startswith(job)])
         time.sleep(0.5)
         r = self.run_dlaunch(["stop", job])
         self.assertEqual(r.returncode, 0, r.stderr)
@@ -53,7 +62,7 @@ class JobCommandsTest(DlaunchTestCase):
         self.assertIn("tick 3", out)
         self.assertNothingLeft(job)
         r = self.run_dlaunch(["list"])
-        self.assertIn("interrupted", [l.split()[1] for l in r.stdout.splitlines() if l.startswith(job)])
+        self.assertIn("STOPPED", [l.split()[1] for l in r.stdout.splitlines() if l.startswith(job)])
 
 
 if __name__ == "__main__":

@@ -82,6 +82,7 @@ class FakeJob {
     join.host = host(node);
     join.master_port = 29500 + node;
     join.probe_port = 29500 + node;
+    join.pid = 7000 + node;
     if (node == 0) {
       join.interfaces = {
           {"mgmt0", net::InterfaceKind::veth, 1500, true, {{"198.19.0.2", 30, false}}},
@@ -152,7 +153,9 @@ class FakeJob {
   void all_agents_stop() {
     for (int node = 0; node < setup_.nodes; ++node) agent_stops(node);
   }
-  void signal(int signal) { apply(policy_.on_signal(signal)); }
+  void signal(int signal, std::optional<int> grace_s = std::nullopt) {
+    apply(policy_.on_signal(signal, grace_s));
+  }
 
   // Moves the clock to the earliest armed timer and fires it.
   std::optional<JobTimer> fire_next_timer() {

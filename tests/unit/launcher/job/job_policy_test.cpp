@@ -441,3 +441,62 @@ TEST_CASE("a node that never answers the probe is named when the rendezvous time
   CHECK(printed.find("waiting for the probe of node 0's addresses from: host1") !=
         std::string::npos);
 }
+
+TEST_CASE("the record's status moves PENDING, RUNNING, RESTARTING, RUNNING, then ends") {
+  FakeJob job({.nodes = 3, .max_restarts = 1});
+  job.start();
+  CHECK(job.policy().status() == JobStatus::pending);
+  job.join(0);
+  auto nodes = job.policy().node_records();
+  REQUIRE(nodes.size() == 3);
+  CHECK(nodes[0] == NodeRecord{"host0", 0, -1, 0, 7000, "running"});
+  CHECK(nodes[1].state == "pending");
+  job.join(1);
+  job.join(2);
+  CHECK(job.policy().status() == JobStatus::running);
+  nodes = job.policy().node_records();
+  CHECK(nodes[2] == NodeRecord{"host2", 2, 4, 2, 7002, "running"});
+
+  job.rank_exits(3, 1);
+  CHECK(job.policy().status() == JobStatus::restarting);
+  job.all_ranks_exit(0);
+  job.all_agents_done();
+  CHECK(job.policy().node_records()[1].state == "done");
+  CHECK(job.fire_next_timer() == JobTimer::restart_backoff);
+  CHECK(job.policy().status() == JobStatus::running);
+  CHECK(job.policy().round() == 1);
+
+  job.all_ranks_exit(0);
+  job.all_agents_done();
+  job.all_agents_stop();
+  CHECK(job.policy().finished());
+  CHECK(job.policy().status() == JobStatus::succeeded);
+}
+
+TEST_CASE("`dlaunch stop --grace S` gives the ranks S seconds and the job ends STOPPED") {
+  FakeJob job({.nodes = 2, .grace_s = 10});
+  job.start();
+  job.join_all();
+  job.signal(SIGTERM, 2);
+  for (int node = 0; node < 2; ++node) {
+    const auto stops = job.received_of<proto::Stop>(node);
+    REQUIRE(stops.size() == 1);
+    CHECK(stops[0].grace_s == 2);
+    CHECK(stops[0].exit_code == 143);
+  }
+  CHECK(job.armed(JobTimer::stop_deadline) == seconds(7));  // grace + 5 s
+  job.all_ranks_exit(143);
+  job.all_agents_stop();
+  CHECK(job.exit_code == 143);
+  CHECK(job.policy().status() == JobStatus::stopped);
+}
+
+TEST_CASE("a job stopped before its ranks were assigned was PENDING, and ends STOPPED") {
+  FakeJob job({.nodes = 2});
+  job.start();
+  job.join(0);
+  job.signal(SIGINT);
+  CHECK(job.policy().status() == JobStatus::pending);
+  job.all_agents_stop();
+  CHECK(job.policy().status() == JobStatus::stopped);
+}

@@ -92,6 +92,13 @@ int run_with_file_size_limit(rlim_t max_bytes, bool ignore_sigxfsz, Body body) {
   return status;
 }
 
+// A record holding `result`, as the coordinator writes it at the end.
+std::optional<std::string> write_result(const std::string& dir, const JobResult& result) {
+  JobInfo info;
+  info.name = "job";
+  return write_job_record(dir, info, &result);
+}
+
 }  // namespace
 
 TEST_CASE("job records: info and result round-trip, private and with no leftovers") {
@@ -104,8 +111,14 @@ TEST_CASE("job records: info and result round-trip, private and with no leftover
   info.coordinator_pid = 4242;
   info.started = 1764000000;
   info.hosts = {"gpu1", "gpu2"};
-  CHECK(write_job_info(dir.path(), info) == std::nullopt);
-  CHECK(write_job_result(dir.path(), sample_result()) == std::nullopt);
+  info.status = JobStatus::failed;
+  info.round = 2;
+  info.workdir = "/home/u/w";
+  info.tensorboard_dir = "runs";
+  info.detached = true;
+  info.nodes = {{"gpu1", 0, 0, 8, 1234, "done"}, {"gpu2", 1, 8, 8, 99, "lost"}};
+  const JobResult written = sample_result();
+  CHECK(write_job_record(dir.path(), info, &written) == std::nullopt);
 
   const auto read_info = read_job_info(dir.path());
   REQUIRE(read_info.has_value());
@@ -116,6 +129,12 @@ TEST_CASE("job records: info and result round-trip, private and with no leftover
   CHECK(read_info->coordinator_pid == info.coordinator_pid);
   CHECK(read_info->started == info.started);
   CHECK(read_info->hosts == info.hosts);
+  CHECK(read_info->status == JobStatus::failed);
+  CHECK(read_info->round == 2);
+  CHECK(read_info->workdir == info.workdir);
+  CHECK(read_info->tensorboard_dir == info.tensorboard_dir);
+  CHECK(read_info->detached);
+  CHECK(read_info->nodes == info.nodes);
 
   const auto result = read_job_result(dir.path());
   REQUIRE(result.has_value());
@@ -127,35 +146,67 @@ TEST_CASE("job records: info and result round-trip, private and with no leftover
   CHECK(result->world_size == expected.world_size);
   CHECK(result->finished == expected.finished);
 
-  CHECK(files_in(dir.path()) == std::vector<std::string>{"job.toml", "result.toml"});
+  CHECK(files_in(dir.path()) == std::vector<std::string>{"job.toml"});
   struct stat st {};
-  REQUIRE(::stat((dir.path() + "/result.toml").c_str(), &st) == 0);
+  REQUIRE(::stat((dir.path() + "/job.toml").c_str(), &st) == 0);
   CHECK((st.st_mode & 0777) == 0600);
 }
 
 TEST_CASE("job records: a rewrite replaces the record") {
   ScratchDir dir;
-  REQUIRE(write_job_result(dir.path(), large_result()) == std::nullopt);
-  REQUIRE(write_job_result(dir.path(), sample_result()) == std::nullopt);
+  REQUIRE(write_result(dir.path(), large_result()) == std::nullopt);
+  REQUIRE(write_result(dir.path(), sample_result()) == std::nullopt);
   CHECK(read_job_result(dir.path())->root_cause_tail == sample_result().root_cause_tail);
-  CHECK(files_in(dir.path()) == std::vector<std::string>{"result.toml"});
+  CHECK(files_in(dir.path()) == std::vector<std::string>{"job.toml"});
+}
+
+TEST_CASE("job records: statuses by name, and what is active") {
+  for (auto s : {JobStatus::pending, JobStatus::running, JobStatus::restarting,
+                 JobStatus::succeeded, JobStatus::failed, JobStatus::stopped, JobStatus::lost}) {
+    CHECK(parse_job_status(job_status_name(s)) == s);
+  }
+  CHECK(job_status_name(JobStatus::restarting) == "RESTARTING");
+  CHECK(parse_job_status("running") == JobStatus::running);
+  CHECK_FALSE(parse_job_status("done").has_value());
+  CHECK(is_active(JobStatus::pending));
+  CHECK(is_active(JobStatus::restarting));
+  CHECK_FALSE(is_active(JobStatus::lost));
+  CHECK_FALSE(is_active(JobStatus::stopped));
+  JobResult r;
+  CHECK(final_status(r) == JobStatus::succeeded);
+  r.exit_code = 143;
+  CHECK(final_status(r) == JobStatus::failed);
+  r.interrupted = true;
+  CHECK(final_status(r) == JobStatus::stopped);
+}
+
+TEST_CASE("job records: an older record's result.toml is still read") {
+  ScratchDir dir;
+  std::ofstream(dir.path() + "/job.toml") << "name = 'old'\ncoordinator_pid = 1\n";
+  std::ofstream(dir.path() + "/result.toml") << "exit_code = 4\nroot_cause = 'x'\n";
+  const auto info = read_job_info(dir.path());
+  REQUIRE(info);
+  CHECK(info->status == JobStatus::running);  // no status: as written before statuses
+  const auto result = read_job_result(dir.path());
+  REQUIRE(result);
+  CHECK(result->exit_code == 4);
 }
 
 TEST_CASE("job records: a write that cannot happen is reported, naming the file") {
   SUBCASE("missing directory") {
     ScratchDir dir;
     const std::string missing = dir.path() + "/no-such-job";
-    const auto error = write_job_result(missing, sample_result());
+    const auto error = write_result(missing, sample_result());
     REQUIRE(error.has_value());
-    CHECK(*error == "cannot create a temporary file for " + missing +
-                        "/result.toml: No such file or directory");
-    CHECK(write_job_info(missing, JobInfo{}).has_value());
+    CHECK(*error ==
+          "cannot create a temporary file for " + missing + "/job.toml: No such file or directory");
+    CHECK(write_job_record(missing, JobInfo{}).has_value());
   }
   SUBCASE("a file where the directory should be") {
     ScratchDir dir;
     const std::string file = dir.path() + "/plain-file";
     std::ofstream(file) << "x";
-    const auto error = write_job_info(file, JobInfo{});
+    const auto error = write_job_record(file, JobInfo{});
     REQUIRE(error.has_value());
     CHECK(error->find(file + "/job.toml: Not a directory") != std::string::npos);
   }
@@ -164,30 +215,30 @@ TEST_CASE("job records: a write that cannot happen is reported, naming the file"
     REQUIRE(::chmod(dir.path().c_str(), 0500) == 0);
     // Permissions do not stop root; sysfs refuses new files even to root.
     const std::string read_only = ::geteuid() == 0 ? "/sys" : dir.path();
-    const auto error = write_job_result(read_only, sample_result());
+    const auto error = write_result(read_only, sample_result());
     REQUIRE(error.has_value());
-    CHECK(error->find(read_only + "/result.toml: ") != std::string::npos);
-    CHECK_FALSE(fs::exists(read_only + "/result.toml"));
+    CHECK(error->find(read_only + "/job.toml: ") != std::string::npos);
+    CHECK_FALSE(fs::exists(read_only + "/job.toml"));
   }
 }
 
 TEST_CASE("job records: a failed write keeps the old record whole and cleans up") {
   ScratchDir dir;
-  REQUIRE(write_job_result(dir.path(), sample_result()) == std::nullopt);
-  const std::string before = read_text(dir.path() + "/result.toml");
+  REQUIRE(write_result(dir.path(), sample_result()) == std::nullopt);
+  const std::string before = read_text(dir.path() + "/job.toml");
 
   // With SIGXFSZ ignored, writing past the limit fails with EFBIG, as a full
   // disk fails with ENOSPC.
   const std::string job_dir = dir.path();
   const int status = run_with_file_size_limit(1024, true, [&] {
-    const auto error = write_job_result(job_dir, large_result());
+    const auto error = write_result(job_dir, large_result());
     if (!error) return 1;
-    return error->find("cannot write " + job_dir + "/result.toml: File too large") == 0 ? 0 : 2;
+    return error->find("cannot write " + job_dir + "/job.toml: File too large") == 0 ? 0 : 2;
   });
   REQUIRE(WIFEXITED(status));
   CHECK(WEXITSTATUS(status) == 0);
-  CHECK(read_text(dir.path() + "/result.toml") == before);
-  CHECK(files_in(dir.path()) == std::vector<std::string>{"result.toml"});
+  CHECK(read_text(dir.path() + "/job.toml") == before);
+  CHECK(files_in(dir.path()) == std::vector<std::string>{"job.toml"});
 }
 
 TEST_CASE("job records: a writer killed mid-write never leaves half a file under the name") {
@@ -196,29 +247,29 @@ TEST_CASE("job records: a writer killed mid-write never leaves half a file under
 
   SUBCASE("no record before") {
     const int status = run_with_file_size_limit(1024, false, [&] {
-      (void)write_job_result(job_dir, large_result());
+      (void)write_result(job_dir, large_result());
       return 0;
     });
     REQUIRE(WIFSIGNALED(status));
     CHECK(WTERMSIG(status) == SIGXFSZ);
-    CHECK_FALSE(fs::exists(job_dir + "/result.toml"));
+    CHECK_FALSE(fs::exists(job_dir + "/job.toml"));
     CHECK_FALSE(read_job_result(job_dir).has_value());
   }
   SUBCASE("an old record stays whole") {
-    REQUIRE(write_job_result(job_dir, sample_result()) == std::nullopt);
-    const std::string before = read_text(job_dir + "/result.toml");
+    REQUIRE(write_result(job_dir, sample_result()) == std::nullopt);
+    const std::string before = read_text(job_dir + "/job.toml");
     const int status = run_with_file_size_limit(1024, false, [&] {
-      (void)write_job_result(job_dir, large_result());
+      (void)write_result(job_dir, large_result());
       return 0;
     });
     REQUIRE(WIFSIGNALED(status));
     CHECK(WTERMSIG(status) == SIGXFSZ);
-    CHECK(read_text(job_dir + "/result.toml") == before);
+    CHECK(read_text(job_dir + "/job.toml") == before);
     CHECK(read_job_result(job_dir)->root_cause == sample_result().root_cause);
   }
   // Only the hidden temporary can be left over, and readers never look at it.
   for (const auto& name : files_in(job_dir)) {
     CAPTURE(name);
-    CHECK((name == "result.toml" || name.starts_with(".result.toml.")));
+    CHECK((name == "job.toml" || name.starts_with(".job.toml.")));
   }
 }

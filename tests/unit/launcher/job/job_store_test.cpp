@@ -21,9 +21,10 @@ struct StateDir {
   ~StateDir() { std::filesystem::remove_all(dir); }
 
   std::string add(const std::string& name, long long started, long long pid,
-                  std::optional<JobResult> result = std::nullopt) {
-    std::string job_dir;
-    create_job_dir(dir.string(), name, &job_dir);
+                  std::optional<JobResult> result = std::nullopt,
+                  JobStatus status = JobStatus::running) {
+    const std::string job_dir = (dir / name).string();
+    std::filesystem::create_directories(job_dir);
     JobInfo info;
     info.name = name;
     info.mode = "standalone";
@@ -31,8 +32,8 @@ struct StateDir {
     info.coordinator_pid = pid;
     info.coordinator_start_ticks = process_start_ticks(static_cast<pid_t>(pid));
     info.started = started;
-    REQUIRE_FALSE(write_job_info(job_dir, info).has_value());
-    if (result) REQUIRE_FALSE(write_job_result(job_dir, *result).has_value());
+    info.status = status;
+    REQUIRE_FALSE(write_job_record(job_dir, info, result ? &*result : nullptr).has_value());
     return job_dir;
   }
 };
@@ -49,36 +50,39 @@ constexpr long long kDeadPid = 1LL << 30;
 
 }  // namespace
 
-TEST_CASE("a job's state comes from its result, else from its coordinator") {
-  CHECK(decide_job_state(finished_with(0), false) == JobState::succeeded);
-  CHECK(decide_job_state(finished_with(9), false) == JobState::failed);
+TEST_CASE("a job's status comes from its result, else its record and its coordinator") {
+  JobInfo info;
+  CHECK(decide_job_status(info, finished_with(0), false) == JobStatus::succeeded);
+  CHECK(decide_job_status(info, finished_with(9), false) == JobStatus::failed);
   // A rank that exits 130 or 143 by itself failed; only dlaunch being stopped
-  // is an interruption.
-  CHECK(decide_job_state(finished_with(130), false) == JobState::failed);
-  CHECK(decide_job_state(finished_with(143), true) == JobState::failed);
+  // is a stop.
+  CHECK(decide_job_status(info, finished_with(130), false) == JobStatus::failed);
+  CHECK(decide_job_status(info, finished_with(143), true) == JobStatus::failed);
   auto stopped = finished_with(130);
   stopped.interrupted = true;
-  CHECK(decide_job_state(stopped, false) == JobState::interrupted);
-  CHECK(decide_job_state(std::nullopt, true) == JobState::running);
-  CHECK(decide_job_state(std::nullopt, false) == JobState::lost);
-  CHECK(job_state_name(JobState::interrupted) == "interrupted");
-  CHECK(job_state_name(JobState::lost) == "lost");
+  CHECK(decide_job_status(info, stopped, false) == JobStatus::stopped);
+  for (auto active : {JobStatus::pending, JobStatus::running, JobStatus::restarting}) {
+    info.status = active;
+    CHECK(decide_job_status(info, std::nullopt, true) == active);
+    // Its coordinator is gone (killed with -9, the machine rebooted).
+    CHECK(decide_job_status(info, std::nullopt, false) == JobStatus::lost);
+  }
 }
 
 TEST_CASE("a job's duration runs to its end, or to now; a lost job has none") {
   Job job;
   job.info.started = 100;
-  job.state = JobState::running;
+  job.status = JobStatus::running;
   CHECK(job_duration(job, 160) == 60);
   job.result = finished_with(0, 130);
-  job.state = JobState::succeeded;
+  job.status = JobStatus::succeeded;
   CHECK(job_duration(job, 1000) == 30);
   job.result.reset();
-  job.state = JobState::lost;
+  job.status = JobStatus::lost;
   CHECK(job_duration(job, 1000) == -1);
 }
 
-TEST_CASE("load_jobs reads every job under the state dir, oldest first") {
+TEST_CASE("load_jobs reads every job under the state dir, newest first") {
   StateDir state;
   state.add("b-done", 200, kDeadPid, finished_with(0, 210));
   state.add("a-live", 300, ::getpid());  // this test binary, with its start time
@@ -88,13 +92,13 @@ TEST_CASE("load_jobs reads every job under the state dir, oldest first") {
 
   const auto jobs = load_jobs(state.dir.string());
   REQUIRE(jobs.size() == 3);
-  CHECK(jobs[0].info.name == "c-lost");
-  CHECK(jobs[0].state == JobState::lost);
+  CHECK(jobs[0].info.name == "a-live");
+  CHECK(jobs[0].status == JobStatus::running);
+  CHECK(jobs[0].info.command == std::vector<std::string>{"prog", "--flag"});
   CHECK(jobs[1].info.name == "b-done");
-  CHECK(jobs[1].state == JobState::succeeded);
-  CHECK(jobs[2].info.name == "a-live");
-  CHECK(jobs[2].state == JobState::running);
-  CHECK(jobs[2].info.command == std::vector<std::string>{"prog", "--flag"});
+  CHECK(jobs[1].status == JobStatus::succeeded);
+  CHECK(jobs[2].info.name == "c-lost");
+  CHECK(jobs[2].status == JobStatus::lost);
 
   CHECK(load_jobs((state.dir / "missing").string()).empty());
 }
@@ -104,7 +108,7 @@ TEST_CASE("find_job takes a job's name, never a path") {
   state.add("job-1", 100, kDeadPid, finished_with(3, 101));
   auto job = find_job(state.dir.string(), "job-1");
   REQUIRE(job);
-  CHECK(job->state == JobState::failed);
+  CHECK(job->status == JobStatus::failed);
   CHECK(job->dir == (state.dir / "job-1").string());
   CHECK_FALSE(find_job(state.dir.string(), "job-2").has_value());
   CHECK_FALSE(find_job(state.dir.string(), "../" + state.dir.filename().string() + "/job-1"));
@@ -123,17 +127,14 @@ TEST_CASE("rank_logs finds rank-<R>.log files by rank number") {
   CHECK(logs.at(2) == dir + "/rank-2.log");
 }
 
-TEST_CASE("job store: an empty or cut-short result.toml is unknown, never succeeded") {
+TEST_CASE("job store: a cut-short result is never a success") {
   StateDir dir;
-  JobResult ok;
-  const std::string job_dir = dir.add("cut", 100, kDeadPid, ok);
-  for (const char* text : {"", "root_cause = \"x\"\n", "exit_code = "}) {
-    std::ofstream(job_dir + "/result.toml", std::ios::trunc) << text;
-    const auto job = load_job(job_dir);
-    REQUIRE(job.has_value());
-    CHECK(job->state == JobState::unknown);
-    CHECK(job_state_name(job->state) == "unknown");
-  }
+  const std::string job_dir = dir.add("cut", 100, kDeadPid);
+  std::ofstream(job_dir + "/job.toml", std::ios::app) << "[result]\nroot_cause = 'x'\n";
+  const auto job = load_job(job_dir);
+  REQUIRE(job.has_value());
+  CHECK_FALSE(job->result.has_value());
+  CHECK(job->status == JobStatus::lost);
 }
 
 TEST_CASE("job store: a reused pid is not the coordinator") {

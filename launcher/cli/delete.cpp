@@ -1,0 +1,45 @@
+// `dlaunch delete JOB...`: removes finished jobs' directories (logs, records,
+// TensorBoard copies). A job that is still active is refused: stop it first.
+#include <filesystem>
+
+#include "common/console.h"
+#include "launcher/cli/commands.h"
+#include "launcher/cli/subcommand.h"
+
+namespace dlaunch {
+
+int delete_command(int argc, const char* const* argv) {
+  CLI::App app{"dlaunch delete: remove finished jobs and their logs", "dlaunch delete"};
+  std::string log_dir;
+  std::vector<std::string> names;
+  add_log_dir_option(app, log_dir);
+  app.add_option("job", names, "job names (see dlaunch list)")->required();
+  if (auto done = parse_subcommand(app, argc, argv)) return *done;
+
+  int code = 0;
+  for (const auto& name : names) {
+    auto job = find_job_or_report(log_dir, name);
+    if (!job) {
+      code = 1;
+      continue;
+    }
+    if (is_active(job->status)) {
+      console().error("job " + name + " is " + std::string(job_status_name(job->status)) +
+                      " (coordinator pid " + std::to_string(job->info.coordinator_pid) +
+                      "): stop it first with `dlaunch stop " + name + "`");
+      code = 1;
+      continue;
+    }
+    std::error_code ec;
+    std::filesystem::remove_all(job->dir, ec);
+    if (ec) {
+      console().error("cannot remove " + job->dir + ": " + ec.message());
+      code = 1;
+      continue;
+    }
+    console().out("deleted job " + name + "\n");
+  }
+  return code;
+}
+
+}  // namespace dlaunch

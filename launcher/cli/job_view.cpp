@@ -1,0 +1,95 @@
+#include "launcher/cli/job_view.h"
+
+#include "launcher/cli/job_text.h"
+
+namespace dlaunch {
+
+int job_ranks(const Job& job) {
+  if (job.result && job.result->world_size > 0) return job.result->world_size;
+  int ranks = 0;
+  for (const auto& n : job.info.nodes) ranks += n.ranks;
+  return ranks;
+}
+
+int job_restarts(const Job& job) {
+  return job.result ? job.result->restarts : job.info.round;
+}
+
+std::string tensorboard_logdir(const Job& job) {
+  return job.dir + "/tensorboard";
+}
+
+std::string format_age(long long seconds) {
+  if (seconds < 0) return "-";
+  if (seconds < 120) return formatted("%llds", seconds);
+  if (seconds < 7200) return formatted("%lldm", seconds / 60);
+  if (seconds < 2 * 86400) return formatted("%lldh", seconds / 3600);
+  return formatted("%lldd", seconds / 86400);
+}
+
+void write_job_json(JsonWriter& json, const Job& job, long long now) {
+  const JobInfo& i = job.info;
+  json.begin_object();
+  json.key("name").value(i.name);
+  json.key("status").value(job_status_name(job.status));
+  json.key("mode").value(i.mode);
+  json.key("command").begin_array();
+  for (const auto& word : i.command) json.value(word);
+  json.end_array();
+  json.key("coordinator_pid").value(static_cast<std::int64_t>(i.coordinator_pid));
+  json.key("detached").value(i.detached);
+  json.key("nnodes").value(i.nnodes);
+  json.key("ranks").value(job_ranks(job));
+  json.key("restarts").value(job_restarts(job));
+  json.key("started").value(static_cast<std::int64_t>(i.started));
+  json.key("finished");
+  if (job.result) {
+    json.value(static_cast<std::int64_t>(job.result->finished));
+  } else {
+    json.null();
+  }
+  json.key("duration_s");
+  if (const long long d = job_duration(job, now); d >= 0) {
+    json.value(static_cast<std::int64_t>(d));
+  } else {
+    json.null();
+  }
+  json.key("exit_code");
+  if (job.result) {
+    json.value(job.result->exit_code);
+  } else {
+    json.null();
+  }
+  json.key("root_cause").value(job.result ? job.result->root_cause : std::string());
+  json.key("root_cause_tail").begin_array();
+  if (job.result) {
+    for (const auto& line : job.result->root_cause_tail) json.value(line);
+  }
+  json.end_array();
+  json.key("nodes").begin_array();
+  for (const auto& n : i.nodes) {
+    json.begin_object();
+    json.key("host").value(n.host);
+    json.key("node_rank").value(n.node_rank);
+    json.key("first_rank").value(n.first_rank);
+    json.key("ranks").value(n.ranks);
+    json.key("agent_pid").value(static_cast<std::int64_t>(n.agent_pid));
+    json.key("state").value(n.state);
+    json.end_object();
+  }
+  json.end_array();
+  json.key("dir").value(job.dir);
+  json.key("logs").begin_object();
+  for (const auto& [rank, path] : rank_logs(job.dir)) json.key(std::to_string(rank)).value(path);
+  json.end_object();
+  json.key("tensorboard_dir").value(i.tensorboard_dir);
+  json.key("tensorboard_logdir");
+  if (i.tensorboard_dir.empty()) {
+    json.null();
+  } else {
+    json.value(tensorboard_logdir(job));
+  }
+  json.end_object();
+}
+
+}  // namespace dlaunch

@@ -1,0 +1,25 @@
+// What list, get and top say about a job, computed once: its rank count,
+// restarts, where its logs and TensorBoard events are, and the job as JSON
+// (`--json` on list and get; the fields are documented in the README).
+#pragma once
+
+#include <string>
+
+#include "common/json.h"
+#include "launcher/job/job_store.h"
+
+namespace dlaunch {
+
+// World size: the result's, else the sum of the nodes' ranks once assigned.
+int job_ranks(const Job& job);
+// Restart rounds so far.
+int job_restarts(const Job& job);
+// <job dir>/tensorboard, where the events of --tensorboard-dir arrive.
+std::string tensorboard_logdir(const Job& job);
+// "42s", "3m", "2h", "5d": time since the job started.
+std::string format_age(long long seconds);
+
+// One job as a JSON object.
+void write_job_json(JsonWriter& json, const Job& job, long long now);
+
+}  // namespace dlaunch

@@ -1,0 +1,62 @@
+#include "launcher/job/job_recorder.h"
+
+#include <unistd.h>
+
+#include <fstream>
+
+#include "common/log.h"
+
+namespace dlaunch {
+
+JobRecorder::JobRecorder(std::string job_dir, JobInfo info)
+    : job_dir_(std::move(job_dir)), info_(std::move(info)) {}
+
+void JobRecorder::update(const JobPolicy& policy) {
+  if (job_dir_.empty() || policy.finished()) return;
+  if (written_status_ == policy.status() && written_round_ == policy.round()) return;
+  write(policy, nullptr);
+}
+
+void JobRecorder::finish(const JobPolicy& policy, const JobResult& result) {
+  if (job_dir_.empty()) return;
+  write(policy, &result);
+}
+
+void JobRecorder::write(const JobPolicy& policy, const JobResult* result) {
+  info_.status = result ? final_status(*result) : policy.status();
+  info_.round = policy.round();
+  info_.nodes = policy.node_records();
+  written_status_ = info_.status;
+  written_round_ = info_.round;
+  // The job goes on without its record; `list` and `get` will say LOST.
+  if (auto error = write_job_record(job_dir_, info_, result)) {
+    if (!warned_ || result) log::warn(*error);
+    warned_ = true;
+  }
+}
+
+namespace {
+std::string stop_request_path(const std::string& job_dir) {
+  return job_dir + "/stop-request";
+}
+}  // namespace
+
+std::optional<std::string> write_stop_request(const std::string& job_dir, int grace_s) {
+  std::ofstream out(stop_request_path(job_dir), std::ios::trunc);
+  out << grace_s << "\n";
+  out.close();
+  if (!out) return "cannot write " + stop_request_path(job_dir);
+  return std::nullopt;
+}
+
+std::optional<int> take_stop_request(const std::string& job_dir) {
+  if (job_dir.empty()) return std::nullopt;
+  const std::string path = stop_request_path(job_dir);
+  std::ifstream in(path);
+  int grace_s = -1;
+  if (!(in >> grace_s) || grace_s < 0) return std::nullopt;
+  ::unlink(path.c_str());
+  return grace_s;
+}
+
+}  // namespace dlaunch

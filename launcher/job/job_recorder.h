@@ -1,0 +1,43 @@
+// Keeps a running job's record (job.toml) in step with its policy: written at
+// every change of status or restart round, and once at the end with the
+// result. Joins alone do not rewrite it, so 10,000 nodes joining cost one
+// write, not 10,000.
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "launcher/job/job_policy.h"
+#include "launcher/job/job_record.h"
+
+namespace dlaunch {
+
+class JobRecorder {
+ public:
+  // An empty `job_dir` records nothing (tests, check runs).
+  JobRecorder(std::string job_dir, JobInfo info);
+
+  // Writes the record when the policy's status or round moved since the last write.
+  void update(const JobPolicy& policy);
+  // The final record, with the result.
+  void finish(const JobPolicy& policy, const JobResult& result);
+
+  const std::string& job_dir() const { return job_dir_; }
+
+ private:
+  void write(const JobPolicy& policy, const JobResult* result);
+
+  std::string job_dir_;
+  JobInfo info_;
+  std::optional<JobStatus> written_status_;
+  int written_round_ = -1;
+  bool warned_ = false;
+};
+
+// `dlaunch stop --grace S` leaves the grace for the coordinator in the job
+// directory before it sends SIGTERM; the coordinator takes it on the signal.
+[[nodiscard]] std::optional<std::string> write_stop_request(const std::string& job_dir,
+                                                            int grace_s);
+std::optional<int> take_stop_request(const std::string& job_dir);
+
+}  // namespace dlaunch
