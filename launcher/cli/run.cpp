@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <cctype>
+#include <chrono>
 #include <cstdlib>
 #include <ctime>
 #include <filesystem>
@@ -111,7 +112,9 @@ std::variant<Claim, int> claim(const Plan& plan, const Options& o, bool exact) {
   info.command = plan.command;
   info.coordinator_pid = ::getpid();
   info.coordinator_start_ticks = process_start_ticks(::getpid());
-  info.started = std::time(nullptr);
+  const auto now = std::chrono::system_clock::now().time_since_epoch();
+  info.started_ms = std::chrono::duration_cast<std::chrono::milliseconds>(now).count();
+  info.started = info.started_ms / 1000;
   info.status = JobStatus::pending;
   info.workdir = current_directory();
   info.tensorboard_dir = o.tensorboard_dir;

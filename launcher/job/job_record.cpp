@@ -184,6 +184,7 @@ std::optional<std::string> write_job_record(const std::string& job_dir, const Jo
                 {"coordinator_pid", info.coordinator_pid},
                 {"coordinator_start_ticks", info.coordinator_start_ticks},
                 {"started", info.started},
+                {"started_ms", info.started_ms},
                 {"round", info.round},
                 {"detached", info.detached},
                 {"hosts", to_array(info.hosts)}};
@@ -223,6 +224,8 @@ std::optional<JobInfo> read_job_info(const std::string& job_dir) {
   info.coordinator_pid = (*t)["coordinator_pid"].value_or(0LL);
   info.coordinator_start_ticks = (*t)["coordinator_start_ticks"].value_or(0LL);
   info.started = (*t)["started"].value_or(0LL);
+  info.started_ms = (*t)["started_ms"].value_or(0LL);
+  if (info.started_ms == 0) info.started_ms = info.started * 1000;
   info.hosts = from_array((*t)["hosts"]);
   info.status =
       parse_job_status((*t)["status"].value_or(std::string())).value_or(JobStatus::running);

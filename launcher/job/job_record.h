@@ -47,6 +47,9 @@ struct JobInfo {
   // reused its pid.
   long long coordinator_start_ticks = 0;
   long long started = 0;  // unix seconds
+  // The same in milliseconds, so that jobs started within one second still
+  // list newest first; 0 in older records.
+  long long started_ms = 0;
   std::vector<std::string> hosts;
   // As written; records from before statuses existed read as RUNNING.
   JobStatus status = JobStatus::pending;

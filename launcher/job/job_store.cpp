@@ -40,6 +40,8 @@ std::optional<Job> load_job(const std::string& dir) {
   auto info = read_job_info(dir);
   if (!info) return std::nullopt;
   Job job{dir, *info, read_job_result(dir), JobStatus::lost};
+  // A finished run moved aside for a new one of its name goes by its directory's name.
+  job.info.name = fs::path(dir).filename().string();
   // Only an active record needs the /proc lookup.
   const bool alive = !job.result && is_active(info->status) && coordinator_alive(*info);
   job.status = decide_job_status(job.info, job.result, alive);
@@ -54,7 +56,7 @@ std::vector<Job> load_jobs(const std::string& log_dir) {
     if (auto job = load_job(entry.path().string())) jobs.push_back(std::move(*job));
   }
   std::sort(jobs.begin(), jobs.end(), [](const Job& a, const Job& b) {
-    return std::tie(a.info.started, a.info.name) > std::tie(b.info.started, b.info.name);
+    return std::tie(a.info.started_ms, a.info.name) > std::tie(b.info.started_ms, b.info.name);
   });
   return jobs;
 }

@@ -2,6 +2,7 @@
 or disconnects, the job stops everywhere and a scan of /proc (shared by every
 namespace) finds no process carrying the job's DLAUNCH_JOB marker."""
 
+import json
 import os
 import signal
 import subprocess
@@ -86,6 +87,39 @@ class SshFailureTest(unittest.TestCase):
         os.kill(self.proc.pid, signal.SIGKILL)
         self.proc.wait()
         self.assertNothingLeft()
+        # Its record says RUNNING; the reader sees the coordinator is gone.
+        r = subprocess.run([harness.DLAUNCH, "get", self.job], capture_output=True, text=True,
+                           env=self.hosts.env(), timeout=30)
+        self.assertIn("status:     LOST", r.stdout)
+
+    def test_detached_job_is_stopped_on_every_host(self):
+        env = self.hosts.env()
+        r = subprocess.run([harness.DLAUNCH, "--detach", "--hosts", self.hosts_file, "--name",
+                            self.job, "--grace", "2", "--", PY, "-c", STUBBORN_RANK],
+                           env=env, capture_output=True, text=True, timeout=60,
+                           stdin=subprocess.DEVNULL)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(r.stdout.strip(), self.job)
+        self.assertTrue(wait_for(lambda: len(harness.processes_with_marker(self.job)) >= 6, 60),
+                        "ranks did not start")
+
+        def record():
+            out = subprocess.run([harness.DLAUNCH, "get", self.job, "--json"], env=env,
+                                 capture_output=True, text=True, timeout=30).stdout
+            return json.loads(out)
+        self.assertTrue(wait_for(lambda: record()["status"] == "RUNNING", 30))
+        job = record()
+        self.assertEqual([n["host"] for n in job["nodes"]], ["h1", "h2", "h3"])
+        self.assertEqual([n["first_rank"] for n in job["nodes"]], [0, 1, 2])
+        self.assertTrue(all(n["agent_pid"] > 0 for n in job["nodes"]), job["nodes"])
+
+        r = subprocess.run([harness.DLAUNCH, "stop", self.job], env=env, capture_output=True,
+                           text=True, timeout=90)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertNothingLeft()
+        job = record()
+        self.assertEqual(job["status"], "STOPPED")
+        self.assertEqual(job["exit_code"], 143)
 
     def test_stubborn_rank_with_setsid_grandchild(self):
         self.start({"FAIL_RANK": "1", "FAIL_AFTER": "1"})

@@ -1,0 +1,158 @@
+"""A job's life as a cron user or an operator sees it: --detach, the status
+record as it moves (PENDING, RUNNING, ..., LOST), unique names, `logs -f` on a
+detached job, --json, delete."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+import unittest
+
+sys.path.insert(0, os.path.dirname(__file__))
+import harness  # noqa: E402
+from harness import DlaunchTestCase, wait_for  # noqa: E402
+
+TICKS = 'for i in $(seq 1 {n}); do echo "tick $i"; sleep 0.1; done'
+
+
+class JobLifecycleTest(DlaunchTestCase):
+    def get(self, job):
+        r = self.run_dlaunch(["get", job, "--json"])
+        self.assertEqual(r.returncode, 0, r.stderr)
+        return json.loads(r.stdout)
+
+    def status(self, job):
+        return self.get(job)["status"]
+
+    def test_detached_job_runs_and_logs_follow_returns_at_its_end(self):
+        job = self.job_name("det")
+        t0 = time.monotonic()
+        r = self.run_dlaunch(["-d", "--name", job, "-n", "2", "--", "sh", "-c", TICKS.format(n=30)],
+                             stdin=subprocess.DEVNULL)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(r.stdout.strip(), job)
+        self.assertLess(time.monotonic() - t0, 2.5, "dlaunch -d waited for the job")
+        self.assertIn(self.status(job), ("PENDING", "RUNNING"))
+        self.assertTrue(wait_for(lambda: self.status(job) == "RUNNING", 30))
+        rows = [l.split() for l in self.run_dlaunch(["list"]).stdout.splitlines()]
+        self.assertIn([job, "RUNNING", "1", "2"], [row[:4] for row in rows])
+        follow = self.run_dlaunch(["logs", job, "-f"], timeout=60)
+        self.assertEqual(follow.returncode, 0, follow.stderr)
+        self.assertEqual(follow.stdout.splitlines(), [f"tick {i}" for i in range(1, 31)])
+        record = self.get(job)
+        self.assertEqual(record["status"], "SUCCEEDED")
+        self.assertEqual(record["exit_code"], 0)
+        self.assertTrue(record["detached"])
+        self.assertTrue(os.path.exists(os.path.join(record["dir"], "coordinator.log")))
+
+    def test_json_has_the_documented_fields(self):
+        job = self.job_name("json")
+        self.assertEqual(self.run_dlaunch(["--name", job, "-n", "2", "--", "echo", "x"]).returncode,
+                         0)
+        record = self.get(job)
+        for field in ("name", "status", "mode", "command", "coordinator_pid", "detached", "nnodes",
+                      "ranks", "restarts", "started", "finished", "duration_s", "exit_code",
+                      "root_cause", "root_cause_tail", "nodes", "dir", "logs", "tensorboard_dir",
+                      "tensorboard_logdir"):
+            self.assertIn(field, record)
+        self.assertEqual(record["name"], job)
+        self.assertEqual(record["ranks"], 2)
+        self.assertEqual(sorted(record["logs"]), ["0", "1"])
+        self.assertEqual(record["nodes"][0]["first_rank"], 0)
+        self.assertEqual(record["nodes"][0]["ranks"], 2)
+        self.assertEqual(record["nodes"][0]["state"], "done")
+        listed = json.loads(self.run_dlaunch(["list", "--json"]).stdout)
+        self.assertEqual([j["name"] for j in listed], [job])
+        failed = json.loads(self.run_dlaunch(["list", "--json", "--status", "FAILED"]).stdout)
+        self.assertEqual(failed, [])
+        r = self.run_dlaunch(["list", "--status", "DONE"])
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("unknown status 'DONE'", r.stderr)
+
+    def test_coordinator_killed_with_9_is_lost(self):
+        job = self.job_name("lost")
+        r = self.run_dlaunch(["-d", "--name", job, "-n", "1", "--", "sleep", "60"],
+                             stdin=subprocess.DEVNULL)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertTrue(wait_for(lambda: self.status(job) == "RUNNING", 30))
+        os.kill(self.get(job)["coordinator_pid"], signal.SIGKILL)
+        self.assertTrue(wait_for(lambda: self.status(job) == "LOST", 10))
+        self.assertNothingLeft(job)
+        self.assertIn("LOST", self.run_dlaunch(["get", job]).stdout)
+        # A LOST job's name is free again; the old run is kept under another name.
+        r = self.run_dlaunch(["--name", job, "-n", "1", "--", "true"])
+        self.assertEqual(r.returncode, 0, r.stderr)
+        names = [j["name"] for j in json.loads(self.run_dlaunch(["list", "--json"]).stdout)]
+        self.assertEqual(names[0], job)
+        self.assertTrue(any(n.startswith(job + ".") for n in names[1:]), names)
+
+    def test_two_starts_with_one_name_at_the_same_instant_run_once(self):
+        job = self.job_name("same")
+        results = [None, None]
+        barrier = threading.Barrier(2)
+
+        def start(i):
+            barrier.wait()
+            results[i] = self.run_dlaunch(["--detach", "--name", job, "-n", "1", "--", "sleep",
+                                           "30"], stdin=subprocess.DEVNULL)
+        threads = [threading.Thread(target=start, args=(i,)) for i in range(2)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        codes = sorted(r.returncode for r in results)
+        self.assertEqual(codes, [0, 2], [r.stderr for r in results])
+        refused = next(r for r in results if r.returncode == 2)
+        pid = self.get(job)["coordinator_pid"]
+        self.assertIn(f"job '{job}' is", refused.stderr)
+        self.assertIn(f"coordinator pid {pid}", refused.stderr)
+        self.assertTrue(wait_for(lambda: len(harness.processes_with_marker(job)) >= 1, 30))
+        time.sleep(0.5)
+        self.assertEqual(len(harness.processes_with_marker(job)), 1, "one rank of one job")
+        r = self.run_dlaunch(["stop", job])
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(self.status(job), "STOPPED")
+        self.assertNothingLeft(job)
+
+    def test_cron_like_start_without_tty_stdin_or_environment(self):
+        job = self.job_name("cron")
+        env = {"PATH": "/usr/bin:/bin", "DLAUNCH_STATE_DIR": self.state}
+        r = subprocess.run(["env", "-i"] + [f"{k}={v}" for k, v in env.items()] +
+                           [harness.DLAUNCH, "--detach", "--name", job, "-n", "2", "--", "sh",
+                            "-c", "echo from cron $RANK"],
+                           stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=60,
+                           start_new_session=True)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertTrue(wait_for(lambda: self.status(job) == "SUCCEEDED", 30))
+        r = self.run_dlaunch(["logs", job, "--all-ranks"])
+        self.assertEqual(sorted(r.stdout.splitlines()), ["[0] from cron 0", "[1] from cron 1"])
+
+    def test_delete_refuses_an_active_job_and_removes_a_finished_one(self):
+        job = self.job_name("del")
+        r = self.run_dlaunch(["-d", "--name", job, "-n", "1", "--", "sleep", "30"],
+                             stdin=subprocess.DEVNULL)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        r = self.run_dlaunch(["delete", job])
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("stop it first", r.stderr)
+        self.assertEqual(self.run_dlaunch(["stop", job, "--grace", "1"]).returncode, 0)
+        r = self.run_dlaunch(["delete", job])
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertFalse(os.path.exists(os.path.join(self.state, job)))
+        self.assertEqual(self.run_dlaunch(["get", job]).returncode, 1)
+
+    def test_every_subcommand_has_help_and_an_example(self):
+        top = self.run_dlaunch(["--help"]).stdout
+        for command in ("run", "list", "get", "logs", "stop", "delete", "top", "check"):
+            self.assertIn(f"dlaunch {command}" if command != "run" else "dlaunch --", top)
+            r = self.run_dlaunch([command, "--help"])
+            self.assertEqual(r.returncode, 0, f"{command} --help: {r.stderr}")
+            self.assertIn("Usage", r.stdout + r.stderr)
+
+
+if __name__ == "__main__":
+    harness.require_binaries()
+    unittest.main(verbosity=2)
