@@ -13,7 +13,7 @@
 #include "launcher/cli/commands.h"
 #include "launcher/cli/log_backend.h"
 #include "launcher/cli/subcommand.h"
-#include "launcher/config/hosts_file.h"
+#include "launcher/config/host_source.h"
 #include "launcher/plan/plan.h"
 #include "launcher/transport/local_transport.h"
 #include "launcher/transport/ssh_transport.h"
@@ -30,7 +30,7 @@ int check_command(int argc, const char* const* argv) {
   bool json = false;
   int timeout_s = 60;
   int matrix_s = 6;
-  app.add_option("--hosts", o.hosts_file, "hosts file (TOML), as for a job")->required();
+  add_host_list_options(app, o);
   app.add_flag("--json", json, "one JSON document on stdout instead of the tables");
   app.add_flag("-v,--verbose", o.verbose, "more detail on stderr (-vv: debug)");
   app.add_option("--timeout", timeout_s, "seconds for every agent to start and join")
@@ -53,25 +53,32 @@ int check_command(int argc, const char* const* argv) {
   app.add_flag("--rdzv-via-ssh", o.rdzv_via_ssh,
                "agents reach the rendezvous through their SSH connection");
   app.footer(
-      "Starts an agent on every host as `dlaunch --hosts FILE` would, then prints one row per\n"
+      "Starts an agent on every host as `dlaunch --hosts FILE` would (or --hostfile, -H, a\n"
+      "Slurm job's nodes; --include/--exclude pick among them), then prints one row per\n"
       "host (agent, OS, kernel, CPUs, GPUs, free space, /dev/shm, clock skew, python and\n"
       "torch), the MASTER_ADDR a job would get, and TCP connect time and throughput between\n"
       "every pair of hosts on the interfaces a job would use. Starts no training process.\n"
       "Exit status: 0 when a job could launch, 1 when not, 2 on a usage error.\n\n"
       "Examples:\n"
       "  dlaunch check --hosts hosts.toml\n"
+      "  dlaunch check --hostfile hostfile --exclude worker-3\n"
       "  dlaunch check --hosts hosts.toml --json | jq .matrix");
   if (auto done = parse_subcommand(app, argc, argv)) return *done;
+  auto usage_error = [](const std::string& message) {
+    console().error(message);
+    return kExitUsage;
+  };
+  if (auto error = resolve_host_source(o, true)) return usage_error(*error);
+  if (o.host_source == HostSource::none) {
+    return usage_error("no hosts to check: give --hosts, --hostfile or -H (or run in a Slurm job)");
+  }
   setup_logging(o.verbose);
   o.rdzv_timeout_s = timeout_s;
   o.command = {"dlaunch-check"};  // the plan wants a program; check agents get none
 
-  auto loaded = load_hosts_file(o.hosts_file);
-  if (auto* diags = std::get_if<std::vector<Diagnostic>>(&loaded)) {
-    for (const auto& d : *diags) console().error(d.to_string());
-    return kExitUsage;
-  }
-  const HostsFile hosts = std::get<HostsFile>(std::move(loaded));
+  auto loaded = load_hosts_or_report(o);
+  if (!loaded) return kExitUsage;
+  const HostsFile hosts = std::move(*loaded);
   const Plan plan = make_plan(o, &hosts, "check");
 
   const std::string agent = find_agent_binary();

@@ -6,11 +6,13 @@
 #pragma once
 
 #include <functional>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "launcher/config/hosts_file.h"
 #include "launcher/config/options.h"
 
 namespace dlaunch {
@@ -41,6 +43,9 @@ int check_command(int argc, const char* const* argv);
 // dlaunch-agent's path: $DLAUNCH_AGENT, else next to dlaunch or in
 // ../lib/dlaunch; empty when not found.
 std::string find_agent_binary();
+// The hosts the options name (launcher/config/host_source.h), with the
+// sources' warnings printed; nothing after printing every diagnostic.
+std::optional<HostsFile> load_hosts_or_report(const Options& o);
 // Raises the soft limit on open descriptors to the hard one (one per agent
 // connection and per rank pipe).
 void raise_fd_limit();

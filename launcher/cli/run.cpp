@@ -23,7 +23,7 @@
 #include "common/posix.h"
 #include "launcher/cli/detach.h"
 #include "launcher/cli/log_backend.h"
-#include "launcher/config/hosts_file.h"
+#include "launcher/config/host_source.h"
 #include "launcher/config/options.h"
 #include "launcher/config/secret.h"
 #include "launcher/job/coordinator.h"
@@ -168,6 +168,17 @@ void raise_fd_limit() {
   }
 }
 
+std::optional<HostsFile> load_hosts_or_report(const Options& o) {
+  auto loaded = load_host_source(o);
+  if (auto* diags = std::get_if<std::vector<Diagnostic>>(&loaded)) {
+    for (const auto& d : *diags) console().error(d.to_string());
+    return std::nullopt;
+  }
+  auto hosts = std::get<HostsFile>(std::move(loaded));
+  for (const auto& w : hosts.warnings) log::warn(w.to_string());
+  return hosts;
+}
+
 int run_command(int argc, const char* const* argv) {
   raise_fd_limit();
   ParseResult parsed = parse_options(argc, argv, command_help());
@@ -185,12 +196,8 @@ int run_command(int argc, const char* const* argv) {
 
   std::optional<HostsFile> hosts;
   if (o.mode == Mode::hosts) {
-    auto loaded = load_hosts_file(o.hosts_file);
-    if (auto* diags = std::get_if<std::vector<Diagnostic>>(&loaded)) {
-      for (const auto& d : *diags) console().error(d.to_string());
-      return kExitUsage;
-    }
-    hosts = std::get<HostsFile>(std::move(loaded));
+    hosts = load_hosts_or_report(o);
+    if (!hosts) return kExitUsage;
   }
 
   std::string job = o.name.empty() ? default_job_name(o.command[0], std::time(nullptr)) : o.name;

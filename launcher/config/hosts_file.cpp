@@ -28,9 +28,6 @@ constexpr std::string_view kRendezvousKeys[] = {"address", "port", "master_addre
 constexpr std::string_view kRendezvousVia[] = {"direct", "ssh"};
 constexpr std::string_view kTransports[] = {"local", "ssh"};
 
-// Far above any real machine, low enough that a typo (slots = 80000) is an
-// error instead of a fork storm on the host.
-constexpr int kMaxSlots = 4096;
 constexpr int kMaxGpus = 4096;
 // Linux's IFNAMSIZ is 16 including the terminating NUL.
 constexpr std::size_t kMaxInterfaceName = 15;
@@ -58,24 +55,6 @@ struct HostFieldInput {
 };
 
 namespace {
-
-// Values are echoed in messages; keep each diagnostic on one printable line.
-std::string quoted(std::string_view text) {
-  constexpr std::size_t kMaxShown = 64;
-  std::string out = "'";
-  for (std::size_t i = 0; i < text.size() && i < kMaxShown; ++i) {
-    const auto c = static_cast<unsigned char>(text[i]);
-    if (c < 0x20 || c == 0x7f) {
-      char escaped[8];
-      std::snprintf(escaped, sizeof escaped, "\\x%02x", c);
-      out += escaped;
-    } else {
-      out += static_cast<char>(c);
-    }
-  }
-  if (text.size() > kMaxShown) out += "...";
-  return out + "'";
-}
 
 std::string_view type_name(const toml::node& node) {
   switch (node.type()) {
@@ -143,32 +122,6 @@ std::optional<int> read_int(const toml::node& node, std::string_view key, int lo
     return std::nullopt;
   }
   return static_cast<int>(number);
-}
-
-// Why `text` cannot be handed to ssh or the resolver as one host or user
-// name, or an empty string when it can. A leading '-' would be read as an
-// option, whitespace splits words on the remote side.
-std::string unsafe_word_reason(std::string_view text) {
-  if (text.empty()) return "must not be empty";
-  if (text.front() == '-') return "must not start with '-'";
-  for (std::size_t i = 0; i < text.size(); ++i) {
-    const auto u = static_cast<unsigned char>(text[i]);
-    if (u < 0x20 || u == 0x7f) return "must not contain control characters";
-    if (text[i] == ' ') return "must not contain whitespace";
-    // C1 controls (U+0080-U+009F) in UTF-8.
-    if (u == 0xc2 && i + 1 < text.size() && static_cast<unsigned char>(text[i + 1]) < 0xa0)
-      return "must not contain control characters";
-    // Direction marks and overrides (U+200E-U+200F, U+202A-U+202E, U+2066-U+2069)
-    // would make the name print as something else on a terminal.
-    if (u == 0xe2 && i + 2 < text.size()) {
-      const auto b1 = static_cast<unsigned char>(text[i + 1]);
-      const auto b2 = static_cast<unsigned char>(text[i + 2]);
-      if ((b1 == 0x80 && (b2 == 0x8e || b2 == 0x8f || (b2 >= 0xaa && b2 <= 0xae))) ||
-          (b1 == 0x81 && b2 >= 0xa6 && b2 <= 0xa9))
-        return "must not contain text-direction control characters";
-    }
-  }
-  return {};
 }
 
 std::optional<std::string> read_word(const toml::node& node, std::string_view key,
@@ -519,6 +472,46 @@ std::optional<toml::table> parse_toml(const std::string& text, Diagnostics& diag
 
 }  // namespace
 
+std::string quoted(std::string_view text) {
+  constexpr std::size_t kMaxShown = 64;
+  std::string out = "'";
+  for (std::size_t i = 0; i < text.size() && i < kMaxShown; ++i) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    if (c < 0x20 || c == 0x7f) {
+      char escaped[8];
+      std::snprintf(escaped, sizeof escaped, "\\x%02x", c);
+      out += escaped;
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  if (text.size() > kMaxShown) out += "...";
+  return out + "'";
+}
+
+std::string unsafe_word_reason(std::string_view text) {
+  if (text.empty()) return "must not be empty";
+  if (text.front() == '-') return "must not start with '-'";
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const auto u = static_cast<unsigned char>(text[i]);
+    if (u < 0x20 || u == 0x7f) return "must not contain control characters";
+    if (text[i] == ' ') return "must not contain whitespace";
+    // C1 controls (U+0080-U+009F) in UTF-8.
+    if (u == 0xc2 && i + 1 < text.size() && static_cast<unsigned char>(text[i + 1]) < 0xa0)
+      return "must not contain control characters";
+    // Direction marks and overrides (U+200E-U+200F, U+202A-U+202E, U+2066-U+2069)
+    // would make the name print as something else on a terminal.
+    if (u == 0xe2 && i + 2 < text.size()) {
+      const auto b1 = static_cast<unsigned char>(text[i + 1]);
+      const auto b2 = static_cast<unsigned char>(text[i + 2]);
+      if ((b1 == 0x80 && (b2 == 0x8e || b2 == 0x8f || (b2 >= 0xaa && b2 <= 0xae))) ||
+          (b1 == 0x81 && b2 >= 0xa6 && b2 <= 0xa9))
+        return "must not contain text-direction control characters";
+    }
+  }
+  return {};
+}
+
 std::span<const HostField> host_fields() {
   return kHostFields;
 }
@@ -526,6 +519,7 @@ std::span<const HostField> host_fields() {
 std::string Diagnostic::to_string() const {
   // Line 0: the file as a whole (it could not be read).
   if (line <= 0) return file + ": " + message;
+  if (column <= 0) return file + ":" + std::to_string(line) + ": " + message;
   return file + ":" + std::to_string(line) + ":" + std::to_string(column) + ": " + message;
 }
 
@@ -554,10 +548,8 @@ HostsFileResult parse_hosts_file(const std::string& text, const std::string& pat
   return file;
 }
 
-HostsFileResult load_hosts_file(const std::string& path) {
-  const auto fail = [&](const std::string& why) {
-    return std::vector<Diagnostic>{{path, 0, 0, why}};
-  };
+std::variant<std::string, Diagnostic> read_host_list_file(const std::string& path) {
+  const auto fail = [&](const std::string& why) { return Diagnostic{path, 0, 0, why}; };
   std::unique_ptr<std::FILE, int (*)(std::FILE*)> file(std::fopen(path.c_str(), "rb"),
                                                        &std::fclose);
   if (!file) return fail(std::string("cannot open: ") + std::strerror(errno));
@@ -572,7 +564,13 @@ HostsFileResult load_hosts_file(const std::string& path) {
     if (n < sizeof buffer) break;
   }
   if (std::ferror(file.get())) return fail(std::string("cannot read: ") + std::strerror(errno));
-  return parse_hosts_file(text, path);
+  return text;
+}
+
+HostsFileResult load_hosts_file(const std::string& path) {
+  auto text = read_host_list_file(path);
+  if (auto* error = std::get_if<Diagnostic>(&text)) return std::vector<Diagnostic>{*error};
+  return parse_hosts_file(std::get<std::string>(text), path);
 }
 
 bool is_local_host(const HostEntry& host) {

@@ -76,21 +76,42 @@ struct RendezvousSettings {
   bool via_ssh = false;
 };
 
-struct HostsFile {
-  std::string path;
-  std::vector<HostEntry> hosts;
-  RendezvousSettings rendezvous;
+struct Diagnostic {
+  std::string file;  // a path, or what else the hosts came from ("-H", a variable)
+  int line = 0;      // 0: the source as a whole
+  int column = 0;    // 0: the line as a whole
+  std::string message;
+  std::string to_string() const;  // "file:line:col: message", dropping what is 0
 };
 
-struct Diagnostic {
-  std::string file;
-  int line = 0;
-  int column = 0;
-  std::string message;
-  std::string to_string() const;  // "file:line:col: message"
+struct HostsFile {
+  std::string path;  // or "-H", "SLURM_JOB_NODELIST": where the hosts came from
+  std::vector<HostEntry> hosts;
+  RendezvousSettings rendezvous;
+  // What was accepted but is worth a word (a key that is read and ignored);
+  // the caller prints them.
+  std::vector<Diagnostic> warnings = {};
 };
 
 using HostsFileResult = std::variant<HostsFile, std::vector<Diagnostic>>;
+
+// Far above any real machine, low enough that a typo (slots = 80000) is an
+// error instead of a fork storm on the host. Every host source keeps to it.
+inline constexpr int kMaxSlots = 4096;
+
+// Why `text` cannot be handed to ssh or the resolver as one host or user
+// name, or an empty string when it can: a leading '-' would be read as an
+// option, whitespace splits words on the remote side, control and
+// text-direction characters print as something else.
+std::string unsafe_word_reason(std::string_view text);
+
+// Values are echoed in messages: `text` in single quotes on one printable
+// line, control characters escaped, cut after 64 bytes.
+std::string quoted(std::string_view text);
+
+// The text of a host-list file (TOML or not); a missing, unreadable or
+// oversized file is one diagnostic naming it.
+std::variant<std::string, Diagnostic> read_host_list_file(const std::string& path);
 
 // Parses the text of a hosts file; `path` is used in diagnostics only.
 HostsFileResult parse_hosts_file(const std::string& text, const std::string& path);

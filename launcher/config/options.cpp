@@ -6,7 +6,10 @@
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <cctype>
 #include <cstdlib>
+#include <map>
+#include <utility>
 
 namespace dlaunch {
 
@@ -69,6 +72,86 @@ std::string help_footer(std::span<const CommandHelp> commands) {
 
 }  // namespace
 
+void add_host_list_options(CLI::App& app, Options& o) {
+  static const std::map<std::string, Launcher> kLaunchers{
+      {"ssh", Launcher::ssh}, {"slurm", Launcher::slurm}, {"local", Launcher::local}};
+  app.add_option("--hosts", o.hosts_file, "TOML hosts file (see hosts.example.toml)")
+      ->check(CLI::ExistingFile);
+  app.add_option("--hostfile", o.hostfile,
+                 "DeepSpeed/MPI hostfile: one 'host slots=N' per line, '#' comments")
+      ->check(CLI::ExistingFile);
+  app.add_option("-H,--host-list", o.host_list,
+                 "hosts as for Horovod: host1:4,host2:4 (no ':N': one rank per GPU, else 1)");
+  app.add_option("--include", o.include,
+                 "only these hosts of the host list, as for DeepSpeed: host1@host2:0,1 (':' GPU "
+                 "indices: only those GPUs, through CUDA_VISIBLE_DEVICES)");
+  app.add_option("--exclude", o.exclude,
+                 "leave out these hosts, or with ':' GPU indices these GPUs of a host: "
+                 "host1@host2:0,1");
+  app.add_option_function<std::string>(
+         "--launcher",
+         [&o](std::string name) {
+           std::ranges::transform(name, name.begin(), [](unsigned char c) {
+             return static_cast<char>(std::tolower(c));
+           });
+           o.launcher = kLaunchers.at(name);
+         },
+         "where hosts come from: ssh (--hosts, --hostfile or -H), slurm (SLURM_JOB_NODELIST, "
+         "ranks per node from SLURM_NTASKS_PER_NODE, SLURM_GPUS_ON_NODE or "
+         "SLURM_TASKS_PER_NODE) or local (this machine only); default: slurm inside a Slurm "
+         "job when no host list is given. Agents start over SSH, or fork/exec for loopback "
+         "hosts")
+      ->check(CLI::IsMember(kLaunchers, CLI::ignore_case));
+}
+
+std::string host_source_flag(const Options& o) {
+  switch (o.host_source) {
+    case HostSource::hosts_file:
+      return "--hosts";
+    case HostSource::hostfile:
+      return "--hostfile";
+    case HostSource::host_list:
+      return "-H";
+    case HostSource::slurm:
+      return o.launcher == Launcher::slurm ? "--launcher slurm" : "a Slurm job (SLURM_JOB_ID)";
+    case HostSource::none:
+      break;
+  }
+  return "";
+}
+
+std::optional<std::string> resolve_host_source(Options& o, bool may_use_slurm) {
+  std::vector<std::pair<HostSource, std::string>> given;
+  if (!o.hosts_file.empty()) given.emplace_back(HostSource::hosts_file, "--hosts");
+  if (!o.hostfile.empty()) given.emplace_back(HostSource::hostfile, "--hostfile");
+  if (!o.host_list.empty()) given.emplace_back(HostSource::host_list, "-H");
+  if (o.launcher == Launcher::slurm) given.emplace_back(HostSource::slurm, "--launcher slurm");
+  if (given.size() > 1) {
+    return given[0].second + " and " + given[1].second + " both name the hosts: give one";
+  }
+  if (o.launcher == Launcher::local && !given.empty()) {
+    return "--launcher local runs on this machine only: drop " + given[0].second;
+  }
+  if (o.launcher == Launcher::ssh && given.empty()) {
+    return "--launcher ssh needs the hosts: --hosts, --hostfile or -H";
+  }
+  o.host_source = given.empty() ? HostSource::none : given[0].first;
+  if (o.host_source == HostSource::none && o.launcher == Launcher::automatic && may_use_slurm) {
+    if (const char* job = std::getenv("SLURM_JOB_ID"); job && *job)
+      o.host_source = HostSource::slurm;
+  }
+  for (const auto* filter : {&o.include, &o.exclude}) {
+    if (!filter->empty() && o.host_source == HostSource::none) {
+      return std::string(filter == &o.include ? "--include" : "--exclude") +
+             " picks from a host list: give --hosts, --hostfile or -H (or run in a Slurm job)";
+    }
+  }
+  if (!o.include.empty() && !o.exclude.empty()) {
+    return "--include and --exclude cannot be combined: give one of them";
+  }
+  return std::nullopt;
+}
+
 std::string default_log_dir() {
   if (const char* dir = std::getenv("DLAUNCH_STATE_DIR"); dir && *dir) return dir;
   if (const char* xdg = std::getenv("XDG_STATE_HOME"); xdg && *xdg) {
@@ -102,8 +185,7 @@ ParseResult parse_options(int argc, const char* const* argv,
   std::string nproc_text;
   std::string ranks_filter_text;
   std::optional<int> node_rank;
-  app.add_option("--hosts", o.hosts_file, "TOML hosts file (see hosts.example.toml)")
-      ->check(CLI::ExistingFile);
+  add_host_list_options(app, o);
   app.add_option("--nproc-per-node,--nproc_per_node,-n", nproc_text,
                  "ranks per node: a number, or 'auto' (one per GPU, else 1)");
   app.add_option("--nnodes", o.nnodes, "number of nodes (manual mode)")
@@ -203,15 +285,20 @@ ParseResult parse_options(int argc, const char* const* argv,
     }
     o.ranks_filter = *ranks;
   }
-  // With --hosts, --master-addr is the MASTER_ADDR to try first (as the hosts
-  // file's master_address), not a switch to manual mode.
+  // With a host list, --master-addr is the MASTER_ADDR to try first (as the
+  // hosts file's master_address), not a switch to manual mode.
+  const bool host_list_given = !o.hosts_file.empty() || !o.hostfile.empty() ||
+                               !o.host_list.empty() || o.launcher == Launcher::slurm;
   const bool manual =
-      o.nnodes > 1 || node_rank.has_value() || (!o.master_addr.empty() && o.hosts_file.empty());
-  if (!o.hosts_file.empty() && manual) {
-    return usage_error(
-        "--hosts cannot be combined with --nnodes/--node-rank: the hosts file lists the nodes");
+      o.nnodes > 1 || node_rank.has_value() || (!o.master_addr.empty() && !host_list_given);
+  // Manual flags inside a Slurm job mean manual mode, not Slurm's hosts.
+  if (auto error = resolve_host_source(o, !manual)) return usage_error(*error);
+  if (o.host_source != HostSource::none && manual) {
+    return usage_error(host_source_flag(o) +
+                       " cannot be combined with --nnodes/--node-rank: the host list gives "
+                       "the nodes");
   }
-  if (!o.hosts_file.empty()) {
+  if (o.host_source != HostSource::none) {
     o.mode = Mode::hosts;
   } else if (manual) {
     o.mode = Mode::manual;
@@ -226,9 +313,11 @@ ParseResult parse_options(int argc, const char* const* argv,
     if (o.master_addr.empty()) o.master_addr = "127.0.0.1";
   }
   if (o.mode != Mode::hosts && (o.accept_new_host_keys)) {
-    return usage_error("--accept-new-host-keys needs --hosts");
+    return usage_error("--accept-new-host-keys needs --hosts, --hostfile, -H or a Slurm job");
   }
-  if (o.mode != Mode::hosts && o.rdzv_via_ssh) return usage_error("--rdzv-via-ssh needs --hosts");
+  if (o.mode != Mode::hosts && o.rdzv_via_ssh) {
+    return usage_error("--rdzv-via-ssh needs --hosts, --hostfile, -H or a Slurm job");
+  }
   if (o.secret_file.empty()) {
     if (const char* f = std::getenv("DLAUNCH_SECRET_FILE"); f && *f) o.secret_file = f;
   }

@@ -10,12 +10,35 @@
 #include <string_view>
 #include <vector>
 
+namespace CLI {
+class App;
+}
+
 namespace dlaunch {
 
 enum class Mode {
   standalone,  // one machine: --nproc-per-node N -- PROG
-  hosts,       // --hosts FILE: agents started locally or over SSH
+  hosts,       // a host list (--hosts, --hostfile, -H, Slurm): agents started locally or over SSH
   manual,      // --nnodes M --node-rank R --master-addr A: run by hand on each node
+};
+
+// --launcher: where the hosts come from when no host list is given, and how
+// agents start. Agents start over SSH (fork/exec for loopback hosts) with
+// every launcher so far.
+enum class Launcher {
+  automatic,  // Slurm's hosts inside a Slurm job ($SLURM_JOB_ID) when nothing else names them
+  ssh,        // hosts from --hosts, --hostfile or -H; Slurm's variables are not read
+  slurm,      // hosts from SLURM_JOB_NODELIST
+  local,      // this machine only; Slurm's variables are not read
+};
+
+// Where a hosts-mode job's hosts come from.
+enum class HostSource {
+  none,        // not hosts mode
+  hosts_file,  // --hosts: TOML
+  hostfile,    // --hostfile: DeepSpeed/MPI "host slots=N" lines
+  host_list,   // -H host1:4,host2:4
+  slurm,       // SLURM_JOB_NODELIST and the per-node counts
 };
 
 struct Options {
@@ -23,7 +46,13 @@ struct Options {
   std::vector<std::string> command;
 
   std::string hosts_file;
-  std::optional<int> nproc_per_node;  // unset or "auto": one per GPU, else 1
+  std::string hostfile;   // --hostfile
+  std::string host_list;  // -H
+  std::string include;    // --include, DeepSpeed's "host1:0,1@host2"
+  std::string exclude;    // --exclude, the same syntax
+  Launcher launcher = Launcher::automatic;
+  HostSource host_source = HostSource::none;  // set when mode is Mode::hosts
+  std::optional<int> nproc_per_node;          // unset or "auto": one per GPU, else 1
   int nnodes = 1;
   int node_rank = 0;
   std::string master_addr;
@@ -75,6 +104,18 @@ struct CommandHelp {
 // --help lists `commands` with their examples.
 ParseResult parse_options(int argc, const char* const* argv,
                           std::span<const CommandHelp> commands = {});
+
+// --hosts, --hostfile, -H/--host-list, --include, --exclude and --launcher,
+// the same for `run` and `check`.
+void add_host_list_options(CLI::App& app, Options& o);
+
+// After parsing: sets o.host_source from those flags and, with the automatic
+// launcher and `may_use_slurm`, from $SLURM_JOB_ID. A usage error when the
+// flags conflict (two host sources, a filter with no host list, ...).
+std::optional<std::string> resolve_host_source(Options& o, bool may_use_slurm);
+
+// The flag that named the hosts ("--hosts", "-H", "--launcher slurm", ...).
+std::string host_source_flag(const Options& o);
 
 // "0,3,5-7" -> {0,3,5,6,7}; nullopt on malformed input.
 std::optional<std::set<int>> parse_rank_list(const std::string& text);

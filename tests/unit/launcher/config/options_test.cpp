@@ -1,5 +1,9 @@
 #include <doctest/doctest.h>
 
+#include <cstdlib>
+#include <optional>
+#include <string>
+
 #include "launcher/config/options.h"
 
 using namespace dlaunch;
@@ -61,6 +65,99 @@ TEST_CASE("--rdzv-via-ssh with --hosts") {
   REQUIRE(r.options);
   CHECK(r.options->rdzv_via_ssh);
   CHECK_FALSE(parse({"--hosts", "/dev/null", "--", "p"}).options->rdzv_via_ssh);
+}
+
+namespace {
+// Sets (or, with nullopt, unsets) an environment variable for one scope.
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, std::optional<std::string> value) : name_(name) {
+    if (const char* old = std::getenv(name)) old_ = old;
+    if (value) {
+      ::setenv(name, value->c_str(), 1);
+    } else {
+      ::unsetenv(name);
+    }
+  }
+  ~ScopedEnv() {
+    if (old_) {
+      ::setenv(name_, old_->c_str(), 1);
+    } else {
+      ::unsetenv(name_);
+    }
+  }
+  ScopedEnv(const ScopedEnv&) = delete;
+  ScopedEnv& operator=(const ScopedEnv&) = delete;
+
+ private:
+  const char* name_;
+  std::optional<std::string> old_;
+};
+}  // namespace
+
+TEST_CASE("host lists: --hosts, --hostfile, -H and --launcher slurm each give hosts mode") {
+  ScopedEnv no_slurm("SLURM_JOB_ID", std::nullopt);
+  auto source_of = [](std::vector<const char*> args) {
+    auto r = parse(std::move(args));
+    REQUIRE_MESSAGE(r.options, r.message);
+    CHECK(r.options->mode == Mode::hosts);
+    return r.options->host_source;
+  };
+  CHECK(source_of({"--hosts", "/dev/null", "--", "p"}) == HostSource::hosts_file);
+  CHECK(source_of({"--hostfile", "/dev/null", "--", "p"}) == HostSource::hostfile);
+  CHECK(source_of({"-H", "a:4,b", "--", "p"}) == HostSource::host_list);
+  CHECK(source_of({"--host-list", "a:4", "--", "p"}) == HostSource::host_list);
+  CHECK(source_of({"--launcher", "slurm", "--", "p"}) == HostSource::slurm);
+  CHECK(source_of({"--launcher", "SLURM", "--master-addr", "10.0.0.1", "--", "p"}) ==
+        HostSource::slurm);
+  auto r = parse({"-H", "a:1,b:2", "--include", "a", "--", "p"});
+  REQUIRE(r.options);
+  CHECK(r.options->host_list == "a:1,b:2");
+  CHECK(r.options->include == "a");
+  CHECK(parse({"-H", "a", "--exclude", "a:1", "--", "p"}).options->exclude == "a:1");
+  CHECK(parse({"--", "p"}).options->mode == Mode::standalone);
+  CHECK(parse({"--launcher", "local", "--", "p"}).options->launcher == Launcher::local);
+}
+
+TEST_CASE("host lists: inside a Slurm job the nodes come from Slurm unless told otherwise") {
+  ScopedEnv slurm("SLURM_JOB_ID", "42");
+  auto r = parse({"-n", "2", "--", "p"});
+  REQUIRE(r.options);
+  CHECK(r.options->mode == Mode::hosts);
+  CHECK(r.options->host_source == HostSource::slurm);
+  CHECK(r.options->launcher == Launcher::automatic);
+  // A host list, manual flags or another launcher win.
+  CHECK(parse({"-H", "a", "--", "p"}).options->host_source == HostSource::host_list);
+  CHECK(parse({"--nnodes", "2", "--master-addr", "a", "--", "p"}).options->mode == Mode::manual);
+  CHECK(parse({"--master-addr", "a", "--", "p"}).options->mode == Mode::manual);
+  CHECK(parse({"--launcher", "local", "--", "p"}).options->mode == Mode::standalone);
+  CHECK(parse({"--include", "n1", "--", "p"}).options->include == "n1");
+}
+
+TEST_CASE("host lists: usage errors") {
+  ScopedEnv no_slurm("SLURM_JOB_ID", std::nullopt);
+  auto check_error = [](std::vector<const char*> args, const std::string& needle) {
+    auto r = parse(std::move(args));
+    CHECK_FALSE(r.options.has_value());
+    CHECK(r.exit_code == 2);
+    CHECK_MESSAGE(r.message.find(needle) != std::string::npos, r.message);
+  };
+  check_error({"--hosts", "/dev/null", "--hostfile", "/dev/null", "--", "p"},
+              "--hosts and --hostfile both name the hosts");
+  check_error({"--hostfile", "/dev/null", "-H", "a", "--", "p"}, "--hostfile and -H both");
+  check_error({"-H", "a", "--launcher", "slurm", "--", "p"}, "-H and --launcher slurm both");
+  check_error({"-H", "a", "--launcher", "local", "--", "p"}, "--launcher local runs on this");
+  check_error({"--launcher", "ssh", "--", "p"}, "--launcher ssh needs the hosts");
+  check_error({"--launcher", "srun", "--", "p"}, "--launcher");
+  check_error({"--hostfile", "/nonexistent/hostfile", "--", "p"}, "--hostfile");
+  check_error({"--include", "a", "--", "p"}, "--include picks from a host list");
+  check_error({"--exclude", "a", "--", "p"}, "--exclude picks from a host list");
+  check_error({"-H", "a", "--include", "a", "--exclude", "b", "--", "p"}, "cannot be combined");
+  check_error({"-H", "a", "--nnodes", "2", "--master-addr", "x", "--", "p"},
+              "-H cannot be combined with --nnodes");
+  check_error({"--launcher", "slurm", "--node-rank", "1", "--", "p"},
+              "--launcher slurm cannot be combined");
+  check_error({"--accept-new-host-keys", "--", "p"}, "--hostfile, -H or a Slurm job");
 }
 
 TEST_CASE("rank lists") {
