@@ -3,14 +3,16 @@
 # is already present. Run as root (CI does); otherwise it re-runs under sudo.
 set -euo pipefail
 
+# dpkg-dev brings dpkg-shlibdeps, which `cpack -G DEB` runs for the package's Depends.
 build_pkgs=(build-essential cmake ninja-build pkg-config clang-format
   libasio-dev libssh2-1-dev libcli11-dev libtomlplusplus-dev libspdlog-dev
-  doctest-dev libssl-dev libtorch-dev libgloo-dev zlib1g-dev)
+  doctest-dev libssl-dev libtorch-dev libgloo-dev zlib1g-dev dpkg-dev)
 # clang and its runtime for the libFuzzer targets; sshd and iproute2 for the SSH
 # tests' hosts; Debian's python3 (with python3-torch) runs the ranks those tests start
-# over SSH; nftables and iptables make firewalls inside test namespaces.
+# over SSH; nftables and iptables make firewalls inside test namespaces; man-db and
+# zsh let the package test render the man page and parse the zsh completion.
 test_pkgs=(openssh-server openssh-client iproute2 procps python3 clang libclang-rt-14-dev
-  python3-torch nftables iptables)
+  python3-torch nftables iptables man-db zsh)
 
 want=("${build_pkgs[@]}")
 if [[ "${1:-}" != "--build-only" ]]; then want+=("${test_pkgs[@]}"); fi

@@ -3,13 +3,17 @@
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
+#include "common/host_color.h"
 #include "common/log.h"
 
 namespace dlaunch {
 
 void setup_logging(int verbosity) {
   // Diagnostics go to stderr: stdout carries only the ranks' own output.
-  spdlog::set_default_logger(spdlog::stderr_color_mt("dlaunch"));
+  // spdlog colors the level on a terminal but knows nothing of NO_COLOR.
+  const auto colors =
+      color_allowed_for_fd(2) ? spdlog::color_mode::automatic : spdlog::color_mode::never;
+  spdlog::set_default_logger(spdlog::stderr_color_mt("dlaunch", colors));
   spdlog::set_pattern("dlaunch: %^%l%$: %v");
   const auto level = verbosity >= 2   ? log::Level::debug
                      : verbosity == 1 ? log::Level::info

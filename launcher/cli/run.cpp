@@ -19,6 +19,7 @@
 #include "agent/guardian.h"
 #include "common/console.h"
 #include "common/exit_codes.h"
+#include "common/host_color.h"
 #include "common/log.h"
 #include "common/posix.h"
 #include "launcher/cli/detach.h"
@@ -264,6 +265,9 @@ int run_command(int argc, const char* const* argv) {
   LogSink::Settings sink_settings{job_dir,  plan.hosts_in_prefix, o.ranks_filter, o.quiet, 20,
                                   o.no_skip};
   sink_settings.terminal_is_tty = ::isatty(1) && ::isatty(2) && same_terminal(1, 2);
+  sink_settings.color_out = color_allowed_for_fd(1);
+  sink_settings.color_err = color_allowed_for_fd(2);
+  for (const auto& n : plan.nodes) sink_settings.hosts.push_back(n.host.name);
   LogSink sink(std::move(sink_settings));
   asio::io_context io;
   AgentTransports transports([&io] { return make_local_transport(io); },

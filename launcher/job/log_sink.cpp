@@ -1,6 +1,7 @@
 #include "launcher/job/log_sink.h"
 
 #include "common/console.h"
+#include "common/host_color.h"
 
 namespace dlaunch {
 namespace {
@@ -15,6 +16,7 @@ std::string rank_list(const std::map<int, std::uint64_t>& ranks) {
 
 LogSink::LogSink(Settings settings)
     : settings_(std::move(settings)), files_(settings_.job_dir), terminal_(settings_.terminal) {
+  for (const auto& host : settings_.hosts) host_index_.emplace(host, host_index_.size());
   console().attach(&terminal_);
 }
 
@@ -85,23 +87,29 @@ void LogSink::show_due_progress(bool all) {
   }
 }
 
-std::string LogSink::prefixed(int rank, const std::string& host, std::string_view text) const {
-  std::string out = "[";
-  if (settings_.host_in_prefix && !host.empty()) out += host + ":";
-  out += std::to_string(rank) + "] ";
-  out += text;
-  return out;
+std::string LogSink::prefixed(int rank, const std::string& host, proto::Stream stream,
+                              std::string_view text) {
+  const bool with_host = settings_.host_in_prefix && !host.empty();
+  std::string prefix = "[";
+  if (with_host) prefix += host + ":";
+  prefix += std::to_string(rank) + "]";
+  const bool color = stream == proto::Stream::err ? settings_.color_err : settings_.color_out;
+  if (with_host && color) {
+    const auto index = host_index_.emplace(host, host_index_.size()).first->second;
+    prefix = colored(prefix, index);
+  }
+  return prefix + " " + std::string(text);
 }
 
 void LogSink::show(int rank, const std::string& host, proto::Stream stream, std::string_view text) {
-  std::string line = prefixed(rank, host, text) + "\n";
+  std::string line = prefixed(rank, host, stream, text) + "\n";
   if (settings_.terminal_is_tty) line = progress_line_.line(rank, line);
   put(stream, std::move(line), rank);
 }
 
 void LogSink::draw_in_place(int rank, const std::string& host, proto::Stream stream,
                             std::string_view text) {
-  put(stream, progress_line_.draw(prefixed(rank, host, text)), rank);
+  put(stream, progress_line_.draw(prefixed(rank, host, stream, text)), rank);
 }
 
 // To the terminal, unless it is too far behind (then counted as skipped for

@@ -37,6 +37,13 @@ class LogSink {
     // stdout and stderr are the same terminal: one rank's progress bar may be
     // redrawn in place (see ProgressLine).
     bool terminal_is_tty = false;
+    // Color the `[host:R]` prefix per host on stdout / stderr (only with
+    // host_in_prefix). The caller decides: a terminal, and NO_COLOR unset.
+    bool color_out = false;
+    bool color_err = false;
+    // Hosts in hosts-file order: host i gets color i. A host not listed gets
+    // the next color when its first line arrives.
+    std::vector<std::string> hosts{};
     TerminalWriter::Settings terminal{};
   };
 
@@ -69,7 +76,8 @@ class LogSink {
   void draw_in_place(int rank, const std::string& host, proto::Stream stream,
                      std::string_view text);
   void put(proto::Stream stream, std::string bytes, int rank);
-  std::string prefixed(int rank, const std::string& host, std::string_view text) const;
+  std::string prefixed(int rank, const std::string& host, proto::Stream stream,
+                       std::string_view text);
   void show_due_progress(bool all);
 
   // The latest "\r" segment of a rank not yet shown, and when it may be.
@@ -89,6 +97,7 @@ class LogSink {
   std::map<int, std::uint64_t> skipped_;  // rank -> lines skipped on the terminal
   std::map<int, Progress> progress_;
   ProgressLine progress_line_;
+  std::map<std::string, std::size_t> host_index_;
 };
 
 }  // namespace dlaunch
