@@ -6,7 +6,7 @@
 _dlaunch_commands="run list get logs stop delete top check"
 
 # Options of a job start that take a value.
-_dlaunch_run_valued="--hosts --hostfile -H --include --exclude --launcher -n --nproc-per-node
+_dlaunch_run_valued="--hosts --hostfile -H --host-list --include --exclude --launcher -n --nproc-per-node
   --nproc_per_node --nnodes --node-rank --node_rank --rank --master-addr --master_addr
   --master-port --master_port --rdzv-port --rdzv-timeout --secret-file --name --log-dir
   --tensorboard-dir --ranks-filter --grace --max-restarts --max_restarts --heartbeat-timeout
@@ -71,7 +71,7 @@ _dlaunch_value() {
     --master-addr | --master_addr | -H | --include | --exclude) _known_hosts_real -- "$cur" 2>/dev/null ;;
     --nnodes | --node-rank | --node_rank | --rank | --master-port | --master_port | --rdzv-port | \
       --rdzv-timeout | --name | --ranks-filter | --grace | --max-restarts | --max_restarts | \
-      --heartbeat-timeout | --ssh-parallel | --ssh-timeout | -r | --tail | -t | --wait | \
+      --heartbeat-timeout | --ssh-parallel | --ssh-timeout | -r | -i | --instance | --tail | -t | --wait | \
       --interval | --timeout | --matrix-seconds)
       COMPREPLY=()
       ;;
@@ -119,10 +119,10 @@ _dlaunch() {
   local opts
   case $command in
     run) opts="$_dlaunch_run_valued $_dlaunch_run_flags" ;;
-    list) opts="--log-dir --all --status --json -h --help" ;;
+    list) opts="--log-dir -a --all --status --json -h --help" ;;
     get) opts="--log-dir --json -h --help" ;;
-    logs) opts="-r --rank -t --tail -f --follow --log-dir -h --help" ;;
-    stop) opts="--wait --log-dir -h --help" ;;
+    logs) opts="-r --rank -i --instance --all-ranks -t --tail -f --follow --log-dir -h --help" ;;
+    stop) opts="--grace --wait --log-dir -h --help" ;;
     delete) opts="--log-dir -h --help" ;;
     top) opts="--interval --log-dir --hosts -h --help" ;;
     check)

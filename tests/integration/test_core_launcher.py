@@ -171,7 +171,7 @@ env = { EXTRA = "from-hosts-file" }
         # the root cause is stored with the job and shown by `dlaunch get`
         r = self.run_dlaunch(["get", job])
         self.assertEqual(r.returncode, 0, r.stderr)
-        self.assertIn("failed (exit code 3)", r.stdout)
+        self.assertIn("FAILED (exit code 3)", r.stdout)
         self.assertIn("rank 2 on localhost exited with code 3", r.stdout)
         self.assertIn("about to fail", r.stdout)
 

@@ -145,7 +145,7 @@ class FullDiskTest(DlaunchTestCase):
         listing = self.run_dlaunch(["list", "--log-dir", self.mnt])
         row = [line for line in listing.stdout.splitlines() if line.startswith(job)]
         self.assertEqual(len(row), 1, listing.stdout)
-        self.assertNotIn("succeeded", row[0])
+        self.assertNotIn("SUCCEEDED", row[0])
 
 
 class SmallLossesTest(DlaunchTestCase):
@@ -155,7 +155,8 @@ class SmallLossesTest(DlaunchTestCase):
         self.assertEqual(r.returncode, 130)
         listing = self.run_dlaunch(["list"])
         row = [line.split() for line in listing.stdout.splitlines() if line.startswith(job)]
-        self.assertEqual(row[0][1:3], ["failed", "130"])
+        self.assertEqual(row[0][1], "FAILED")
+        self.assertIn("FAILED (exit code 130)", self.run_dlaunch(["get", job]).stdout)
 
     def test_ranks_filter_outside_the_world_is_refused(self):
         r = self.run_dlaunch(["-n", "4", "--ranks-filter", "5", "--", "true"])

@@ -133,7 +133,7 @@ class PackageTest(unittest.TestCase):
         text = re.sub(r".\x08", "", r.stdout)  # overstrike bold, should a pager-less man add it
         for needle in ["DLAUNCH(1)", "--hosts FILE", "--nproc-per-node", "--max-restarts",
                        "--log-dir", "DLAUNCH_STATE_DIR", "NO_COLOR", "MASTER_ADDR", "result.toml",
-                       "dlaunch logs JOB -r 0 -f", "--detach"]:
+                       "dlaunch logs JOB -f", "--detach"]:
             self.assertIn(needle, text)
         self.assertNotIn("@PROJECT_VERSION@", text)
         self.assertTrue(all(len(line) <= 80 for line in text.splitlines()))
