@@ -35,6 +35,9 @@ struct LaunchSpec {
   // `dlaunch check`: join, answer FactsRequest, Probe and PeerTest, start no
   // rank (argv may be empty).
   bool check = false;
+  // --tensorboard-dir, relative to `workdir`: the agent of the node with rank
+  // 0 sends the files under it to the coordinator (FileChunk). Empty: none.
+  std::string tensorboard_dir = {};
 };
 
 // The stdin stream: "DLSP" magic, u32 length, then the encoded fields.

@@ -102,6 +102,9 @@ void put(wire::Writer& w, const HostFacts& m) {
   for (const auto& g : m.gpus) {
     w.str(g.name);
     w.u64(g.memory_bytes);
+    w.u64(g.memory_used_bytes);
+    w.i32(g.utilization_pct);
+    w.str(g.held_by_job);
   }
   w.str(m.driver_version);
   w.str(m.cuda_version);
@@ -111,6 +114,12 @@ void put(wire::Writer& w, const HostFacts& m) {
   w.i64(m.wall_clock_us);
   w.str(m.python_version);
   w.str(m.torch_version);
+}
+void put(wire::Writer& w, const FileChunk& m) {
+  w.str(m.path);
+  w.u64(m.offset);
+  w.u8(m.restart ? 1 : 0);
+  w.str(m.data);
 }
 void put(wire::Writer& w, const PeerTest& m) {
   w.i32(m.round);
@@ -159,6 +168,7 @@ Type type_of(const Message& m) {
                         [](const HostFacts&) { return Type::host_facts; },
                         [](const PeerTest&) { return Type::peer_test; },
                         [](const PeerTestReport&) { return Type::peer_test_report; },
+                        [](const FileChunk&) { return Type::file_chunk; },
                     },
                     m);
 }
@@ -337,6 +347,10 @@ std::optional<Message> get(Type type, wire::Reader& r) {
       for (auto& g : m.gpus) {
         g.name = r.str(kMaxFactText);
         g.memory_bytes = r.u64();
+        g.memory_used_bytes = r.u64();
+        g.utilization_pct = r.i32();
+        g.held_by_job = r.str(kMaxFactText);
+        if (g.utilization_pct < -1 || g.utilization_pct > 100) return std::nullopt;
       }
       m.driver_version = r.str(kMaxFactText);
       m.cuda_version = r.str(kMaxFactText);
@@ -347,6 +361,16 @@ std::optional<Message> get(Type type, wire::Reader& r) {
       m.python_version = r.str(kMaxFactText);
       m.torch_version = r.str(kMaxFactText);
       if (m.home_free < -1 || m.tmp_free < -1 || m.shm_size < -1) return std::nullopt;
+      return m;
+    }
+    case Type::file_chunk: {
+      FileChunk m;
+      m.path = r.str(kMaxFilePath);
+      m.offset = r.u64();
+      const auto restart = flag(r);
+      m.data = r.str(kMaxFileChunk);
+      if (!r.ok() || !restart || m.path.empty()) return std::nullopt;
+      m.restart = *restart;
       return m;
     }
     case Type::peer_test: {
@@ -417,7 +441,7 @@ std::string encode(const Message& m) {
 
 std::optional<Message> decode(std::uint8_t type, std::string_view payload) {
   if (type < static_cast<std::uint8_t>(Type::hello) ||
-      type > static_cast<std::uint8_t>(Type::peer_test_report)) {
+      type > static_cast<std::uint8_t>(Type::file_chunk)) {
     return std::nullopt;
   }
   wire::Reader r(payload);
@@ -428,9 +452,9 @@ std::optional<Message> decode(std::uint8_t type, std::string_view payload) {
 
 std::string_view type_name(const Message& m) {
   static constexpr std::string_view names[] = {
-      "hello",        "challenge",     "join",       "welcome",   "assign",          "log_line",
-      "rank_exit",    "agent_done",    "stop",       "heartbeat", "reject",          "probe",
-      "probe_report", "facts_request", "host_facts", "peer_test", "peer_test_report"};
+      "hello",        "challenge",     "join",       "welcome",   "assign",           "log_line",
+      "rank_exit",    "agent_done",    "stop",       "heartbeat", "reject",           "probe",
+      "probe_report", "facts_request", "host_facts", "peer_test", "peer_test_report", "file_chunk"};
   return names[m.index()];
 }
 

@@ -34,7 +34,7 @@ inline constexpr std::uint32_t kMagic = 0x444C5256;  // "DLRV"
 // 3: Join carries interfaces and a probe port; Probe, ProbeReport; Assign names
 //    the interface for NCCL/Gloo.
 // 4: FactsRequest, HostFacts, PeerTest, PeerTestReport (dlaunch check).
-inline constexpr std::uint16_t kVersion = 4;
+inline constexpr std::uint16_t kVersion = 5;
 inline constexpr std::size_t kNonceSize = 32;
 inline constexpr std::size_t kMaxHostName = 255;
 inline constexpr std::size_t kMaxLogChunk = 64 * 1024;
@@ -51,6 +51,9 @@ inline constexpr std::size_t kMaxProbeError = 256;
 // versions, `python3 --version`); longer ones are cut by the agent.
 inline constexpr std::size_t kMaxFactText = 256;
 inline constexpr std::size_t kMaxGpus = 64;
+// --tensorboard-dir: a file's path under the directory, and one chunk of it.
+inline constexpr std::size_t kMaxFilePath = 1024;
+inline constexpr std::size_t kMaxFileChunk = 256 * 1024;
 // PeerTest: one round gives a host at most this many peers to test.
 inline constexpr std::size_t kMaxPeerTargets = 256;
 inline constexpr std::int32_t kMaxPeerTestMs = 60'000;
@@ -73,6 +76,7 @@ enum class Type : std::uint8_t {
   host_facts = 15,
   peer_test = 16,
   peer_test_report = 17,
+  file_chunk = 18,
 };
 
 struct Hello {
@@ -177,6 +181,11 @@ struct FactsRequest {};
 struct GpuFact {
   std::string name;
   std::uint64_t memory_bytes = 0;
+  std::uint64_t memory_used_bytes = 0;
+  std::int32_t utilization_pct = -1;  // -1: unknown
+  // The dlaunch job whose rank holds this GPU (by its CUDA_VISIBLE_DEVICES
+  // and LOCAL_RANK); empty: none.
+  std::string held_by_job = {};
 };
 
 struct HostFacts {
@@ -225,6 +234,17 @@ struct PeerTestReport {
   std::vector<PeerResult> results;  // one per target, in order
 };
 
+// --tensorboard-dir: new bytes of a file under the directory on rank 0's
+// host, sent by that host's agent while the job runs and at its end. `path` is
+// relative to the directory (no "..", no leading "/"). `restart`: the file was
+// rewritten or truncated, so the copy starts again from offset 0.
+struct FileChunk {
+  std::string path;
+  std::uint64_t offset = 0;
+  bool restart = false;
+  std::string data;  // at most kMaxFileChunk bytes
+};
+
 struct Heartbeat {};
 
 struct Reject {
@@ -233,7 +253,7 @@ struct Reject {
 
 using Message = std::variant<Hello, Challenge, Join, Welcome, Assign, LogLine, RankExit, AgentDone,
                              Stop, Heartbeat, Reject, Probe, ProbeReport, FactsRequest, HostFacts,
-                             PeerTest, PeerTestReport>;
+                             PeerTest, PeerTestReport, FileChunk>;
 
 // A whole frame (header included) for one message.
 std::string encode(const Message& m);

@@ -27,6 +27,7 @@ LaunchSpec make_launch_spec(const Plan& plan, const PlannedNode& node, const Opt
   spec.heartbeat_timeout_s = options.heartbeat_timeout_s;
   spec.nnodes = plan.nnodes;
   spec.master_port = plan.master_port.value_or(0);
+  spec.tensorboard_dir = options.tensorboard_dir;
   return spec;
 }
 

@@ -82,6 +82,23 @@ TEST_CASE("check messages with out-of-range fields are malformed") {
   facts.gpus.resize(1);
   facts.gpus[0].name = std::string(proto::kMaxFactText + 1, 'g');
   CHECK_FALSE(decodes(facts));
+  // A fresh GPU entry (GCC 12 warns wrongly about assigning a short literal here).
+  facts.gpus.assign(1, proto::GpuFact{"g", 1, 0, 101, ""});
+  CHECK_FALSE(decodes(facts));
+  facts.gpus.assign(1, proto::GpuFact{"g", 1, 0, -1, ""});
+  CHECK(decodes(facts));
+}
+
+TEST_CASE("file chunks with an empty path or over the limits are malformed") {
+  auto decodes = [](const proto::Message& m) {
+    const std::string bytes = proto::encode(m);
+    return proto::decode(bytes[4], std::string_view(bytes).substr(5)).has_value();
+  };
+  CHECK(decodes(proto::FileChunk{"events", 0, false, "x"}));
+  CHECK_FALSE(decodes(proto::FileChunk{"", 0, false, "x"}));
+  CHECK_FALSE(decodes(proto::FileChunk{std::string(proto::kMaxFilePath + 1, 'p'), 0, false, ""}));
+  CHECK_FALSE(
+      decodes(proto::FileChunk{"events", 0, false, std::string(proto::kMaxFileChunk + 1, 'x')}));
 }
 
 TEST_CASE("a zero-length frame is bad") {
@@ -91,6 +108,7 @@ TEST_CASE("a zero-length frame is bad") {
 }
 
 TEST_CASE("every message type round-trips through encode and decode") {
+  const std::string full_chunk(proto::kMaxFileChunk, '\x07');
   std::vector<proto::Message> messages = {
       proto::Hello{proto::kMagic, proto::kVersion, std::string(32, 'n')},
       proto::Challenge{proto::kMagic, proto::kVersion, std::string(32, 's')},
@@ -118,7 +136,8 @@ TEST_CASE("every message type round-trips through encode and decode") {
                        "Debian GNU/Linux 12 (bookworm)",
                        "6.1.0-18-amd64",
                        64,
-                       {{"NVIDIA H100 80GB HBM3", 85899345920ULL}, {"NVIDIA H100", 1}},
+                       {{"NVIDIA H100 80GB HBM3", 85899345920ULL, 1ULL << 30, 97, "nightly"},
+                        {"NVIDIA H100", 1}},
                        "550.54.15",
                        "12.4",
                        1LL << 40,
@@ -130,6 +149,7 @@ TEST_CASE("every message type round-trips through encode and decode") {
       proto::PeerTest{3, 1000, 3000, {{1, "198.18.2.11", 40000}, {7, "fe80::1", 1}}},
       proto::PeerTestReport{
           3, {{1, true, 850, 123456789ULL, 1002000, ""}, {7, false, 0, 0, 0, "timed out"}}},
+      proto::FileChunk{"train/events.out.tfevents.1.host", 1ULL << 33, true, full_chunk},
   };
   for (const auto& m : messages) {
     const std::string bytes = proto::encode(m);

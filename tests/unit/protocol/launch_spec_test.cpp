@@ -17,6 +17,7 @@ TEST_CASE("launch spec round-trips through a pipe") {
   s.env = {{"A", "1"}};
   s.echo = true;
   s.master_port = 29500;
+  s.tensorboard_dir = "runs/exp 1";
   int fds[2];
   REQUIRE(::pipe(fds) == 0);
   const std::string bytes = encode_launch_spec(s);
@@ -32,6 +33,7 @@ TEST_CASE("launch spec round-trips through a pipe") {
   CHECK(back->env == s.env);
   CHECK(back->echo);
   CHECK(back->master_port == 29500);
+  CHECK(back->tensorboard_dir == "runs/exp 1");
 }
 
 TEST_CASE("a truncated or foreign launch spec is refused with a message") {

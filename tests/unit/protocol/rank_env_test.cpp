@@ -28,7 +28,7 @@ TEST_CASE("rank environment is torchrun-compatible") {
   CHECK(env.at("DLAUNCH_HOST") == "gpu2");
   CHECK(env.at("OMP_NUM_THREADS") == "1");
   CHECK(env.at("NCCL_SOCKET_IFNAME") == "=eth1");  // exact match: not eth10 too
-  CHECK(env.at("GLOO_SOCKET_IFNAME") == "lo");  // the user's own setting wins
+  CHECK(env.at("GLOO_SOCKET_IFNAME") == "lo");     // the user's own setting wins
   CHECK(env.at("NCCL_DEBUG") == "INFO");
   CHECK(env.at("PATH") == "/bin");
 }
