@@ -186,7 +186,15 @@ void Agent::apply(const AgentAction& action) {
           [this](const KillAfter& a) { supervisor_.kill_after(std::chrono::seconds(a.grace_s)); },
           [this](const SweepLeftovers&) { supervisor_.sweep(); },
           [this](const SendAgentDone& a) {
-            if (client_) client_->send(proto::AgentDone{a.round, find_free_port()});
+            auto report = [this, round = a.round] {
+              if (client_) client_->send(proto::AgentDone{round, find_free_port()});
+            };
+            // The event files' last bytes reach the coordinator before the round ends.
+            if (tensorboard_) {
+              tensorboard_->flush_then(report);
+            } else {
+              report();
+            }
           },
           [this](const AnnounceStop& a) {
             if (spec_.echo) std::fprintf(stderr, "dlaunch: %s\n", a.reason.c_str());
@@ -217,6 +225,13 @@ void Agent::start_round(const proto::Assign& assign) {
                       spec_.workdir}});
   }
   supervisor_.start(launches);
+  if (!tensorboard_ && !spec_.tensorboard_dir.empty() && assign.rank_offset == 0) {
+    const std::string& dir = spec_.tensorboard_dir;
+    const std::string base = spec_.workdir.empty() ? current_directory() : spec_.workdir;
+    tensorboard_ = std::make_unique<TensorboardSender>(
+        io_, dir.starts_with('/') ? dir : base + "/" + dir, [this] { return client_.get(); });
+    tensorboard_->start();
+  }
 }
 
 void Agent::on_line(int rank, proto::Stream stream, std::string_view line, proto::LineEnd end) {
@@ -241,6 +256,7 @@ void Agent::finish(int code) {
   child_signals_.cancel(ignored);
   stop_signals_.cancel(ignored);
   supervisor_.cancel_timers();
+  if (tensorboard_) tensorboard_->stop();
   if (stdin_) stdin_->cancel(ignored);
   drain_and_stop(std::chrono::steady_clock::now() + std::chrono::seconds(3));
 }

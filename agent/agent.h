@@ -17,6 +17,7 @@
 #include "agent/probe_listener.h"
 #include "agent/process_ops.h"
 #include "agent/rank_supervisor.h"
+#include "agent/tensorboard_sender.h"
 #include "protocol/launch_spec.h"
 #include "protocol/rank_env.h"
 #include "rendezvous/client.h"
@@ -61,6 +62,7 @@ class Agent {
   SystemProcessOps process_ops_;
   RankSupervisor supervisor_;
   std::unique_ptr<RendezvousClient> client_;
+  std::unique_ptr<TensorboardSender> tensorboard_;  // rank 0's node with --tensorboard-dir
   std::optional<asio::posix::stream_descriptor> stdin_;
   std::array<char, 256> stdin_buffer_{};
   asio::signal_set child_signals_;

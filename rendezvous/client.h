@@ -44,6 +44,10 @@ class RendezvousClient {
   // the agent stops reading its ranks' pipes until on_output_space.
   bool output_full() const { return connection_ && connection_->output_full(); }
   void on_output_space(std::function<void()> callback);
+  // Bytes of ordered output (log lines, file chunks) waiting to be written.
+  std::size_t output_queued_bytes() const {
+    return connection_ ? connection_->output_queued_bytes() : 0;
+  }
   void close(const std::string& reason);
   bool connected() const { return connection_ && !connection_->closed(); }
 

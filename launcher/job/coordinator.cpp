@@ -70,7 +70,10 @@ Coordinator::Coordinator(asio::io_context& io, Settings settings, AgentTransport
       waiting_timer_(io),
       stop_deadline_(io),
       restart_timer_(io),
-      flush_timer_(io) {}
+      flush_timer_(io) {
+  if (!s_.options.tensorboard_dir.empty() && !s_.job_dir.empty())
+    tensorboard_.emplace(s_.job_dir + "/tensorboard");
+}
 
 Coordinator::~Coordinator() = default;
 
@@ -189,6 +192,8 @@ void Coordinator::on_message(ConnId conn, proto::Message&& message) {
     apply(policy_.on_agent_done(conn, *done));
   } else if (auto* report = std::get_if<proto::ProbeReport>(&message)) {
     apply(policy_.on_probe_report(conn, *report));
+  } else if (auto* chunk = std::get_if<proto::FileChunk>(&message)) {
+    on_file_chunk(conn, *chunk);
   }
 }
 
@@ -210,6 +215,18 @@ void Coordinator::on_log_line(ConnId conn, const proto::LogLine& line) {
     reading_paused_ = true;
     server_->set_reading_paused(true);
   }
+}
+
+// --tensorboard-dir: only the node that holds rank 0 has the event files.
+void Coordinator::on_file_chunk(ConnId conn, const proto::FileChunk& chunk) {
+  const auto node = policy_.node_of(conn);
+  if (!node || !tensorboard_) return;
+  if (!policy_.rendezvous().owns_rank(conn, 0)) {
+    log::warn(policy_.node_label(*node),
+              " sent a TensorBoard file but does not hold rank 0; dropped");
+    return;
+  }
+  if (auto error = tensorboard_->write(chunk)) log::warn(*error);
 }
 
 void Coordinator::watch_signals() {

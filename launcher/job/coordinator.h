@@ -8,12 +8,14 @@
 
 #include <asio.hpp>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "launcher/config/options.h"
 #include "launcher/job/agent_stderr.h"
+#include "launcher/job/file_mirror.h"
 #include "launcher/job/job_policy.h"
 #include "launcher/job/job_record.h"
 #include "launcher/job/job_recorder.h"
@@ -55,6 +57,7 @@ class Coordinator {
   void start_agent(const PlannedNode& planned);
   void on_message(ConnId conn, proto::Message&& message);
   void on_log_line(ConnId conn, const proto::LogLine& line);
+  void on_file_chunk(ConnId conn, const proto::FileChunk& chunk);
   void watch_signals();
 
   void apply(const JobActions& actions);
@@ -71,6 +74,7 @@ class Coordinator {
   LogSink& sink_;
   JobPolicy policy_;
   JobRecorder recorder_;
+  std::optional<FileMirror> tensorboard_;  // --tensorboard-dir, into <job dir>/tensorboard
   std::unique_ptr<RendezvousServer> server_;
   std::vector<Agent> agents_;  // indexed by node rank
   std::string workdir_;

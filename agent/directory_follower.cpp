@@ -1,0 +1,90 @@
+#include "agent/directory_follower.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+
+namespace dlaunch {
+
+DirectoryFollower::DirectoryFollower(std::string root, std::size_t chunk_bytes)
+    : root_(std::move(root)), chunk_bytes_(std::max<std::size_t>(1, chunk_bytes)) {}
+
+void DirectoryFollower::scan(const std::string& dir, const std::string& prefix, std::size_t depth,
+                             std::vector<std::string>& found) const {
+  DIR* d = ::opendir(dir.c_str());
+  if (!d) return;  // not there yet: the trainer has not created it
+  while (dirent* e = ::readdir(d)) {
+    const std::string name = e->d_name;
+    if (name == "." || name == "..") continue;
+    if (found.size() >= kMaxFiles) break;
+    struct stat st {};
+    const std::string path = dir + "/" + name;
+    if (::lstat(path.c_str(), &st) != 0) continue;
+    if (S_ISDIR(st.st_mode) && depth < kMaxDepth) {
+      scan(path, prefix + name + "/", depth + 1, found);
+    } else if (S_ISREG(st.st_mode)) {
+      found.push_back(prefix + name);
+    }
+  }
+  ::closedir(d);
+}
+
+void DirectoryFollower::follow(const std::string& relative, std::size_t& budget,
+                               std::vector<proto::FileChunk>& out) {
+  const std::string path = root_ + "/" + relative;
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+  if (fd < 0) return;  // gone since the scan
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    return;
+  }
+  const auto size = static_cast<std::uint64_t>(st.st_size);
+  auto [it, is_new] = files_.try_emplace(relative);
+  Followed& f = it->second;
+  const bool replaced = !is_new && (f.device != st.st_dev || f.inode != st.st_ino);
+  bool restart = is_new || replaced || size < f.sent;
+  if (restart) {
+    f = Followed{st.st_dev, st.st_ino, 0};
+    // The copy is created (or emptied) even before it has bytes.
+    out.push_back(proto::FileChunk{relative, 0, true, {}});
+  }
+  while (f.sent < size) {
+    if (budget == 0) {
+      caught_up_ = false;
+      break;
+    }
+    const std::size_t want =
+        static_cast<std::size_t>(std::min<std::uint64_t>({size - f.sent, chunk_bytes_, budget}));
+    std::string data(want, '\0');
+    const ssize_t n = ::pread(fd, data.data(), want, static_cast<off_t>(f.sent));
+    if (n <= 0) break;  // truncated under us: the next scan restarts it
+    data.resize(static_cast<std::size_t>(n));
+    if (restart && !out.empty() && out.back().path == relative && out.back().data.empty()) {
+      out.back().data = std::move(data);  // the restart carries the first bytes
+    } else {
+      out.push_back(proto::FileChunk{relative, f.sent, false, std::move(data)});
+    }
+    restart = false;
+    f.sent += static_cast<std::uint64_t>(n);
+    bytes_sent_ += static_cast<std::uint64_t>(n);
+    budget -= static_cast<std::size_t>(n);
+  }
+  ::close(fd);
+}
+
+std::vector<proto::FileChunk> DirectoryFollower::next(std::size_t budget) {
+  std::vector<std::string> found;
+  scan(root_, "", 0, found);
+  std::sort(found.begin(), found.end());
+  caught_up_ = true;
+  std::vector<proto::FileChunk> out;
+  for (const auto& relative : found) follow(relative, budget, out);
+  return out;
+}
+
+}  // namespace dlaunch
