@@ -1,6 +1,10 @@
 #include "agent/agent.h"
 
+#include <sys/stat.h>
 #include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
 
 #include <csignal>
 #include <cstdio>
@@ -10,6 +14,7 @@
 #include "agent/interfaces.h"
 #include "agent/peer_test.h"
 #include "agent/prober.h"
+#include "common/exit_codes.h"
 #include "common/log.h"
 #include "common/overloaded.h"
 #include "common/posix.h"
@@ -54,6 +59,10 @@ void Agent::start() {
   if (!become_subreaper())
     log::warn("cannot become a child subreaper; setsid grandchildren may escape");
   inherited_env_ = current_environment();
+  if (!settle_workdir()) {
+    finish(kExitUsage);
+    return;
+  }
   gpus_ = count_gpus();
   nproc_ = spec_.nproc > 0 ? spec_.nproc : std::max(1, gpus_);
   machine_.emplace(AgentStateMachine::Node{spec_.node_rank, nproc_, spec_.grace_s});
@@ -96,6 +105,23 @@ void Agent::start() {
           [this](const std::string& reason) { handle(agent_event::CoordinatorLost{reason}); }});
   client_->on_output_space([this] { supervisor_.resume_output(); });
   client_->start();
+}
+
+// The ranks' working directory: --workdir must exist here; the coordinator's
+// directory by default is used where this host has it, else the agent's own.
+bool Agent::settle_workdir() {
+  if (spec_.workdir.empty()) return true;
+  struct stat st {};
+  const int found = ::stat(spec_.workdir.c_str(), &st);
+  if (found == 0 && S_ISDIR(st.st_mode)) return true;
+  const std::string reason = found == 0 ? "not a directory" : std::strerror(errno);
+  if (spec_.workdir_required) {
+    log::error("--workdir ", spec_.workdir, " is not usable on ", spec_.host_name, ": ", reason);
+    return false;
+  }
+  log::debug("no ", spec_.workdir, " on this host; the ranks start in ", current_directory());
+  spec_.workdir.clear();
+  return true;
 }
 
 void Agent::watch_signals() {

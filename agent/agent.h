@@ -47,6 +47,7 @@ class Agent {
   void drain_and_stop(std::chrono::steady_clock::time_point deadline);
   void watch_stdin();
   void watch_signals();
+  bool settle_workdir();
 
   asio::io_context& io_;
   LaunchSpec spec_;

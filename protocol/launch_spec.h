@@ -24,6 +24,9 @@ struct LaunchSpec {
   std::map<std::string, std::string> env;  // extra environment (hosts file `env`)
   std::string interface;                   // NCCL_SOCKET_IFNAME / GLOO_SOCKET_IFNAME when known
   std::string workdir;                     // ranks' working directory; empty: the agent's own
+  // --workdir: a missing `workdir` is an error naming the host; otherwise the
+  // agent's own directory (home over SSH) is used instead.
+  bool workdir_required = false;
   bool echo = false;  // also print this node's rank output locally (manual mode)
   std::int32_t rdzv_timeout_s = 600;
   std::int32_t grace_s = 10;

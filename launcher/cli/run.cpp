@@ -37,6 +37,7 @@
 #include "launcher/transport/ssh_transport.h"
 #include "protocol/auth.h"
 #include "protocol/launch_spec.h"
+#include "protocol/rank_env.h"
 
 namespace dlaunch {
 namespace {
@@ -180,6 +181,29 @@ std::optional<HostsFile> load_hosts_or_report(const Options& o) {
   return hosts;
 }
 
+// The ranks' variables from this shell (forwarded), --env-file and --env.
+bool add_environment(Plan& plan, const Options& o) {
+  plan.forwarded_env =
+      forwarded_environment(current_environment(), o.forward_env_defaults, o.forward_env);
+  EnvVars command_line;
+  if (!o.env_file.empty()) {
+    auto loaded = load_env_file(o.env_file);
+    if (auto* errors = std::get_if<std::vector<Diagnostic>>(&loaded)) {
+      for (const auto& e : *errors) console().error(e.to_string());
+      return false;
+    }
+    command_line = std::get<EnvVars>(std::move(loaded));
+  }
+  auto assigned = parse_env_assignments(o.env);
+  if (auto* errors = std::get_if<std::vector<Diagnostic>>(&assigned)) {
+    for (const auto& e : *errors) console().error(e.to_string());
+    return false;
+  }
+  for (auto& [k, v] : std::get<EnvVars>(assigned)) command_line[k] = v;  // --env wins
+  plan.command_line_env = std::move(command_line);
+  return true;
+}
+
 int run_command(int argc, const char* const* argv) {
   raise_fd_limit();
   ParseResult parsed = parse_options(argc, argv, command_help());
@@ -207,6 +231,7 @@ int run_command(int argc, const char* const* argv) {
     return kExitUsage;
   }
   Plan plan = make_plan(o, hosts ? &*hosts : nullptr, job);
+  if (!add_environment(plan, o)) return kExitUsage;
   // A manual-mode node is this machine, named as the other nodes will see it.
   if (o.mode == Mode::manual) plan.nodes.front().host.name = this_host_name();
   if (auto error = check_ranks_filter(plan, o.ranks_filter)) {

@@ -222,6 +222,22 @@ ParseResult parse_options(int argc, const char* const* argv,
                  "seconds of silence after which a node is declared dead")
       ->capture_default_str()
       ->check(CLI::Range(2, 3600));
+  app.add_option("-e,--env", o.env,
+                 "KEY=VALUE for every rank on every host (repeatable; wins over the hosts "
+                 "file's env and forwarded variables)");
+  app.add_option("--env-file", o.env_file, "KEY=VALUE lines (# comments) for every rank, as --env")
+      ->check(CLI::ExistingFile);
+  bool no_forward_env = false;
+  app.add_flag("--no-forward-env", no_forward_env,
+               "do not forward this shell's NCCL_*, CUDA_* (not CUDA_VISIBLE_DEVICES), TORCH_*, "
+               "OMP_*, HF_*, PYTHONPATH and VIRTUAL_ENV to every host");
+  app.add_option("--forward-env", o.forward_env,
+                 "also forward these variables, e.g. PATH,LD_LIBRARY_PATH or MY_* "
+                 "(comma-separated or repeated)")
+      ->delimiter(',');
+  app.add_option("--workdir,--chdir", o.workdir,
+                 "the ranks' working directory on every host (default: this one where it exists, "
+                 "else the home directory)");
   app.add_flag("-d,--detach", o.detach,
                "leave the terminal: print the job name once it is PENDING and return 0; the job "
                "goes on (dlaunch logs NAME -f, dlaunch stop NAME)");
@@ -259,6 +275,7 @@ ParseResult parse_options(int argc, const char* const* argv,
   if (!seen_dashes) {
     for (auto& rest : app.remaining()) o.command.push_back(rest);
   }
+  o.forward_env_defaults = !no_forward_env;
 
   auto usage_error = [](std::string message) {
     return ParseResult{std::nullopt, 2, std::move(message)};

@@ -68,6 +68,14 @@ struct Options {
   int max_restarts = 0;
   int heartbeat_timeout_s = 15;
   bool dry_run = false;
+  // The ranks' environment above each host's own (see launcher/config/environment.h).
+  std::vector<std::string> env = {};  // --env K=V, in order
+  std::string env_file = {};
+  bool forward_env_defaults = true;           // --no-forward-env turns it off
+  std::vector<std::string> forward_env = {};  // --forward-env NAMES
+  // --workdir: the ranks' working directory on every host (must exist there);
+  // empty: the coordinator's own when it exists there, else the home directory.
+  std::string workdir = {};
   bool detach = false;               // -d: the coordinator leaves the terminal
   std::string tensorboard_dir = {};  // on rank 0's host, relative to its workdir
   int verbose = 0;

@@ -16,9 +16,19 @@ LaunchSpec make_launch_spec(const Plan& plan, const PlannedNode& node, const Opt
   spec.nproc = node.nproc;
   spec.host_name = node_label(node);
   spec.argv = plan.command;
-  spec.env = node.host.env;
+  for (const auto& [name, entry] :
+       layered_environment(plan.forwarded_env, node.host.env, plan.command_line_env)) {
+    spec.env[name] = entry.value;
+  }
   spec.interface = node.host.interface;
-  if (node.local) spec.workdir = context.local_workdir;
+  if (!options.workdir.empty()) {
+    spec.workdir = options.workdir;
+    spec.workdir_required = true;
+  } else {
+    // This directory where the host has it (a shared or synced tree), else home.
+    spec.workdir = context.local_workdir;
+    spec.workdir_required = false;
+  }
   // A manual-mode node other than 0 has no coordinator of its own to print its
   // ranks' output: its agent echoes it.
   spec.echo = !plan.coordinator && !options.quiet;

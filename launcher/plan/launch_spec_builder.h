@@ -18,7 +18,8 @@ struct LaunchContext {
   std::string secret;
   std::string rdzv_host;
   std::uint16_t rdzv_port = 0;
-  std::string local_workdir;  // the launcher's working directory; given to local nodes only
+  // The launcher's working directory: every node's default (one that lacks it uses home).
+  std::string local_workdir;
 };
 
 // The name a node goes by in prefixes and messages: its hosts-file name, else

@@ -191,6 +191,19 @@ std::string describe_plan(const Plan& plan, const Options& o) {
       out << "one rank per GPU found there (else 1)";
     }
     out << "\n";
+    const LaunchSpec node_spec = make_launch_spec(plan, node, o, {});
+    out << "  workdir: "
+        << (!o.workdir.empty() ? o.workdir + " (--workdir; must exist there)"
+                               : std::string("this directory where it exists there, else home"))
+        << "\n";
+    const auto layered =
+        layered_environment(plan.forwarded_env, node.host.env, plan.command_line_env);
+    if (!layered.empty()) {
+      out << "  environment above the host's own:";
+      for (const auto& [k, e] : layered)
+        out << " " << k << "=" << e.value << " (" << env_source_name(e.source) << ")";
+      out << "\n";
+    }
     const int shown = node.nproc > 0 ? node.nproc : 1;
     for (int local = 0; local < shown; ++local) {
       proto::Assign a;
@@ -206,8 +219,7 @@ std::string describe_plan(const Plan& plan, const Options& o) {
                                                  : plan.master_addr;
       if (plan.probe_master && node.host.interface.empty())
         a.socket_ifname = "<towards MASTER_ADDR>";
-      const LaunchSpec spec = make_launch_spec(plan, node, o, {});
-      const EnvMap env = rank_environment(a, local, spec, {});
+      const EnvMap env = rank_environment(a, local, node_spec, {});
       out << "  local rank " << local << ":";
       for (const auto& [k, v] : env) {
         if (!known && (k == "RANK" || k == "ROLE_RANK" || k == "WORLD_SIZE" ||

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "launcher/config/environment.h"
 #include "launcher/config/hosts_file.h"
 #include "launcher/config/options.h"
 
@@ -45,7 +46,11 @@ struct Plan {
   int rdzv_port = 0;          // 0: any free port
   std::string rdzv_connect;   // what agents connect to; empty: per host (SSH local address)
   bool coordinator = true;    // false: manual mode node > 0 (runs only an agent)
-  int node_rank = 0;          // manual mode: this node
+  // Every rank's variables above its host's login environment: forwarded from
+  // the coordinator's (lowest), then each host's `env`, then --env/--env-file.
+  EnvVars forwarded_env = {};
+  EnvVars command_line_env = {};
+  int node_rank = 0;  // manual mode: this node
 };
 
 Plan make_plan(const Options& options, const HostsFile* hosts, const std::string& job);

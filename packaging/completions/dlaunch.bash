@@ -10,8 +10,8 @@ _dlaunch_run_valued="--hosts --hostfile -H --host-list --include --exclude --lau
   --nproc_per_node --nnodes --node-rank --node_rank --rank --master-addr --master_addr
   --master-port --master_port --rdzv-port --rdzv-timeout --secret-file --name --log-dir
   --tensorboard-dir --ranks-filter --grace --max-restarts --max_restarts --heartbeat-timeout
-  --ssh-parallel --ssh-timeout"
-_dlaunch_run_flags="-h --help --version -d --detach --dry-run -v --verbose -q --quiet --no-skip
+  --ssh-parallel --ssh-timeout -e --env --env-file --forward-env --workdir --chdir"
+_dlaunch_run_flags="-h --help --version -d --detach --no-forward-env --dry-run -v --verbose -q --quiet --no-skip
   --accept-new-host-keys --rdzv-via-ssh"
 
 # The state dir, as dlaunch finds it: --log-dir on the line, else
@@ -55,7 +55,7 @@ _dlaunch_value() {
   local opt=$1 cur=$2
   case $opt in
     --hosts) _dlaunch_hosts_files "$cur" ;;
-    --hostfile | --secret-file)
+    --hostfile | --secret-file | --env-file)
       compopt -o filenames 2>/dev/null
       COMPREPLY=($(compgen -f -- "$cur"))
       ;;

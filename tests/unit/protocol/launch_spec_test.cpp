@@ -18,6 +18,8 @@ TEST_CASE("launch spec round-trips through a pipe") {
   s.echo = true;
   s.master_port = 29500;
   s.tensorboard_dir = "runs/exp 1";
+  s.workdir = "/data/job";
+  s.workdir_required = true;
   int fds[2];
   REQUIRE(::pipe(fds) == 0);
   const std::string bytes = encode_launch_spec(s);
@@ -34,6 +36,8 @@ TEST_CASE("launch spec round-trips through a pipe") {
   CHECK(back->echo);
   CHECK(back->master_port == 29500);
   CHECK(back->tensorboard_dir == "runs/exp 1");
+  CHECK(back->workdir == "/data/job");
+  CHECK(back->workdir_required);
 }
 
 TEST_CASE("a truncated or foreign launch spec is refused with a message") {

@@ -1,6 +1,7 @@
 #include <doctest/doctest.h>
 
 #include "launcher/config/options.h"
+#include "launcher/plan/launch_spec_builder.h"
 #include "launcher/plan/plan.h"
 
 using namespace dlaunch;
@@ -118,4 +119,34 @@ TEST_CASE("via ssh and jump hosts are shown in --dry-run") {
   hosts.hosts[1].jump = "ops@bastion:2222";
   CHECK(describe_plan(make_plan(o, &hosts, "job"), o)
             .find("node 1: b (198.18.0.6, ssh via ops@bastion:2222)") != std::string::npos);
+}
+
+TEST_CASE("every host's environment and workdir in the launch spec and --dry-run") {
+  Options o = hosts_mode();
+  HostsFile hosts = two_hosts("10.0.0.5", "10.0.0.6");
+  hosts.hosts[1].env = {{"NCCL_DEBUG", "WARN"}, {"B", "file"}};
+  Plan p = make_plan(o, &hosts, "job");
+  p.forwarded_env = {{"NCCL_DEBUG", "INFO"}, {"HF_HOME", "/hf"}};
+  p.command_line_env = {{"B", "cli"}};
+  LaunchContext context;
+  context.local_workdir = "/home/u/proj";
+  const LaunchSpec a = make_launch_spec(p, p.nodes[0], o, context);
+  const LaunchSpec b = make_launch_spec(p, p.nodes[1], o, context);
+  CHECK(a.env == std::map<std::string, std::string>{
+                     {"B", "cli"}, {"HF_HOME", "/hf"}, {"NCCL_DEBUG", "INFO"}});
+  CHECK(b.env == std::map<std::string, std::string>{
+                     {"B", "cli"}, {"HF_HOME", "/hf"}, {"NCCL_DEBUG", "WARN"}});
+  // By default the coordinator's directory, where the host has it.
+  CHECK(b.workdir == "/home/u/proj");
+  CHECK_FALSE(b.workdir_required);
+  const std::string text = describe_plan(p, o);
+  CHECK(text.find("  environment above the host's own: B=cli (--env) HF_HOME=/hf (forwarded) "
+                  "NCCL_DEBUG=WARN (hosts file)\n") != std::string::npos);
+
+  o.workdir = "/data/run";
+  const LaunchSpec c = make_launch_spec(p, p.nodes[1], o, context);
+  CHECK(c.workdir == "/data/run");
+  CHECK(c.workdir_required);
+  CHECK(describe_plan(p, o).find("  workdir: /data/run (--workdir; must exist there)\n") !=
+        std::string::npos);
 }

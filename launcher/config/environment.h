@@ -1,0 +1,58 @@
+// The environment a job's ranks get on every host, from three sources above
+// the host's own login environment (lowest first): variables forwarded from
+// the coordinator's environment, the hosts file's `env`, and --env/--env-file.
+// Pure apart from reading an --env-file.
+#pragma once
+
+#include <map>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+#include "launcher/config/hosts_file.h"
+
+namespace dlaunch {
+
+using EnvVars = std::map<std::string, std::string>;
+
+// A variable name a shell would accept: [A-Za-z_][A-Za-z0-9_]*.
+bool valid_env_name(std::string_view name);
+
+// Whether the coordinator's variable `name` follows the job to every host by
+// default: NCCL_*, CUDA_* (not CUDA_VISIBLE_DEVICES: each host has its own
+// GPUs), TORCH_*, OMP_*, HF_*, PYTHONPATH, VIRTUAL_ENV.
+bool forwarded_by_default(std::string_view name);
+
+// The coordinator's variables that go to every host: the defaults above
+// (unless `defaults` is false) and the names in `extra` (--forward-env, where
+// PATH and LD_LIBRARY_PATH must be asked for; "NAME_*" takes a prefix).
+// dlaunch's own rank variables (RANK, MASTER_ADDR, ...) never go.
+EnvVars forwarded_environment(const EnvVars& coordinator, bool defaults,
+                              const std::vector<std::string>& extra);
+
+// KEY=VALUE lines: blank lines and # comments skipped, an `export ` prefix
+// and one pair of surrounding quotes ('...' or "...") taken off the value.
+// Errors name `path`:line.
+std::variant<EnvVars, std::vector<Diagnostic>> parse_env_file(const std::string& text,
+                                                              const std::string& path);
+std::variant<EnvVars, std::vector<Diagnostic>> load_env_file(const std::string& path);
+
+// --env K=V items (later ones win); errors name the item.
+std::variant<EnvVars, std::vector<Diagnostic>> parse_env_assignments(
+    const std::vector<std::string>& items);
+
+// Where a rank's variable came from, for --dry-run.
+enum class EnvSource { forwarded, hosts_file, command_line };
+struct EnvEntry {
+  std::string value;
+  EnvSource source = EnvSource::forwarded;
+};
+std::string_view env_source_name(EnvSource source);
+
+// One host's variables from the three sources, the higher source winning.
+std::map<std::string, EnvEntry> layered_environment(const EnvVars& forwarded,
+                                                    const EnvVars& hosts_file,
+                                                    const EnvVars& command_line);
+
+}  // namespace dlaunch
