@@ -76,7 +76,9 @@ void notready_notes(std::ostringstream& out, const CheckResult& result) {
     if (h.up) continue;
     if (first) out << "\n";
     first = false;
-    out << h.name << " is notready: " << h.error << "\n";
+    // Transports' errors name the host already.
+    out << "notready: " << (h.error.starts_with(h.name + ":") ? "" : h.name + ": ") << h.error
+        << "\n";
   }
 }
 

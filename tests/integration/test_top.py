@@ -137,7 +137,7 @@ class TopNodeTest(unittest.TestCase):
         rows = {line.split()[0]: line.split() for line in r.stdout.splitlines()[1:3]}
         self.assertEqual(rows[h1["name"]][3:], ["ready", "0", "0"], detail(r))
         self.assertEqual(rows["gone"][3:], ["notready", "-", "-"], detail(r))
-        self.assertIn("gone is notready: ", r.stdout, detail(r))
+        self.assertIn("notready: gone: ", r.stdout, detail(r))
 
 
 class TopJobTest(DlaunchTestCase):

@@ -77,7 +77,7 @@ TEST_CASE("top node: GPUs held by jobs count as allocated; a host that is down i
   CHECK(text.find("gpu1  10.0.0.1   master  ready     4           2\n") != std::string::npos);
   CHECK(text.find("gpu3  10.0.0.3   worker  notready  -           -\n") != std::string::npos);
   CHECK(text.find("Allocated/Total GPUs In Cluster:\n2/6 (33%)\n") != std::string::npos);
-  CHECK(text.find("gpu3 is notready: its agent did not join within 60 s\n") != std::string::npos);
+  CHECK(text.find("notready: gpu3: its agent did not join within 60 s\n") != std::string::npos);
 
   const auto details = format_top_node_text(r, true);
   CHECK(details.find("NAME:       gpu1\n") != std::string::npos);
@@ -89,7 +89,7 @@ TEST_CASE("top node: GPUs held by jobs count as allocated; a host that is down i
   CHECK(details.find("REASON:     its agent did not join within 60 s\n") != std::string::npos);
   CHECK(
       details.ends_with("Allocated/Total GPUs In Cluster:\n2/6 (33%)\n\n"
-                        "gpu3 is notready: its agent did not join within 60 s\n"));
+                        "notready: gpu3: its agent did not join within 60 s\n"));
 
   const auto json = format_top_node_json(r);
   CHECK(json.find("\"gpus_total\":6,\"gpus_allocated\":2,\"allocated_pct\":33}") !=
@@ -100,6 +100,17 @@ TEST_CASE("top node: GPUs held by jobs count as allocated; a host that is down i
   CHECK(json.find("\"utilization_pct\":null,\"job\":null") != std::string::npos);
   CHECK(json.find("\"status\":\"notready\",\"error\":\"its agent did not join within 60 s\"") !=
         std::string::npos);
+}
+
+TEST_CASE("top node: an error that names its host already is not prefixed twice") {
+  CheckResult r;
+  HostCheck down;
+  down.name = "gone";
+  down.address = "127.0.0.1";
+  down.error = "gone: cannot connect to 127.0.0.1:22: Connection refused";
+  r.hosts.push_back(down);
+  CHECK(format_top_node_text(r, false).ends_with(
+      "\nnotready: gone: cannot connect to 127.0.0.1:22: Connection refused\n"));
 }
 
 TEST_CASE("top job: usage of the ranks here; GPUs by distinct host and index; other hosts") {
