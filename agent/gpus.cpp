@@ -16,6 +16,10 @@ int count_gpus() {
     for (char c : list) n += c == ',';
     return n;
   }
+  return count_gpu_devices();
+}
+
+int count_gpu_devices() {
   // /dev/nvidia0, /dev/nvidia1, ... but not nvidiactl or nvidia-uvm.
   int n = 0;
   std::error_code ec;

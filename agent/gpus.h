@@ -6,4 +6,8 @@ namespace dlaunch {
 
 int count_gpus();
 
+// The NVIDIA device nodes of this machine (/dev/nvidia0, /dev/nvidia1, ...),
+// whatever this process's CUDA_VISIBLE_DEVICES says.
+int count_gpu_devices();
+
 }  // namespace dlaunch

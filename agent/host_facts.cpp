@@ -16,6 +16,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "agent/gpu_holders.h"
 #include "common/version.h"
 
 extern char** environ;
@@ -69,12 +70,16 @@ int usable_cpus() {
 struct NvmlMemory {
   unsigned long long total, free, used;
 };
+struct NvmlUtilization {
+  unsigned int gpu, memory;  // percent of the last sample period
+};
 using NvmlDevice = void*;
 using InitFn = int (*)();
 using CountFn = int (*)(unsigned int*);
 using HandleFn = int (*)(unsigned int, NvmlDevice*);
 using NameFn = int (*)(NvmlDevice, char*, unsigned int);
 using MemoryFn = int (*)(NvmlDevice, NvmlMemory*);
+using UtilizationFn = int (*)(NvmlDevice, NvmlUtilization*);
 using DriverFn = int (*)(char*, unsigned int);
 using CudaFn = int (*)(int*);
 
@@ -92,6 +97,7 @@ void nvml_facts(proto::HostFacts& facts) {
   auto handle = symbol<HandleFn>(lib, "nvmlDeviceGetHandleByIndex_v2");
   auto name = symbol<NameFn>(lib, "nvmlDeviceGetName");
   auto memory = symbol<MemoryFn>(lib, "nvmlDeviceGetMemoryInfo");
+  auto utilization = symbol<UtilizationFn>(lib, "nvmlDeviceGetUtilizationRates");
   auto driver = symbol<DriverFn>(lib, "nvmlSystemGetDriverVersion");
   auto cuda = symbol<CudaFn>(lib, "nvmlSystemGetCudaDriverVersion_v2");
   if (cuda == nullptr) cuda = symbol<CudaFn>(lib, "nvmlSystemGetCudaDriverVersion");
@@ -114,7 +120,13 @@ void nvml_facts(proto::HostFacts& facts) {
       if (name != nullptr && name(device, gpu_name, sizeof gpu_name) == 0)
         gpu.name = fact_text(gpu_name);
       NvmlMemory mem{};
-      if (memory != nullptr && memory(device, &mem) == 0) gpu.memory_bytes = mem.total;
+      if (memory != nullptr && memory(device, &mem) == 0) {
+        gpu.memory_bytes = mem.total;
+        gpu.memory_used_bytes = mem.used;
+      }
+      NvmlUtilization use{};
+      if (utilization != nullptr && utilization(device, &use) == 0 && use.gpu <= 100)
+        gpu.utilization_pct = static_cast<std::int32_t>(use.gpu);
       facts.gpus.push_back(std::move(gpu));
     }
   }
@@ -259,6 +271,11 @@ proto::HostFacts collect_host_facts(std::chrono::milliseconds python_timeout) {
   if (::uname(&u) == 0) facts.kernel = fact_text(u.release);
   facts.cpus = usable_cpus();
   nvml_facts(facts);
+  if (!facts.gpus.empty()) {
+    const auto holders = gpu_holders(dlaunch_ranks_here(), static_cast<int>(facts.gpus.size()));
+    for (const auto& [index, job] : holders)
+      facts.gpus[static_cast<std::size_t>(index)].held_by_job = fact_text(job);
+  }
   facts.home_free = free_bytes(std::getenv("HOME"));
   const char* tmp = std::getenv("TMPDIR");
   facts.tmp_free = free_bytes(tmp && *tmp ? tmp : "/tmp");

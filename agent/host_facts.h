@@ -1,6 +1,8 @@
-// What `dlaunch check` reports about a host, collected by its agent before it
-// joins: OS and kernel, CPUs, GPUs with driver and CUDA versions (NVML, loaded
-// at run time: a host without it has no GPUs, never an error), free space in
+// What `dlaunch check` and `dlaunch top node` report about a host, collected
+// by its agent before it joins: OS and kernel, CPUs, GPUs with driver and CUDA
+// versions, memory in use and utilization (NVML, loaded at run time: a host
+// without it has no GPUs, never an error) and the dlaunch job whose rank holds
+// each (gpu_holders.h; only processes this user may inspect), free space in
 // $HOME and /tmp, the size of /dev/shm, and the python3 and torch versions on
 // PATH. The clock is read when the coordinator asks (see FactsRequest).
 #pragma once

@@ -80,6 +80,7 @@ CheckPolicy::CheckPolicy(Config config)
     row.error = "did not join";
     result_.hosts.push_back(std::move(row));
   }
+  if (config_.facts_only) return;
   const int n = static_cast<int>(nodes_.size());
   for (int a = 0; a < n; ++a) {
     for (int b = 0; b < n; ++b) {
@@ -316,6 +317,10 @@ void CheckPolicy::advance() {
     case Phase::joining:
       for (const auto& node : nodes_) {
         if (!node.facts_done && !node.down) return;
+      }
+      if (config_.facts_only) {
+        stop_all();
+        return;
       }
       start_probe();
       return;

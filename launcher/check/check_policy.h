@@ -12,6 +12,9 @@
 //            chosen interface and write for the round's duration.
 //   stopping: Stop to every agent, stdin closed; agents that have not exited
 //            after the grace are killed. Nothing is left on the hosts.
+//
+// With Config::facts_only (`dlaunch top node`), joining goes straight to
+// stopping: no MASTER_ADDR probe and no pairs, only each host's facts.
 #pragma once
 
 #include <chrono>
@@ -83,6 +86,8 @@ class CheckPolicy {
     std::chrono::milliseconds shortest_round{250};
     std::chrono::milliseconds longest_round{1000};
     std::chrono::milliseconds stop_grace{5000};
+    // Each host's facts only, then stop (no probe, no matrix, no pairs).
+    bool facts_only = false;
   };
 
   explicit CheckPolicy(Config config);

@@ -9,15 +9,10 @@
 #include "common/console.h"
 #include "common/exit_codes.h"
 #include "launcher/check/check_report.h"
-#include "launcher/check/check_runner.h"
+#include "launcher/cli/check_agents.h"
 #include "launcher/cli/commands.h"
 #include "launcher/cli/log_backend.h"
 #include "launcher/cli/subcommand.h"
-#include "launcher/config/host_source.h"
-#include "launcher/plan/plan.h"
-#include "launcher/transport/local_transport.h"
-#include "launcher/transport/ssh_transport.h"
-#include "protocol/auth.h"
 
 namespace dlaunch {
 
@@ -74,44 +69,14 @@ int check_command(int argc, const char* const* argv) {
   }
   setup_logging(o.verbose);
   o.rdzv_timeout_s = timeout_s;
-  o.command = {"dlaunch-check"};  // the plan wants a program; check agents get none
-
-  auto loaded = load_hosts_or_report(o);
-  if (!loaded) return kExitUsage;
-  const HostsFile hosts = std::move(*loaded);
-  const Plan plan = make_plan(o, &hosts, "check");
-
-  const std::string agent = find_agent_binary();
-  if (agent.empty()) {
-    console().error("cannot find dlaunch-agent next to dlaunch; set DLAUNCH_AGENT to its path");
-    return kExitFailure;
-  }
 
   CheckPolicy::Config policy;
-  for (const auto& n : plan.nodes) policy.hosts.push_back({n.host.name, n.host.address});
-  policy.master_sources.configured = plan.configured_master;
-  policy.master_sources.configured_by = plan.configured_master_by;
-  policy.master_sources.node0_address = plan.node0_address;
-  policy.master_sources.all_nodes_local = plan.all_nodes_local;
   policy.join_timeout = std::chrono::seconds(timeout_s);
   policy.matrix_budget = std::chrono::seconds(matrix_s);
   if (matrix_s == 0) policy.shortest_round = policy.longest_round = std::chrono::milliseconds(0);
-
-  asio::io_context io;
-  const bool via_ssh = o.rdzv_via_ssh || hosts.rendezvous.via_ssh;
-  AgentTransports transports([&io] { return make_local_transport(io); },
-                             [&io, &o, via_ssh] {
-                               SshOptions ssh;
-                               ssh.parallel = o.ssh_parallel;
-                               ssh.connect_timeout_s = o.ssh_timeout_s;
-                               ssh.accept_new_host_keys = o.accept_new_host_keys;
-                               ssh.rendezvous_via_ssh = via_ssh;
-                               return make_ssh_transport(io, ssh);
-                             });
-  CheckRunner runner(io, {plan, o, auth::random_bytes(auth::kSecretSize), agent, policy},
-                     transports);
-  if (!runner.run()) return kExitFailure;
-  const CheckResult& result = runner.result();
+  auto ran = run_check_agents(o, policy);
+  if (const int* code = std::get_if<int>(&ran)) return *code;
+  const CheckResult& result = std::get<CheckResult>(ran);
   console().out(json ? format_check_json(result) : format_check_text(result));
   console().flush();
   if (result.interrupted) return kExitInterrupted;

@@ -1,94 +1,228 @@
-// `dlaunch top`: CPU and memory of the ranks of every dlaunch job on this
-// machine, found by the DLAUNCH_JOB variable in their environment, over one
-// sampling interval.
-#include <dirent.h>
+// `dlaunch top node` and `dlaunch top job` (plain `dlaunch top` is `top job`),
+// as Arena's `arena top node` and `arena top job`.
+//
+// top node: a check-mode agent on every host (as `dlaunch check` starts them,
+// facts only: no MASTER_ADDR probe, no matrix) reports its GPUs through NVML,
+// each with its utilization, memory in use and the dlaunch job holding it.
+//
+// top job: the running jobs of the state dir, and the CPU and memory of their
+// ranks on this machine (found by DLAUNCH_JOB in their environment) over one
+// sampling interval. Ranks on other hosts are not visible from here; the
+// output says which hosts those are.
 #include <unistd.h>
 
 #include <chrono>
-#include <cstdlib>
-#include <fstream>
 #include <map>
 #include <thread>
 
+#include "agent/gpu_holders.h"
+#include "agent/gpus.h"
 #include "common/console.h"
+#include "common/exit_codes.h"
 #include "common/posix.h"
+#include "launcher/cli/check_agents.h"
 #include "launcher/cli/commands.h"
-#include "launcher/cli/job_text.h"
+#include "launcher/cli/log_backend.h"
 #include "launcher/cli/subcommand.h"
+#include "launcher/cli/top_view.h"
 
 namespace dlaunch {
 namespace {
 
-struct ProcSample {
-  std::string job;
-  std::string rank;
-  std::string command;
-  unsigned long long cpu_ticks = 0;
-  long rss_kib = 0;
+struct JobArgs {
+  std::string log_dir;
+  double interval_s = 1.0;
+  bool json = false;
+  std::string name;
 };
 
-std::map<int, ProcSample> sample_ranks() {
-  std::map<int, ProcSample> out;
-  DIR* d = ::opendir("/proc");
-  if (!d) return out;
-  while (dirent* e = ::readdir(d)) {
-    char* end = nullptr;
-    const long pid = std::strtol(e->d_name, &end, 10);
-    if (*end != '\0' || pid <= 0) continue;
-    const std::string base = std::string("/proc/") + e->d_name;
-    std::ifstream env(base + "/environ", std::ios::binary);
-    std::string var;
-    ProcSample s;
-    while (std::getline(env, var, '\0')) {
-      if (var.starts_with("DLAUNCH_JOB=")) s.job = var.substr(12);
-      if (var.starts_with("RANK=")) s.rank = var.substr(5);
-    }
-    if (s.job.empty()) continue;
-    const auto fields = proc_stat(static_cast<pid_t>(pid));
-    if (fields.size() < 24) continue;
-    s.command = fields[1];
-    const unsigned long long utime = std::stoull(fields[13]);
-    const unsigned long long stime = std::stoull(fields[14]);
-    const long rss_pages = std::stol(fields[23]);
-    s.cpu_ticks = utime + stime;
-    s.rss_kib = rss_pages * (::sysconf(_SC_PAGESIZE) / 1024);
-    out[static_cast<int>(pid)] = s;
+void add_job_options(CLI::App& app, JobArgs& a) {
+  add_log_dir_option(app, a.log_dir);
+  app.add_option("--interval", a.interval_s, "sampling interval in seconds")
+      ->check(CLI::Range(0.0, 3600.0))
+      ->capture_default_str();
+  app.add_flag("--json", a.json, "one JSON document on stdout instead of the tables");
+  app.add_option("job", a.name, "only this job");
+}
+
+struct NodeArgs {
+  Options o;
+  bool json = false;
+  bool details = false;
+  int timeout_s = 60;
+};
+
+void add_node_options(CLI::App& app, NodeArgs& a) {
+  a.o.mode = Mode::hosts;
+  add_host_list_options(app, a.o);
+  app.add_flag("-d,--details", a.details, "every GPU of every host: utilization, memory, job");
+  app.add_flag("--json", a.json, "one JSON document on stdout instead of the tables");
+  app.add_flag("-v,--verbose", a.o.verbose, "more detail on stderr (-vv: debug)");
+  app.add_option("--timeout", a.timeout_s, "seconds for every agent to start and answer")
+      ->check(CLI::Range(1, 3600))
+      ->capture_default_str();
+  app.add_option("--ssh-timeout", a.o.ssh_timeout_s, "seconds for each SSH connection")
+      ->check(CLI::Range(1, 3600))
+      ->capture_default_str();
+  app.add_option("--ssh-parallel", a.o.ssh_parallel, "SSH connections opened at once")
+      ->check(CLI::Range(1, 4096))
+      ->capture_default_str();
+  app.add_flag("--accept-new-host-keys", a.o.accept_new_host_keys,
+               "trust and record host keys not yet in known_hosts");
+  app.add_flag("--rdzv-via-ssh", a.o.rdzv_via_ssh,
+               "agents reach the rendezvous through their SSH connection");
+}
+
+int top_node(NodeArgs& a) {
+  raise_fd_limit();
+  if (auto error = resolve_host_source(a.o, true)) {
+    console().error(*error);
+    return kExitUsage;
   }
-  ::closedir(d);
+  if (a.o.host_source == HostSource::none) {
+    console().error("no hosts to look at: give --hosts, --hostfile or -H (or run in a Slurm job)");
+    return kExitUsage;
+  }
+  setup_logging(a.o.verbose);
+  a.o.rdzv_timeout_s = a.timeout_s;
+  CheckPolicy::Config policy;
+  policy.facts_only = true;
+  policy.join_timeout = std::chrono::seconds(a.timeout_s);
+  auto ran = run_check_agents(a.o, policy);
+  if (const int* code = std::get_if<int>(&ran)) return *code;
+  const CheckResult& result = std::get<CheckResult>(ran);
+  console().out(a.json ? format_top_node_json(result) : format_top_node_text(result, a.details));
+  console().flush();
+  if (result.interrupted) return kExitInterrupted;
+  for (const auto& h : result.hosts) {
+    if (!h.up) return kExitFailure;
+  }
+  return kExitOk;
+}
+
+struct ProcTicks {
+  unsigned long long cpu_ticks = 0;
+  long long rss_bytes = 0;
+  std::string command;
+};
+
+std::optional<ProcTicks> proc_ticks(int pid) {
+  const auto fields = proc_stat(static_cast<pid_t>(pid));
+  if (fields.size() < 24) return std::nullopt;
+  try {
+    ProcTicks t;
+    t.command = fields[1];
+    t.cpu_ticks = std::stoull(fields[13]) + std::stoull(fields[14]);  // utime + stime
+    t.rss_bytes = std::stoll(fields[23]) * ::sysconf(_SC_PAGESIZE);
+    return t;
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+}
+
+// Every rank process here, its CPU use over `interval_s`.
+std::vector<RankSample> sample_ranks(double interval_s) {
+  std::map<int, unsigned long long> before;
+  for (const auto& r : dlaunch_ranks_here()) {
+    if (const auto t = proc_ticks(r.pid)) before[r.pid] = t->cpu_ticks;
+  }
+  std::this_thread::sleep_for(std::chrono::duration<double>(interval_s));
+  const double ticks_per_s = static_cast<double>(::sysconf(_SC_CLK_TCK));
+  const int host_gpus = count_gpu_devices();
+  std::vector<RankSample> out;
+  for (const auto& r : dlaunch_ranks_here()) {
+    const auto t = proc_ticks(r.pid);
+    if (!t) continue;
+    RankSample s;
+    s.pid = r.pid;
+    s.job = r.job;
+    s.rank = r.rank;
+    s.host = r.host;
+    s.command = t->command;
+    s.rss_bytes = t->rss_bytes;
+    s.gpu = rank_gpu(r, host_gpus);
+    auto it = before.find(r.pid);
+    if (it != before.end() && interval_s > 0 && t->cpu_ticks >= it->second)
+      s.cpu_pct = 100.0 * static_cast<double>(t->cpu_ticks - it->second) / ticks_per_s / interval_s;
+    out.push_back(std::move(s));
+  }
   return out;
+}
+
+// The names this machine goes by in a job's record.
+std::set<std::string> names_of_this_machine() {
+  std::set<std::string> here = {"", "localhost"};
+  char name[256] = {};
+  if (::gethostname(name, sizeof name - 1) == 0 && name[0] != '\0') {
+    const std::string full = name;
+    here.insert(full);
+    here.insert(full.substr(0, full.find('.')));
+  }
+  return here;
+}
+
+int top_job(const JobArgs& a) {
+  TopJobs top;
+  top.interval_s = a.interval_s;
+  top.here = names_of_this_machine();
+  if (!a.name.empty()) {
+    auto job = find_job_or_report(a.log_dir, a.name);
+    if (!job) return kExitFailure;
+    top.jobs.push_back(std::move(*job));
+  } else {
+    for (auto& job : load_jobs(a.log_dir)) {
+      if (is_active(job.status)) top.jobs.push_back(std::move(job));
+    }
+  }
+  top.ranks = sample_ranks(a.interval_s);
+  if (!a.name.empty()) std::erase_if(top.ranks, [&](const auto& r) { return r.job != a.name; });
+  console().out(a.json ? format_top_job_json(top) : format_top_job_text(top));
+  return kExitOk;
 }
 
 }  // namespace
 
 int top_command(int argc, const char* const* argv) {
-  CLI::App app{"dlaunch top", "dlaunch top"};
-  std::string log_dir;
-  double interval_s = 1.0;
-  add_log_dir_option(app, log_dir);
-  app.add_option("--interval", interval_s, "sampling interval in seconds");
+  CLI::App app{
+      "dlaunch top: the running jobs and their ranks here (top job), or the GPUs of "
+      "every host (top node)",
+      "dlaunch top"};
+  JobArgs plain;
+  add_job_options(app, plain);
+  CLI::App* node = app.add_subcommand(
+      "node", "every host's GPUs: total, held by dlaunch jobs, utilization and memory");
+  NodeArgs node_args;
+  add_node_options(*node, node_args);
+  node->footer(
+      "Starts an agent on every host as `dlaunch check` does (--hosts, --hostfile, -H or a\n"
+      "Slurm job's nodes; --include/--exclude pick among them), which reads its GPUs through\n"
+      "NVML (a host without the NVIDIA driver has 0) and tells which dlaunch job's rank holds\n"
+      "each (by the ranks' CUDA_VISIBLE_DEVICES and LOCAL_RANK; only processes of the SSH\n"
+      "user are seen). Starts no training process; the agents exit at the end.\n"
+      "Exit status: 0 when every host answered, 1 when not, 2 on a usage error.\n\n"
+      "Examples:\n"
+      "  dlaunch top node --hosts hosts.toml\n"
+      "  dlaunch top node --hostfile hostfile -d\n"
+      "  dlaunch top node -H gpu1,gpu2 --json | jq .gpus_allocated");
+  CLI::App* job = app.add_subcommand(
+      "job", "running jobs: hosts, ranks, GPUs, CPU and memory of their ranks on this machine");
+  JobArgs job_args;
+  add_job_options(*job, job_args);
+  const char* job_footer =
+      "The jobs of the state dir that are PENDING, RUNNING or RESTARTING (or the one named),\n"
+      "with the CPU and memory of their ranks on this machine over --interval, then one row\n"
+      "per rank process here. Ranks on other hosts cannot be sampled from here: the output\n"
+      "names those hosts.\n\n"
+      "Examples:\n"
+      "  dlaunch top job\n"
+      "  dlaunch top job train --interval 5\n"
+      "  dlaunch top job --json | jq '.jobs[].gpus'";
+  job->footer(job_footer);
+  app.footer(std::string("Plain `dlaunch top` is `dlaunch top job`.\n") + job_footer);
+  app.require_subcommand(0, 1);
   if (auto done = parse_subcommand(app, argc, argv)) return *done;
-
-  const auto first = sample_ranks();
-  std::this_thread::sleep_for(std::chrono::duration<double>(interval_s));
-  const auto second = sample_ranks();
-  if (second.empty()) {
-    console().out("no ranks of any dlaunch job on this machine\n");
-    return 0;
-  }
-  const double ticks = static_cast<double>(::sysconf(_SC_CLK_TCK));
-  console().out(formatted("%-28s  %4s  %7s  %6s  %9s  %s\n", "JOB", "RANK", "PID", "CPU%",
-                          "RSS MiB", "COMMAND"));
-  for (const auto& [pid, s] : second) {
-    auto it = first.find(pid);
-    const double cpu =
-        it == first.end()
-            ? 0.0
-            : 100.0 * static_cast<double>(s.cpu_ticks - it->second.cpu_ticks) / ticks / interval_s;
-    console().out(formatted("%-28s  %4s  %7d  %6.1f  %9.1f  %s\n", s.job.c_str(),
-                            s.rank.empty() ? "-" : s.rank.c_str(), pid, cpu,
-                            static_cast<double>(s.rss_kib) / 1024.0, s.command.c_str()));
-  }
-  return 0;
+  if (node->parsed()) return top_node(node_args);
+  return top_job(job->parsed() ? job_args : plain);
 }
 
 }  // namespace dlaunch

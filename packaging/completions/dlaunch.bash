@@ -124,7 +124,15 @@ _dlaunch() {
     logs) opts="-r --rank -i --instance --all-ranks -t --tail -f --follow --log-dir -h --help" ;;
     stop) opts="--grace --wait --log-dir -h --help" ;;
     delete) opts="--log-dir -h --help" ;;
-    top) opts="--interval --log-dir --hosts -h --help" ;;
+    top)
+      if [[ ${COMP_WORDS[2]} == node ]]; then
+        opts="--hosts --hostfile -H --host-list --include --exclude --launcher -d --details --json
+          -v --verbose --timeout --ssh-timeout --ssh-parallel --accept-new-host-keys --rdzv-via-ssh
+          -h --help"
+      else
+        opts="--interval --log-dir --json -h --help"
+      fi
+      ;;
     check)
       opts="--hosts --json -v --verbose --timeout --matrix-seconds --master-addr --ssh-timeout
         --ssh-parallel --accept-new-host-keys --rdzv-via-ssh -h --help"

@@ -46,6 +46,13 @@ def help_texts():
         r = run([harness.DLAUNCH, name, "--help"])
         assert r.returncode == 0, f"{name} --help: {r.stderr}"
         texts[name] = r.stdout
+        # A command's own subcommands ("Subcommands:" in its help): `top node`, `top job`.
+        if "\nSubcommands:\n" in r.stdout:
+            block = r.stdout.split("\nSubcommands:\n", 1)[1].split("\n\n", 1)[0]
+            for sub in re.findall(r"^  (\S+)  ", block, re.M):
+                r = run([harness.DLAUNCH, name, sub, "--help"])
+                assert r.returncode == 0, f"{name} {sub} --help: {r.stderr}"
+                texts[f"{name} {sub}"] = r.stdout
     return texts
 
 
@@ -189,6 +196,11 @@ class PackageTest(unittest.TestCase):
         self.assertEqual(self.complete_bash(["dlaunch", "--hosts", "hos"], env), ["hosts.toml"])
         self.assertIn("--nproc-per-node", self.complete_bash(["dlaunch", "--nproc"], env))
         self.assertEqual(self.complete_bash(["dlaunch", "list", "--st"], env), ["--status"])
+        self.assertEqual(self.complete_bash(["dlaunch", "top", "''"], env), ["job", "node"])
+        self.assertEqual(self.complete_bash(["dlaunch", "top", "node", "--det"], env),
+                         ["--details"])
+        self.assertEqual(self.complete_bash(["dlaunch", "top", "job", "ni"], env), ["nightly"])
+        self.assertEqual(self.complete_bash(["dlaunch", "top", "--j"], env), ["--json"])
 
 
 if __name__ == "__main__":

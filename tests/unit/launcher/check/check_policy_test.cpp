@@ -11,8 +11,9 @@ namespace {
 // Drives a CheckPolicy as the runner would, with agents made up in the test:
 // the actions are collected and looked at by kind.
 struct FakeCheck {
-  explicit FakeCheck(int n, std::int64_t stop_grace_ms = 5000) {
+  explicit FakeCheck(int n, std::int64_t stop_grace_ms = 5000, bool facts_only = false) {
     CheckPolicy::Config config;
+    config.facts_only = facts_only;
     for (int i = 0; i < n; ++i)
       config.hosts.push_back({"h" + std::to_string(i), "198.19.1." + std::to_string(i)});
     config.master_sources.node0_address = "198.19.1.0";  // a management address: reached by h0 only
@@ -102,6 +103,17 @@ struct FakeCheck {
       }
       take(policy->on_message(conn(from), report, 0));
     }
+  }
+  int count_sent_probes_or_tests() const {
+    int n = 0;
+    for (const auto& a : actions) {
+      if (const auto* s = std::get_if<check_action::Send>(&a))
+        n += std::holds_alternative<proto::Probe>(s->message) ||
+                     std::holds_alternative<proto::PeerTest>(s->message)
+                 ? 1
+                 : 0;
+    }
+    return n;
   }
   int count_stops() const {
     int n = 0;
@@ -226,4 +238,54 @@ TEST_CASE("check: a host that never joins is given up on at the timeout and kill
   c.take(c.policy->on_timer(CheckTimer::stop));
   CHECK(c.finished);
   CHECK(check_exit_code(r) == 1);
+}
+
+TEST_CASE("check, facts only: every host's facts, then stop; no probe, no pairs") {
+  FakeCheck c(3, 5000, true);
+  for (int i = 0; i < 3; ++i) c.join(i);
+  c.facts(0, 1'000'200);
+  c.facts(1, 1'000'200);
+  CHECK(c.count_stops() == 0);  // h2's facts are still due
+  proto::HostFacts f;
+  f.gpus.push_back({"NVIDIA H100", 80ULL << 30, 1ULL << 30, 42, "train"});
+  c.take(c.policy->on_message(FakeCheck::conn(2), f, 1'000'400));
+  CHECK(c.count_stops() == 3);
+  CHECK(c.count_sent_probes_or_tests() == 0);
+  const auto& r = c.policy->result();
+  CHECK(r.pairs.empty());
+  CHECK_FALSE(r.master_chosen);
+  for (const auto& h : r.hosts) CHECK(h.up);
+  REQUIRE(r.hosts[2].facts);
+  REQUIRE(r.hosts[2].facts->gpus.size() == 1);
+  CHECK(r.hosts[2].facts->gpus[0].held_by_job == "train");
+  CHECK(r.hosts[2].facts->gpus[0].utilization_pct == 42);
+  for (int i = 0; i < 3; ++i) c.take(c.policy->on_agent_exited(i, 0, "", ""));
+  CHECK(c.finished);
+}
+
+TEST_CASE("check, facts only: a host that does not join is down at the timeout; the rest stop") {
+  FakeCheck c(2, 5000, true);
+  c.take(c.policy->on_agent_exited(1, 255, "h1: cannot connect: refused", ""));
+  CHECK(c.count_stops() == 0);
+  c.join(0);
+  c.facts(0, 1'000'200);
+  CHECK(c.count_stops() == 1);
+  CHECK(c.count_sent_probes_or_tests() == 0);
+  const auto& r = c.policy->result();
+  CHECK(r.hosts[0].up);
+  CHECK_FALSE(r.hosts[1].up);
+  CHECK(r.hosts[1].error == "h1: cannot connect: refused");
+  c.take(c.policy->on_agent_exited(0, 0, "", ""));
+  CHECK(c.finished);
+
+  FakeCheck late(2, 5000, true);
+  late.join(0);
+  late.facts(0, 1'000'200);
+  late.join(1);  // joined, never answers
+  late.take(late.policy->on_timer(CheckTimer::join));
+  CHECK(late.count_stops() == 2);
+  CHECK(late.count_sent_probes_or_tests() == 0);
+  CHECK(late.policy->result().hosts[1].error.find("did not answer") != std::string::npos);
+  late.take(late.policy->on_timer(CheckTimer::stop));
+  CHECK(late.finished);
 }
