@@ -3,7 +3,7 @@
 //
 // top node, as Arena's `arena top node`: one row per host (NAME, IPADDRESS,
 // ROLE, STATUS, GPU(Total), GPU(Allocated): GPUs a rank of a dlaunch job
-// holds), then the cluster's "Allocated/Total GPUs In Cluster:" and "n/m (p%)";
+// holds), then the cluster line "Allocated/Total GPUs: n/m (p%)";
 // with details, a block per host with every GPU's utilization, memory and job.
 //
 // top job: one row per job (NAME, STATUS, HOSTS, RANKS, GPUS, CPU%, MEMORY of
