@@ -8,13 +8,8 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 out=${OUT:-gpu-results}
 mkdir -p "$out"
-deps=$PWD/build-devdeps/usr
-export PKG_CONFIG_PATH=$deps/lib/x86_64-linux-gnu/pkgconfig
-export LD_LIBRARY_PATH=$deps/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-torch=$(python3 -c 'import torch; print(torch.utils.cmake_prefix_path)')
-cmake -S . -B build-gpu -G Ninja -DDLAUNCH_BUILD_TESTS=OFF "-DCMAKE_PREFIX_PATH=$deps;$torch" \
-  -DASIO_INCLUDE_DIR="$deps/include" "-DCMAKE_CXX_FLAGS=-isystem $deps/include" | grep mnist_dist
-ninja -C build-gpu -j "$(nproc)" | tail -1
+bench/gpu/build_on_gpu.sh
+export LD_LIBRARY_PATH=$PWD/build-devdeps/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 bin=build-gpu/bin
 for device in cuda cpu; do
   flags=(--synthetic 60000 --epochs 2)
