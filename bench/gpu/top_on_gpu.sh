@@ -5,15 +5,15 @@
 # $OUT (or ./gpu-results).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-out=${OUT:-gpu-results}
+out=$(realpath -m "${OUT:-gpu-results}")
 mkdir -p "$out"
 bench/gpu/build_on_gpu.sh
 export LD_LIBRARY_PATH=$PWD/build-devdeps/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-export DLAUNCH_STATE_DIR=$PWD/$out/state
+export DLAUNCH_STATE_DIR=$out/state
 bin=$PWD/build-gpu/bin
 work=$(mktemp -d)
 cd "$work"
-"$bin/dlaunch" top node -H localhost:1 | tee "$OLDPWD/$out/top_node_idle.txt"
+"$bin/dlaunch" top node -H localhost:1 | tee "$out/top_node_idle.txt"
 "$bin/dlaunch" -d --name gpujob --tensorboard-dir tb -n 1 -- \
   "$bin/mnist_dist" --synthetic 600000 --epochs 2 --dir tb
 for _ in $(seq 1 60); do
@@ -21,10 +21,10 @@ for _ in $(seq 1 60); do
   sleep 0.5
 done
 sleep 2
-"$bin/dlaunch" top node -H localhost:1 -d | tee "$OLDPWD/$out/top_node_busy.txt"
-"$bin/dlaunch" top node -H localhost:1 --json > "$OLDPWD/$out/top_node_busy.json"
-"$bin/dlaunch" top job | tee "$OLDPWD/$out/top_job.txt"
-"$bin/dlaunch" list | tee "$OLDPWD/$out/list.txt"
+"$bin/dlaunch" top node -H localhost:1 -d | tee "$out/top_node_busy.txt"
+"$bin/dlaunch" top node -H localhost:1 --json > "$out/top_node_busy.json"
+"$bin/dlaunch" top job | tee "$out/top_job.txt"
+"$bin/dlaunch" list | tee "$out/list.txt"
 "$bin/dlaunch" logs gpujob -f | tail -3
-"$bin/dlaunch" get gpujob | tee "$OLDPWD/$out/get.txt"
-sha256sum tb/* "$DLAUNCH_STATE_DIR"/gpujob/tensorboard/* | tee "$OLDPWD/$out/tensorboard.sha256"
+"$bin/dlaunch" get gpujob | tee "$out/get.txt"
+sha256sum tb/* "$DLAUNCH_STATE_DIR"/gpujob/tensorboard/* | tee "$out/tensorboard.sha256"
