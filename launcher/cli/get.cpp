@@ -51,8 +51,9 @@ void print_job(const Job& job) {
     status += " (its coordinator, pid " + std::to_string(i.coordinator_pid) +
               ", is gone without ending the record)";
   c.out("status:     " + status + "\n");
-  c.out(formatted("mode:       %s, %d node%s, %d ranks\n", i.mode.c_str(), i.nnodes,
-                  i.nnodes == 1 ? "" : "s", job_ranks(job)));
+  const int ranks = job_ranks(job);
+  c.out(formatted("mode:       %s, %d node%s, %d rank%s\n", i.mode.c_str(), i.nnodes,
+                  i.nnodes == 1 ? "" : "s", ranks, ranks == 1 ? "" : "s"));
   c.out("command:    " + command_text(i.command) + "\n");
   c.out("started:    " + format_time(i.started) + "\n");
   if (result) c.out("finished:   " + format_time(result->finished) + "\n");
