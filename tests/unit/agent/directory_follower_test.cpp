@@ -1,4 +1,5 @@
 #include "agent/directory_follower.h"
+#include "tests/unit/scratch_dir.h"
 
 #include <doctest/doctest.h>
 #include <unistd.h>
@@ -11,16 +12,10 @@ namespace fs = std::filesystem;
 
 namespace {
 
-struct ScratchDir {
-  fs::path dir;
-  ScratchDir() {
-    std::string tmpl = fs::temp_directory_path() / "dlaunch-follow-XXXXXX";
-    dir = ::mkdtemp(tmpl.data());
-  }
-  ~ScratchDir() { fs::remove_all(dir); }
+struct FollowedDir : dlaunch::testing::ScratchDir {
   void append(const std::string& name, const std::string& bytes) const {
-    fs::create_directories((dir / name).parent_path());
-    std::ofstream(dir / name, std::ios::app | std::ios::binary) << bytes;
+    fs::create_directories((dir() / name).parent_path());
+    std::ofstream(dir() / name, std::ios::app | std::ios::binary) << bytes;
   }
 };
 
@@ -45,10 +40,10 @@ TEST_CASE("a directory that does not exist yet gives nothing, and is caught up")
 }
 
 TEST_CASE("new files arrive whole, then only their new bytes, nested ones too") {
-  ScratchDir d;
+  FollowedDir d;
   d.append("events.out.tfevents.1", "abc");
   d.append("train/events.out.tfevents.2", "");
-  DirectoryFollower follower(d.dir.string(), 4);
+  DirectoryFollower follower(d.path(), 4);
   auto chunks = follower.next(1 << 20);
   auto copy = replay({}, chunks);
   CHECK(copy == std::map<std::string, std::string>{{"events.out.tfevents.1", "abc"},
@@ -67,10 +62,10 @@ TEST_CASE("new files arrive whole, then only their new bytes, nested ones too") 
 }
 
 TEST_CASE("the budget bounds the bytes of one call; the rest comes next time") {
-  ScratchDir d;
+  FollowedDir d;
   d.append("a", std::string(10, 'a'));
   d.append("b", std::string(10, 'b'));
-  DirectoryFollower follower(d.dir.string(), 4);
+  DirectoryFollower follower(d.path(), 4);
   std::map<std::string, std::string> copy;
   int calls = 0;
   do {
@@ -87,12 +82,12 @@ TEST_CASE("the budget bounds the bytes of one call; the rest comes next time") {
 }
 
 TEST_CASE("a truncated or replaced file is sent again whole") {
-  ScratchDir d;
+  FollowedDir d;
   d.append("events", "0123456789");
-  DirectoryFollower follower(d.dir.string());
+  DirectoryFollower follower(d.path());
   auto copy = replay({}, follower.next(1 << 20));
 
-  std::ofstream(d.dir / "events", std::ios::trunc) << "xy";  // truncated and rewritten
+  std::ofstream(d.dir() / "events", std::ios::trunc) << "xy";  // truncated and rewritten
   auto chunks = follower.next(1 << 20);
   REQUIRE(chunks.size() == 1);
   CHECK(chunks[0].restart);
@@ -101,7 +96,7 @@ TEST_CASE("a truncated or replaced file is sent again whole") {
 
   // Replaced by another file of the same size (a new inode): sent again.
   d.append("events.new", "ab");
-  fs::rename(d.dir / "events.new", d.dir / "events");
+  fs::rename(d.dir() / "events.new", d.dir() / "events");
   chunks = follower.next(1 << 20);
   REQUIRE(chunks.size() == 1);
   CHECK(chunks[0].restart);
@@ -110,11 +105,11 @@ TEST_CASE("a truncated or replaced file is sent again whole") {
 }
 
 TEST_CASE("symbolic links are not followed") {
-  ScratchDir d;
+  FollowedDir d;
   d.append("real", "data");
-  fs::create_symlink("/etc/hostname", d.dir / "link");
-  fs::create_directory_symlink("/etc", d.dir / "dirlink");
-  DirectoryFollower follower(d.dir.string());
+  fs::create_symlink("/etc/hostname", d.dir() / "link");
+  fs::create_directory_symlink("/etc", d.dir() / "dirlink");
+  DirectoryFollower follower(d.path());
   const auto copy = replay({}, follower.next(1 << 20));
   CHECK(copy == std::map<std::string, std::string>{{"real", "data"}});
 }

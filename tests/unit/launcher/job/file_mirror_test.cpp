@@ -1,4 +1,5 @@
 #include "launcher/job/file_mirror.h"
+#include "tests/unit/scratch_dir.h"
 
 #include <doctest/doctest.h>
 #include <sys/stat.h>
@@ -9,27 +10,9 @@
 #include <sstream>
 
 using namespace dlaunch;
+using dlaunch::testing::read_file;
+using dlaunch::testing::ScratchDir;
 namespace fs = std::filesystem;
-
-namespace {
-
-struct ScratchDir {
-  fs::path dir;
-  ScratchDir() {
-    std::string tmpl = fs::temp_directory_path() / "dlaunch-mirror-XXXXXX";
-    dir = ::mkdtemp(tmpl.data());
-  }
-  ~ScratchDir() { fs::remove_all(dir); }
-};
-
-std::string read(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-}  // namespace
 
 TEST_CASE("agent paths must stay inside the mirror") {
   CHECK(safe_relative_path("events.out.tfevents.1"));
@@ -43,27 +26,27 @@ TEST_CASE("agent paths must stay inside the mirror") {
 
 TEST_CASE("chunks are written at their offsets; a restart empties the copy first") {
   ScratchDir d;
-  FileMirror mirror((d.dir / "tensorboard").string());
+  FileMirror mirror((d.dir() / "tensorboard").string());
   CHECK_FALSE(mirror.write({"train/events", 0, true, "abc"}));
   CHECK_FALSE(mirror.write({"train/events", 3, false, "def"}));
-  CHECK(read(d.dir / "tensorboard/train/events") == "abcdef");
+  CHECK(read_file(d.dir() / "tensorboard/train/events") == "abcdef");
   struct stat st {};
-  REQUIRE(::stat((d.dir / "tensorboard/train/events").c_str(), &st) == 0);
+  REQUIRE(::stat((d.dir() / "tensorboard/train/events").c_str(), &st) == 0);
   CHECK((st.st_mode & 0777) == 0600);
   CHECK_FALSE(mirror.write({"train/events", 0, true, "x"}));
-  CHECK(read(d.dir / "tensorboard/train/events") == "x");
+  CHECK(read_file(d.dir() / "tensorboard/train/events") == "x");
   CHECK_FALSE(mirror.write({"empty", 0, true, ""}));
-  CHECK(fs::exists(d.dir / "tensorboard/empty"));
+  CHECK(fs::exists(d.dir() / "tensorboard/empty"));
 }
 
 TEST_CASE("a bad path or a failed write is reported once, naming the file") {
   ScratchDir d;
-  FileMirror mirror((d.dir / "tensorboard").string());
+  FileMirror mirror((d.dir() / "tensorboard").string());
   auto error = mirror.write({"../escape", 0, true, "x"});
   REQUIRE(error);
   CHECK(error->find("'../escape'") != std::string::npos);
   CHECK_FALSE(mirror.write({"../escape", 0, true, "x"}));  // once
-  CHECK_FALSE(fs::exists(d.dir / "escape"));
+  CHECK_FALSE(fs::exists(d.dir() / "escape"));
 
   // A file where a directory must go.
   CHECK_FALSE(mirror.write({"a", 0, true, "x"}));

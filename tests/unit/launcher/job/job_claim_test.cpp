@@ -1,4 +1,5 @@
 #include "launcher/job/job_claim.h"
+#include "tests/unit/scratch_dir.h"
 
 #include <doctest/doctest.h>
 #include <sys/wait.h>
@@ -15,15 +16,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-struct StateDir {
-  fs::path dir;
-  StateDir() {
-    std::string tmpl = fs::temp_directory_path() / "dlaunch-claim-XXXXXX";
-    dir = ::mkdtemp(tmpl.data());
-  }
-  ~StateDir() { fs::remove_all(dir); }
-};
-
 // A PENDING record whose coordinator is this test process (alive).
 JobInfo live_info(long long started = 1000) {
   JobInfo info;
@@ -39,8 +31,8 @@ JobInfo live_info(long long started = 1000) {
 }  // namespace
 
 TEST_CASE("an unnamed job's taken name gets -2, -3") {
-  StateDir state;
-  const std::string dir = state.dir.string();
+  dlaunch::testing::ScratchDir state;
+  const std::string dir = state.path();
   for (const char* expected : {"prog-1", "prog-1-2", "prog-1-3"}) {
     auto result = claim_job(dir, "prog-1", false, live_info());
     REQUIRE(std::holds_alternative<ClaimedJob>(result));
@@ -50,8 +42,8 @@ TEST_CASE("an unnamed job's taken name gets -2, -3") {
 }
 
 TEST_CASE("a name held by an active job is refused, naming its pid and status") {
-  StateDir state;
-  const std::string dir = state.dir.string();
+  dlaunch::testing::ScratchDir state;
+  const std::string dir = state.path();
   REQUIRE(std::holds_alternative<ClaimedJob>(claim_job(dir, "nightly", true, live_info())));
   auto again = claim_job(dir, "nightly", true, live_info());
   REQUIRE(std::holds_alternative<NameTaken>(again));
@@ -60,8 +52,8 @@ TEST_CASE("a name held by an active job is refused, naming its pid and status") 
 }
 
 TEST_CASE("a finished or lost job of the same name is moved aside for the new run") {
-  StateDir state;
-  const std::string dir = state.dir.string();
+  dlaunch::testing::ScratchDir state;
+  const std::string dir = state.path();
   JobInfo old = live_info(1700000000);
   old.coordinator_pid = 1 << 30;  // gone: the record reads LOST
   REQUIRE(std::holds_alternative<ClaimedJob>(claim_job(dir, "nightly", true, old)));
@@ -79,8 +71,8 @@ TEST_CASE("a finished or lost job of the same name is moved aside for the new ru
 }
 
 TEST_CASE("processes racing for one name: exactly one gets it") {
-  StateDir state;
-  const std::string dir = state.dir.string();
+  dlaunch::testing::ScratchDir state;
+  const std::string dir = state.path();
   constexpr int kRacers = 8;
   std::vector<pid_t> racers;
   // Each racer claims for the test process, which outlives them all.

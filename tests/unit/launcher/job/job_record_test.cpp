@@ -14,32 +14,16 @@
 #include <vector>
 
 #include "launcher/job/job_record.h"
+#include "tests/unit/scratch_dir.h"
 
 using namespace dlaunch;
+using dlaunch::testing::read_file;
+using dlaunch::testing::ScratchDir;
 namespace fs = std::filesystem;
 
 namespace {
 
 // A fresh directory under the temporary directory, removed at the end.
-class ScratchDir {
- public:
-  ScratchDir() {
-    std::string path = (fs::temp_directory_path() / "dlaunch-job-record-test.XXXXXX").string();
-    REQUIRE(::mkdtemp(path.data()) != nullptr);
-    path_ = path;
-  }
-  ScratchDir(const ScratchDir&) = delete;
-  ScratchDir& operator=(const ScratchDir&) = delete;
-  ~ScratchDir() {
-    ::chmod(path_.c_str(), 0700);
-    std::error_code ignored;
-    fs::remove_all(path_, ignored);
-  }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
 
 std::vector<std::string> files_in(const std::string& dir) {
   std::vector<std::string> names;
@@ -48,13 +32,6 @@ std::vector<std::string> files_in(const std::string& dir) {
   }
   std::sort(names.begin(), names.end());
   return names;
-}
-
-std::string read_text(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
 }
 
 JobResult sample_result() {
@@ -225,7 +202,7 @@ TEST_CASE("job records: a write that cannot happen is reported, naming the file"
 TEST_CASE("job records: a failed write keeps the old record whole and cleans up") {
   ScratchDir dir;
   REQUIRE(write_result(dir.path(), sample_result()) == std::nullopt);
-  const std::string before = read_text(dir.path() + "/job.toml");
+  const std::string before = read_file(dir.path() + "/job.toml");
 
   // With SIGXFSZ ignored, writing past the limit fails with EFBIG, as a full
   // disk fails with ENOSPC.
@@ -237,7 +214,7 @@ TEST_CASE("job records: a failed write keeps the old record whole and cleans up"
   });
   REQUIRE(WIFEXITED(status));
   CHECK(WEXITSTATUS(status) == 0);
-  CHECK(read_text(dir.path() + "/job.toml") == before);
+  CHECK(read_file(dir.path() + "/job.toml") == before);
   CHECK(files_in(dir.path()) == std::vector<std::string>{"job.toml"});
 }
 
@@ -257,14 +234,14 @@ TEST_CASE("job records: a writer killed mid-write never leaves half a file under
   }
   SUBCASE("an old record stays whole") {
     REQUIRE(write_result(job_dir, sample_result()) == std::nullopt);
-    const std::string before = read_text(job_dir + "/job.toml");
+    const std::string before = read_file(job_dir + "/job.toml");
     const int status = run_with_file_size_limit(1024, false, [&] {
       (void)write_result(job_dir, large_result());
       return 0;
     });
     REQUIRE(WIFSIGNALED(status));
     CHECK(WTERMSIG(status) == SIGXFSZ);
-    CHECK(read_text(job_dir + "/job.toml") == before);
+    CHECK(read_file(job_dir + "/job.toml") == before);
     CHECK(read_job_result(job_dir)->root_cause == sample_result().root_cause);
   }
   // Only the hidden temporary can be left over, and readers never look at it.

@@ -1,4 +1,5 @@
 #include "launcher/job/job_store.h"
+#include "tests/unit/scratch_dir.h"
 
 #include "common/posix.h"
 
@@ -12,18 +13,11 @@ using namespace dlaunch;
 
 namespace {
 
-struct StateDir {
-  std::filesystem::path dir;
-  StateDir() {
-    std::string tmpl = std::filesystem::temp_directory_path() / "dlaunch-store-XXXXXX";
-    dir = ::mkdtemp(tmpl.data());
-  }
-  ~StateDir() { std::filesystem::remove_all(dir); }
-
+struct StateDir : dlaunch::testing::ScratchDir {
   std::string add(const std::string& name, long long started, long long pid,
                   std::optional<JobResult> result = std::nullopt,
                   JobStatus status = JobStatus::running) {
-    const std::string job_dir = (dir / name).string();
+    const std::string job_dir = (dir() / name).string();
     std::filesystem::create_directories(job_dir);
     JobInfo info;
     info.name = name;
@@ -87,10 +81,10 @@ TEST_CASE("load_jobs reads every job under the state dir, newest first") {
   state.add("b-done", 200, kDeadPid, finished_with(0, 210));
   state.add("a-live", 300, ::getpid());  // this test binary, with its start time
   state.add("c-lost", 100, kDeadPid);
-  std::filesystem::create_directories(state.dir / "not-a-job");
-  std::ofstream(state.dir / "stray-file") << "x";
+  std::filesystem::create_directories(state.dir() / "not-a-job");
+  std::ofstream(state.dir() / "stray-file") << "x";
 
-  const auto jobs = load_jobs(state.dir.string());
+  const auto jobs = load_jobs(state.path());
   REQUIRE(jobs.size() == 3);
   CHECK(jobs[0].info.name == "a-live");
   CHECK(jobs[0].status == JobStatus::running);
@@ -100,18 +94,18 @@ TEST_CASE("load_jobs reads every job under the state dir, newest first") {
   CHECK(jobs[2].info.name == "c-lost");
   CHECK(jobs[2].status == JobStatus::lost);
 
-  CHECK(load_jobs((state.dir / "missing").string()).empty());
+  CHECK(load_jobs((state.dir() / "missing").string()).empty());
 }
 
 TEST_CASE("find_job takes a job's name, never a path") {
   StateDir state;
   state.add("job-1", 100, kDeadPid, finished_with(3, 101));
-  auto job = find_job(state.dir.string(), "job-1");
+  auto job = find_job(state.path(), "job-1");
   REQUIRE(job);
   CHECK(job->status == JobStatus::failed);
-  CHECK(job->dir == (state.dir / "job-1").string());
-  CHECK_FALSE(find_job(state.dir.string(), "job-2").has_value());
-  CHECK_FALSE(find_job(state.dir.string(), "../" + state.dir.filename().string() + "/job-1"));
+  CHECK(job->dir == (state.dir() / "job-1").string());
+  CHECK_FALSE(find_job(state.path(), "job-2").has_value());
+  CHECK_FALSE(find_job(state.path(), "../" + state.dir().filename().string() + "/job-1"));
 }
 
 TEST_CASE("rank_logs finds rank-<R>.log files by rank number") {

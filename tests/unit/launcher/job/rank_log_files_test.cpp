@@ -8,36 +8,18 @@
 #include <sstream>
 
 #include "launcher/job/rank_log_files.h"
+#include "tests/unit/scratch_dir.h"
 
 using namespace dlaunch;
+using dlaunch::testing::read_file;
+using dlaunch::testing::ScratchDir;
 namespace fs = std::filesystem;
 
-namespace {
-
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    char tmpl[] = "/tmp/dlaunch-rlf-XXXXXX";
-    REQUIRE(::mkdtemp(tmpl) != nullptr);
-    path = tmpl;
-  }
-  ~TempDir() { fs::remove_all(path); }
-};
-
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-}  // namespace
-
 TEST_CASE("rank log files: bytes are kept exactly, across buffer flushes") {
-  TempDir dir;
+  ScratchDir dir;
   std::string expected;
   {
-    RankLogFiles files(dir.path.string());
+    RankLogFiles files(dir.dir().string());
     for (int i = 0; i < 20000; ++i) {
       const std::string piece = "line " + std::to_string(i) + (i % 7 ? "\n" : "\r");
       files.append(3, piece);
@@ -47,14 +29,14 @@ TEST_CASE("rank log files: bytes are kept exactly, across buffer flushes") {
     expected += "--- marker ---\n";
     CHECK(files.losses().empty());
   }
-  CHECK(slurp(dir.path / "rank-3.log") == expected);
+  CHECK(read_file(dir.dir() / "rank-3.log") == expected);
 }
 
 TEST_CASE("rank log files: a full disk is reported with path, reason and bytes lost") {
-  TempDir dir;
+  ScratchDir dir;
   // /dev/full fails every write with ENOSPC, as a full log disk does.
-  fs::create_symlink("/dev/full", dir.path / "rank-0.log");
-  RankLogFiles files(dir.path.string());
+  fs::create_symlink("/dev/full", dir.dir() / "rank-0.log");
+  RankLogFiles files(dir.dir().string());
   files.append(0, std::string(100, 'a'));
   files.flush();
   files.append(0, std::string(50, 'b'));
@@ -62,5 +44,5 @@ TEST_CASE("rank log files: a full disk is reported with path, reason and bytes l
   const auto losses = files.losses();
   REQUIRE(losses.size() == 1);
   CHECK(losses[0] ==
-        (dir.path / "rank-0.log").string() + ": 150 bytes not written (No space left on device)");
+        (dir.dir() / "rank-0.log").string() + ": 150 bytes not written (No space left on device)");
 }
