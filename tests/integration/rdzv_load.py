@@ -250,15 +250,15 @@ class Worker:
                 if self.close_all_pending and self.assigned == len(self.agents):
                     self.close_all()
                 return
-            # This process holds the failing node and its agents all exit
-            # together: once every one of them has its assignment, the
-            # failure goes out and all their connections close right
-            # behind it, so node 0 starts writing Stop to every agent with
-            # these closes already queued.
+            # This process holds the failing node: once every one of its
+            # agents has its assignment, the failure goes out, and all of
+            # their connections close at the first Stop, while node 0 is
+            # still writing Stop to every agent. (Closing them right behind
+            # the failure would race it: node 0 could read a close before
+            # the failure and rightly report a lost agent first.)
             if self.assigned == len(self.agents):
                 failing = next(a for a in self.agents if a.node == self.a.fail_node)
                 self.report_exits(failing)
-                self.close_all(keep=failing)
             return
         if msg_type == wire.STOP:
             stop = wire.parse_stop(payload)

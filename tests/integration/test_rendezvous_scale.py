@@ -69,10 +69,10 @@ class RendezvousScaleTest(DlaunchTestCase):
 
     def test_failed_job_while_every_connection_closes_during_stop(self):
         # The load process holding the failing node sends the failure once all
-        # its agents have their assignment and closes all their connections
-        # right behind it; the other load processes close all theirs at their
-        # first Stop. Before the send-path fix this aborted node 0 with a
-        # double free every time.
+        # its agents have their assignment; every load process closes all of
+        # its connections at its first Stop, while node 0 is still writing
+        # Stop to the others. Before the send-path fix this aborted node 0
+        # with a double free every time.
         failing = NODES // 2
         code, out, err, load = self.run_job(self.job_name("scale-fail"), fail_node=failing,
                                             fail_code=3, close_all_on_stop=True)
