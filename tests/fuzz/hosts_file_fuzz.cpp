@@ -1,24 +1,57 @@
-// libFuzzer target: the TOML hosts-file loader. Invariants: no crash or
-// sanitizer report; a failure always comes with at least one diagnostic, and
-// every diagnostic names the file.
+// libFuzzer target: every host-list parser on the same input: the TOML hosts
+// file, a DeepSpeed/MPI hostfile, Horovod's -H, --include/--exclude, Slurm's
+// hostlist expressions and task counts, and --env-file. Invariants: no crash
+// or sanitizer report; a failure always comes with a diagnostic that names its
+// source; every host found has a name and an address.
 #include <cstdint>
 #include <cstdlib>
 #include <string>
 
+#include "launcher/config/environment.h"
+#include "launcher/config/host_list.h"
 #include "launcher/config/hosts_file.h"
+#include "launcher/config/slurm_hosts.h"
 
-extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-  const std::string text(reinterpret_cast<const char*>(data), size);
-  auto result = dlaunch::parse_hosts_file(text, "fuzz.toml");
+namespace {
+
+// `source`: the name every diagnostic must carry; empty: any.
+void check(const dlaunch::HostsFileResult& result, const std::string& source) {
   if (auto* diagnostics = std::get_if<std::vector<dlaunch::Diagnostic>>(&result)) {
     if (diagnostics->empty()) std::abort();
     for (const auto& d : *diagnostics) {
-      if (d.file != "fuzz.toml" || d.message.empty()) std::abort();
+      if ((!source.empty() && d.file != source) || d.message.empty()) std::abort();
     }
-  } else {
-    for (const auto& host : std::get<dlaunch::HostsFile>(result).hosts) {
-      if (host.address.empty()) std::abort();
-    }
+    return;
+  }
+  for (const auto& host : std::get<dlaunch::HostsFile>(result).hosts) {
+    if (host.address.empty() || host.name.empty()) std::abort();
+  }
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  const std::string text(reinterpret_cast<const char*>(data), size);
+  check(dlaunch::parse_hosts_file(text, "fuzz.toml"), "fuzz.toml");
+  check(dlaunch::parse_hostfile(text, "fuzz.hostfile"), "fuzz.hostfile");
+  const auto from_arg = dlaunch::parse_host_arg(text);
+  if (auto* hosts = std::get_if<dlaunch::HostsFile>(&from_arg)) {
+    // The same text as --include and --exclude against the hosts it named.
+    check(dlaunch::filter_hosts(*hosts, text, ""), "");
+    check(dlaunch::filter_hosts(*hosts, "", text), "");
+  }
+  const auto names = dlaunch::expand_hostlist(text, 10'000);
+  if (names.hosts.size() > 10'000) std::abort();
+  for (const auto& n : names.hosts) {
+    if (n.empty()) std::abort();
+  }
+  const auto counts = dlaunch::expand_tasks_per_node(text, 10'000);
+  for (int c : counts.counts) {
+    if (c < 1) std::abort();
+  }
+  const auto env = dlaunch::parse_env_file(text, "fuzz.env");
+  if (auto* errors = std::get_if<std::vector<dlaunch::Diagnostic>>(&env)) {
+    if (errors->empty()) std::abort();
   }
   return 0;
 }
