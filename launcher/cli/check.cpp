@@ -16,6 +16,7 @@
 #include "launcher/config/host_source.h"
 #include "launcher/plan/plan.h"
 #include "launcher/transport/local_transport.h"
+#include "launcher/transport/slurm_transport.h"
 #include "launcher/transport/ssh_transport.h"
 #include "protocol/auth.h"
 
@@ -100,7 +101,9 @@ int check_command(int argc, const char* const* argv) {
   asio::io_context io;
   const bool via_ssh = o.rdzv_via_ssh || hosts.rendezvous.via_ssh;
   AgentTransports transports([&io] { return make_local_transport(io); },
-                             [&io, &o, via_ssh] {
+                             [&io, &o, via_ssh]() -> std::unique_ptr<Transport> {
+                               if (o.host_source == HostSource::slurm)
+                                 return make_slurm_transport(io, {"srun", "dlaunch-check"});
                                SshOptions ssh;
                                ssh.parallel = o.ssh_parallel;
                                ssh.connect_timeout_s = o.ssh_timeout_s;

@@ -318,6 +318,11 @@ ParseResult parse_options(int argc, const char* const* argv,
   if (o.mode != Mode::hosts && o.rdzv_via_ssh) {
     return usage_error("--rdzv-via-ssh needs --hosts, --hostfile, -H or a Slurm job");
   }
+  // Slurm's hosts start their agents under srun: there is no SSH connection.
+  if (o.host_source == HostSource::slurm && o.rdzv_via_ssh) {
+    return usage_error("--rdzv-via-ssh has no SSH connection to go through with " +
+                       host_source_flag(o) + ": the agents start under srun");
+  }
   if (o.secret_file.empty()) {
     if (const char* f = std::getenv("DLAUNCH_SECRET_FILE"); f && *f) o.secret_file = f;
   }
