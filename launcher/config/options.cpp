@@ -99,8 +99,8 @@ void add_host_list_options(CLI::App& app, Options& o) {
          "where hosts come from: ssh (--hosts, --hostfile or -H), slurm (SLURM_JOB_NODELIST, "
          "ranks per node from SLURM_NTASKS_PER_NODE, SLURM_GPUS_ON_NODE or "
          "SLURM_TASKS_PER_NODE) or local (this machine only); default: slurm inside a Slurm "
-         "job when no host list is given. Agents start over SSH, or fork/exec for loopback "
-         "hosts")
+         "job when no host list is given. Agents start over SSH (fork/exec for loopback "
+         "hosts), or with slurm as one srun job step")
       ->check(CLI::IsMember(kLaunchers, CLI::ignore_case));
 }
 
