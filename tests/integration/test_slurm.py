@@ -36,7 +36,7 @@ import harness  # noqa: E402
 PREFIX = "dls"
 NODES = [("n1", "198.18.0.11"), ("n2", "198.18.0.12")]
 CTL_ADDR = "198.18.0.1"
-TOOLS = ["slurmctld", "slurmd", "srun", "sbatch", "scancel", "squeue", "sinfo", "munged",
+TOOLS = ["slurmctld", "slurmd", "srun", "sbatch", "salloc", "scancel", "squeue", "sinfo", "munged",
          "nsenter", "unshare", "ip"]
 TMP_PREFIX = "dlaunch-slurm-"
 
@@ -241,8 +241,11 @@ PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP
         return env
 
     def client(self, argv, env=None, check=True, timeout=30):
-        """A Slurm command run from the controller's namespace."""
-        return sh("nsenter", f"--net=/run/netns/{self.ns('ctl')}", *argv, check=check,
+        """A Slurm command run from the controller's namespace (a login node,
+        whose /etc/hosts names the nodes)."""
+        script = f"mount --bind {self.path('hosts')} /etc/hosts && exec \"$@\""
+        return sh("nsenter", f"--net=/run/netns/{self.ns('ctl')}", "unshare", "-m",
+                  "--propagation", "private", "sh", "-c", script, "sh", *argv, check=check,
                   timeout=timeout, env=env or self.env())
 
     def node_pids(self, name):
@@ -370,20 +373,37 @@ echo $? > '{code}'
                 self.assertIn(line, f.read())
         self.assertNothingLeft(job)
 
-    def test_a_rank_exit_code_is_the_jobs(self):
+    def test_a_rank_exit_code_is_the_jobs_and_the_others_keep_their_grace(self):
         job = self.job_name("slurm-fail")
         script, code = self.batch_script("fail", [
             "--launcher", "slurm", "--name", job, "--", "sh", "-c",
-            'if [ "$RANK" = 1 ]; then echo "rank 1 fails on $(hostname)" >&2; exit 3; fi; '
-            'sleep 30'], after="exit $(cat \"$0.code\" 2>/dev/null || echo 1)")
+            'if [ "$RANK" = 1 ]; then sleep 1; echo "rank 1 fails on $(hostname)" >&2; exit 3; fi; '
+            'trap "echo rank 0 saving; sleep 2; echo rank 0 saved; exit 0" TERM; '
+            'sleep 30 & wait'])
         started = time.monotonic()
         r, out = self.sbatch(script, "fail")
         output = self.read(out)
         print(output)
         self.assertEqual(self.read(code).strip(), "3", output)
         self.assertIn("rank 1 fails on n2", output)
-        # The failure stopped rank 0's sleep at once, through the rendezvous.
+        # The failure stopped rank 0 at once, through the rendezvous, and Slurm
+        # did not kill its agent when n2's agent exited 3: rank 0 had its grace.
         self.assertLess(time.monotonic() - started, 25, output)
+        with open(os.path.join(self.state, job, "rank-0.log")) as f:
+            self.assertEqual(f.read(), "rank 0 saving\nrank 0 saved\n")
+        self.assertNothingLeft(job)
+
+    def test_salloc_from_a_login_node(self):
+        # The coordinator outside the allocation (salloc runs its command
+        # here): both nodes' agents reach it across the network.
+        job = self.job_name("slurm-salloc")
+        r = CLUSTER.client(["salloc", "--nodes=2", "--ntasks-per-node=1", harness.DLAUNCH,
+                            "--name", job, "--", "sh", "-c", 'echo "rank $RANK on $(hostname)"'],
+                           env=self.env_, check=False, timeout=60)
+        print(r.stdout + r.stderr)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("[n1:0] rank 0 on n1", r.stdout)
+        self.assertIn("[n2:1] rank 1 on n2", r.stdout)
         self.assertNothingLeft(job)
 
     def test_scancel_leaves_nothing_behind(self):
@@ -395,7 +415,8 @@ echo $? > '{code}'
         job_id = r.stdout.strip().split(";")[0]
         running = harness.wait_for(lambda: len(harness.processes_with_marker(job)) == 2,
                                    timeout=30)
-        self.assertTrue(running, f"ranks never started: {self.read(out) if os.path.exists(out) else ''}")
+        if not running:
+            self.fail(f"ranks never started: {self.read(out) if os.path.exists(out) else ''}")
         ranks = harness.processes_with_marker(job)
         agents = [p for p in CLUSTER.node_pids("n1") + CLUSTER.node_pids("n2")
                   if harness.exe_name(p) == "dlaunch-agent"]
