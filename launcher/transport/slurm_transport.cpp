@@ -113,9 +113,11 @@ class SlurmStep : public std::enable_shared_from_this<SlurmStep> {
       ::dup2(out[1], 2);
       close_fds_from(3);
       ::execvp(args[0], args.data());
-      const std::string msg = std::string("cannot run ") + args[0] + ": " + std::strerror(errno) +
-                              " (is Slurm's srun on PATH?)\n";
-      (void)!::write(2, msg.data(), msg.size());
+      // No allocation between fork and exec: the coordinator has threads.
+      const char* why = std::strerror(errno);
+      for (const char* piece : {"cannot run ", static_cast<const char*>(args[0]), ": ", why,
+                                " (is Slurm's srun on PATH?)\n"})
+        (void)!::write(2, piece, std::strlen(piece));
       ::_exit(127);
     }
     pid_ = pid;
@@ -158,13 +160,16 @@ class SlurmStep : public std::enable_shared_from_this<SlurmStep> {
     if (!launched_ || pid_ < 0) return;
     bool all_eof = true;
     bool all_kill = true;
+    bool running = false;
     for (const auto& m : members_) {
       if (m.reported) continue;
+      running = true;
       all_eof = all_eof && (m.wants_eof || m.wants_kill);
       all_kill = all_kill && m.wants_kill;
     }
     if (all_eof) close_stdin();
-    if (all_kill && !gone_ && !killed_) {
+    // With every agent reported gone, srun is about to exit by itself.
+    if (running && all_kill && !gone_ && !killed_) {
       killed_ = true;
       ::kill(pid_, SIGTERM);  // srun sends SIGKILL to every agent and exits
     }
