@@ -1,12 +1,15 @@
-// dlaunch-agent: started by dlaunch on each node (locally or over SSH) with its
-// launch spec on stdin. Not meant to be run by hand.
+// dlaunch-agent: started by dlaunch on each node (locally, over SSH or as a
+// task of a Slurm job step) with its launch spec on stdin. Not meant to be run
+// by hand. `--slurm`: stdin carries every node's spec (agent/slurm_spec.h).
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <string>
 
 #include "agent/agent.h"
 #include "agent/guardian.h"
+#include "agent/slurm_spec.h"
 #include "common/log.h"
 #include "common/version.h"
 #include "protocol/launch_spec.h"
@@ -21,7 +24,17 @@ int main(int argc, char** argv) {
     dlaunch::log::set_level(dlaunch::log::Level::debug);
   }
   std::string error;
-  auto spec = dlaunch::read_launch_spec(0, &error);
+  std::optional<dlaunch::LaunchSpec> spec;
+  if (argc > 1 && std::strcmp(argv[1], "--slurm") == 0) {
+    const char* node = std::getenv("SLURMD_NODENAME");
+    if (node == nullptr || *node == '\0') {
+      std::fprintf(stderr, "dlaunch-agent: --slurm needs SLURMD_NODENAME (srun sets it)\n");
+      return 2;
+    }
+    spec = dlaunch::read_slurm_launch_spec(0, node, &error);
+  } else {
+    spec = dlaunch::read_launch_spec(0, &error);
+  }
   if (!spec) {
     std::fprintf(stderr, "dlaunch-agent: %s\n", error.c_str());
     return 2;

@@ -10,9 +10,10 @@ build_pkgs=(build-essential cmake ninja-build pkg-config clang-format
 # clang and its runtime for the libFuzzer targets; sshd and iproute2 for the SSH
 # tests' hosts; Debian's python3 (with python3-torch) runs the ranks those tests start
 # over SSH; nftables and iptables make firewalls inside test namespaces; man-db and
-# zsh let the package test render the man page and parse the zsh completion.
+# zsh let the package test render the man page and parse the zsh completion;
+# slurm-wlm (slurmctld, slurmd, srun) and munge make the Slurm test's cluster.
 test_pkgs=(openssh-server openssh-client iproute2 procps python3 clang libclang-rt-14-dev
-  python3-torch nftables iptables man-db zsh)
+  python3-torch nftables iptables man-db zsh slurm-wlm munge)
 
 want=("${build_pkgs[@]}")
 if [[ "${1:-}" != "--build-only" ]]; then want+=("${test_pkgs[@]}"); fi

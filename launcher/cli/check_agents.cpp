@@ -6,6 +6,7 @@
 #include "launcher/cli/commands.h"
 #include "launcher/plan/plan.h"
 #include "launcher/transport/local_transport.h"
+#include "launcher/transport/slurm_transport.h"
 #include "launcher/transport/ssh_transport.h"
 #include "protocol/auth.h"
 
@@ -34,7 +35,9 @@ std::variant<CheckResult, int> run_check_agents(Options& o, CheckPolicy::Config 
   asio::io_context io;
   const bool via_ssh = o.rdzv_via_ssh || hosts.rendezvous.via_ssh;
   AgentTransports transports([&io] { return make_local_transport(io); },
-                             [&io, &o, via_ssh] {
+                             [&io, &o, via_ssh]() -> std::unique_ptr<Transport> {
+                               if (o.host_source == HostSource::slurm)
+                                 return make_slurm_transport(io, {"srun", "dlaunch-check"});
                                SshOptions ssh;
                                ssh.parallel = o.ssh_parallel;
                                ssh.connect_timeout_s = o.ssh_timeout_s;

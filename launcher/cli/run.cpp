@@ -34,6 +34,7 @@
 #include "launcher/plan/launch_spec_builder.h"
 #include "launcher/plan/plan.h"
 #include "launcher/transport/local_transport.h"
+#include "launcher/transport/slurm_transport.h"
 #include "launcher/transport/ssh_transport.h"
 #include "protocol/auth.h"
 #include "protocol/launch_spec.h"
@@ -296,7 +297,9 @@ int run_command(int argc, const char* const* argv) {
   LogSink sink(std::move(sink_settings));
   asio::io_context io;
   AgentTransports transports([&io] { return make_local_transport(io); },
-                             [&io, &o, &hosts] {
+                             [&io, &o, &hosts, &plan]() -> std::unique_ptr<Transport> {
+                               if (o.host_source == HostSource::slurm)
+                                 return make_slurm_transport(io, {"srun", plan.job});
                                SshOptions ssh;
                                ssh.parallel = o.ssh_parallel;
                                ssh.connect_timeout_s = o.ssh_timeout_s;

@@ -578,6 +578,7 @@ bool is_local_host(const HostEntry& host) {
     case TransportKind::local:
       return true;
     case TransportKind::ssh:
+    case TransportKind::slurm:
       return false;
     case TransportKind::automatic:
       break;

@@ -14,7 +14,10 @@
 
 namespace dlaunch {
 
-enum class TransportKind { automatic, local, ssh };
+// How a host's agent starts. `slurm`: as a task of the coordinator's srun job
+// step (launcher/transport/slurm_transport.h); only Slurm's own host list
+// sets it, a hosts file cannot.
+enum class TransportKind { automatic, local, ssh, slurm };
 
 struct HostEntry {
   std::string name;         // defaults to address

@@ -99,8 +99,8 @@ void add_host_list_options(CLI::App& app, Options& o) {
          "where hosts come from: ssh (--hosts, --hostfile or -H), slurm (SLURM_JOB_NODELIST, "
          "ranks per node from SLURM_NTASKS_PER_NODE, SLURM_GPUS_ON_NODE or "
          "SLURM_TASKS_PER_NODE) or local (this machine only); default: slurm inside a Slurm "
-         "job when no host list is given. Agents start over SSH, or fork/exec for loopback "
-         "hosts")
+         "job when no host list is given. Agents start over SSH (fork/exec for loopback "
+         "hosts), or with slurm as one srun job step")
       ->check(CLI::IsMember(kLaunchers, CLI::ignore_case));
 }
 
@@ -334,6 +334,11 @@ ParseResult parse_options(int argc, const char* const* argv,
   }
   if (o.mode != Mode::hosts && o.rdzv_via_ssh) {
     return usage_error("--rdzv-via-ssh needs --hosts, --hostfile, -H or a Slurm job");
+  }
+  // Slurm's hosts start their agents under srun: there is no SSH connection.
+  if (o.host_source == HostSource::slurm && o.rdzv_via_ssh) {
+    return usage_error("--rdzv-via-ssh has no SSH connection to go through with " +
+                       host_source_flag(o) + ": the agents start under srun");
   }
   if (o.secret_file.empty()) {
     if (const char* f = std::getenv("DLAUNCH_SECRET_FILE"); f && *f) o.secret_file = f;

@@ -18,17 +18,17 @@ namespace dlaunch {
 
 enum class Mode {
   standalone,  // one machine: --nproc-per-node N -- PROG
-  hosts,       // a host list (--hosts, --hostfile, -H, Slurm): agents started locally or over SSH
+  hosts,       // a host list (--hosts, --hostfile, -H, Slurm): agents local, over SSH or srun
   manual,      // --nnodes M --node-rank R --master-addr A: run by hand on each node
 };
 
 // --launcher: where the hosts come from when no host list is given, and how
-// agents start. Agents start over SSH (fork/exec for loopback hosts) with
-// every launcher so far.
+// agents start: Slurm's hosts as one srun job step (launcher/transport/
+// slurm_transport.h), the others over SSH (fork/exec for loopback hosts).
 enum class Launcher {
   automatic,  // Slurm's hosts inside a Slurm job ($SLURM_JOB_ID) when nothing else names them
   ssh,        // hosts from --hosts, --hostfile or -H; Slurm's variables are not read
-  slurm,      // hosts from SLURM_JOB_NODELIST
+  slurm,      // hosts from SLURM_JOB_NODELIST, agents started by srun
   local,      // this machine only; Slurm's variables are not read
 };
 

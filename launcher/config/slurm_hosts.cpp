@@ -311,6 +311,9 @@ HostsFileResult slurm_hosts(const Environment& env) {
     if (!slots.empty()) entry.slots = slots[i];
     entry.gpus = gpus;
     entry.line = static_cast<int>(i + 1);
+    // Even the batch host: its agent runs under srun too, where Slurm's
+    // accounting, cgroups and scancel reach its ranks.
+    entry.transport = TransportKind::slurm;
     file.hosts.push_back(std::move(entry));
   }
   return file;

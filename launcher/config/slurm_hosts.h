@@ -70,7 +70,8 @@ inline constexpr std::string_view kSlurmVariables[] = {
 // order); none set: slots stay unset, one rank per GPU. SLURM_GPUS_ON_NODE,
 // when set, is every node's `gpus` too (it counts the batch host's; Slurm
 // gives no per-node list). Errors name the variable and quote its text. The
-// HostsFile's path is "SLURM_JOB_NODELIST".
+// HostsFile's path is "SLURM_JOB_NODELIST". Every host's transport is
+// TransportKind::slurm: its agent starts under srun.
 HostsFileResult slurm_hosts(const Environment& env);
 
 }  // namespace dlaunch

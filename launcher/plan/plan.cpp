@@ -178,7 +178,10 @@ std::string describe_plan(const Plan& plan, const Options& o) {
   for (const auto& node : plan.nodes) {
     out << "node " << node.node_rank << ": "
         << (node.host.name.empty() ? "this host" : node.host.name) << " (" << node.host.address
-        << ", " << (node.local ? "local" : "ssh")
+        << ", "
+        << (node.local                                    ? "local"
+            : node.host.transport == TransportKind::slurm ? "srun"
+                                                          : "ssh")
         << (!node.local && !node.host.jump.empty() && node.host.jump != "none"
                 ? " via " + node.host.jump
                 : std::string())

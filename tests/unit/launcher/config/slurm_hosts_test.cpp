@@ -155,6 +155,15 @@ TEST_CASE("slurm: nodes from SLURM_JOB_NODELIST, slots from SLURM_TASKS_PER_NODE
   CHECK_FALSE(file.hosts[0].gpus.has_value());
 }
 
+TEST_CASE("slurm: every node's agent starts under srun, the batch host's too") {
+  const HostsFile file = slurm_ok({{"SLURM_JOB_NODELIST", "localhost,n2"}});
+  REQUIRE(file.hosts.size() == 2);
+  for (const auto& host : file.hosts) {
+    CHECK(host.transport == TransportKind::slurm);
+    CHECK_FALSE(is_local_host(host));
+  }
+}
+
 TEST_CASE("slurm: SLURM_NTASKS_PER_NODE first, then SLURM_GPUS_ON_NODE, then tasks per node") {
   const Environment base{{"SLURM_JOB_NODELIST", "n[1-2]"}, {"SLURM_TASKS_PER_NODE", "1(x2)"}};
   auto env = base;

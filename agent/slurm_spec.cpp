@@ -1,0 +1,31 @@
+#include "agent/slurm_spec.h"
+
+#include <algorithm>
+#include <vector>
+
+namespace dlaunch {
+
+std::optional<LaunchSpec> read_slurm_launch_spec(int fd, std::string_view node_name,
+                                                 std::string* error) {
+  std::vector<std::string> seen;
+  int limit = 1;
+  for (int read = 0; read < limit; ++read) {
+    auto spec = read_launch_spec(fd, error);
+    if (!spec) {
+      if (read > 0) *error = "after " + std::to_string(read) + " launch specs: " + *error;
+      return std::nullopt;
+    }
+    if (read == 0) limit = std::max(1, spec->nnodes);
+    if (spec->host_name == node_name) return spec;
+    if (seen.size() < 5) seen.push_back(spec->host_name);
+  }
+  std::string names;
+  for (const auto& name : seen) names += (names.empty() ? "" : ", ") + name;
+  if (static_cast<int>(seen.size()) < limit) names += ", ...";
+  *error = "no launch spec for Slurm node '" + std::string(node_name) + "' among the " +
+           std::to_string(limit) + " given (" + names +
+           "): srun started this agent on a node the coordinator did not plan";
+  return std::nullopt;
+}
+
+}  // namespace dlaunch

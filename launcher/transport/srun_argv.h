@@ -1,0 +1,53 @@
+// The one srun command line the Slurm transport runs: a job step with one
+// dlaunch-agent per node, inside the allocation the coordinator runs in. Pure,
+// so the exact options are a unit test.
+//
+//   srun --nodes=N --ntasks=N --ntasks-per-node=1 --nodelist=a,b,...
+//        --kill-on-bad-exit=0 --wait=0 --input=all --label --unbuffered
+//        --mpi=none --job-name=<job> <agent> --slurm
+//
+// Why each option:
+//   --nodes, --ntasks, --ntasks-per-node=1  one agent per planned node, no more:
+//        the agent starts the node's ranks itself, so Slurm counts one task
+//        per node however many ranks run there.
+//   --nodelist  the planned nodes exactly (after --include/--exclude), not any
+//        N nodes of the allocation.
+//   --kill-on-bad-exit=0 --wait=0  Slurm must not end the other agents when
+//        one exits: an agent exits with the job's code once the coordinator
+//        stops the job (3 when a rank failed with 3), and its peers may still
+//        be in their grace period, their ranks writing checkpoints. Whether a
+//        lost agent ends the job is the coordinator's decision, as over SSH:
+//        srun reports a task's failure the moment it happens (srun_output.h)
+//        and the coordinator stops the others in order. Given explicitly, so
+//        that KillOnBadExit or WaitTime in slurm.conf, or SLURM_KILL_BAD_EXIT
+//        and SLURM_WAIT in the environment, do not change it.
+//   --input=all  every agent reads srun's stdin: the launch specs, then the
+//        end-of-file that tells them all to stop.
+//   --label  "<task>: " before each line of the agents' stderr, so the
+//        transport can tell the nodes apart (srun_output.h).
+//   --unbuffered  agents' diagnostics arrive as they are written.
+//   --mpi=none  the agents are not MPI programs; a cluster's MpiDefault (PMIx)
+//        would only slow the step's start.
+//   --job-name  the step's name in sacct and squeue --steps: the dlaunch job.
+// The agent's arguments are argv entries, never a shell string; the secret is
+// in the launch specs on stdin, never here.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace dlaunch {
+
+struct SrunStep {
+  std::string srun = "srun";       // the srun binary (DLAUNCH_SRUN overrides it)
+  std::vector<std::string> nodes;  // Slurm node names, one agent each
+  std::string agent_binary;        // dlaunch-agent's path, the same on every node
+  std::string job_name;            // the dlaunch job; empty: no --job-name
+};
+
+std::vector<std::string> srun_argv(const SrunStep& step);
+
+// `nodes` joined with commas, as --nodelist takes them.
+std::string srun_nodelist(const std::vector<std::string>& nodes);
+
+}  // namespace dlaunch
