@@ -1,5 +1,7 @@
 #include "agent/slurm_spec.h"
 
+#include <cstdlib>
+
 #include <algorithm>
 #include <vector>
 
@@ -26,6 +28,10 @@ std::optional<LaunchSpec> read_slurm_launch_spec(int fd, std::string_view node_n
            std::to_string(limit) + " given (" + names +
            "): srun started this agent on a node the coordinator did not plan";
   return std::nullopt;
+}
+
+void forget_slurm_task_variables() {
+  for (auto name : kSlurmTaskVariables) ::unsetenv(std::string(name).c_str());
 }
 
 }  // namespace dlaunch

@@ -24,4 +24,18 @@ namespace dlaunch {
 std::optional<LaunchSpec> read_slurm_launch_spec(int fd, std::string_view node_name,
                                                  std::string* error);
 
+// The agent's own task and step variables (SLURM_PROCID, SLURM_NTASKS, ...)
+// describe one task per node, not the ranks: a library that reads them (e.g.
+// Lightning's Slurm detection) would take the wrong rank and world size. The
+// job's variables (SLURM_JOB_ID, SLURM_JOB_NODELIST, ...) stay.
+inline constexpr std::string_view kSlurmTaskVariables[] = {
+    "SLURM_PROCID",         "SLURM_LOCALID",          "SLURM_NODEID",
+    "SLURM_NTASKS",         "SLURM_NPROCS",           "SLURM_NTASKS_PER_NODE",
+    "SLURM_TASKS_PER_NODE", "SLURM_STEP_NUM_TASKS",   "SLURM_STEP_TASKS_PER_NODE",
+    "SLURM_TASK_PID",       "SLURM_CPU_BIND",         "SLURM_CPU_BIND_LIST",
+    "SLURM_CPU_BIND_TYPE",  "SLURM_CPU_BIND_VERBOSE", "SLURM_GTIDS"};
+
+// Removes them from this process's environment, which the ranks inherit.
+void forget_slurm_task_variables();
+
 }  // namespace dlaunch

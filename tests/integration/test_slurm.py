@@ -358,7 +358,8 @@ echo $? > '{code}'
         script, code = self.batch_script("ok", [
             "--launcher", "slurm", "--name", job, "--", "sh", "-c",
             'echo "rank $RANK of $WORLD_SIZE on $(hostname) step $SLURM_JOB_ID.$SLURM_STEP_ID '
-            'master $MASTER_ADDR:$MASTER_PORT"'])
+            'master $MASTER_ADDR:$MASTER_PORT procid=${SLURM_PROCID-unset} '
+            'ntasks=${SLURM_NTASKS-unset}"'])
         r, out = self.sbatch(script, "ok")
         output = self.read(out) if os.path.exists(out) else "(no output file)"
         print(output)
@@ -369,6 +370,9 @@ echo $? > '{code}'
         for rank, node in ((0, "n1"), (1, "n2")):
             line = f"rank {rank} of 2 on {node} step {job_id}.0 master "
             self.assertIn(line, output)
+            # The agent's own task variables are not the rank's: a library
+            # that reads SLURM_PROCID (Lightning) would take the wrong rank.
+            self.assertRegex(output, rf"rank {rank} of 2 on {node} .* procid=unset ntasks=unset")
             with open(os.path.join(self.state, job, f"rank-{rank}.log")) as f:
                 self.assertIn(line, f.read())
         self.assertNothingLeft(job)
