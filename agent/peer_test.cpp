@@ -26,10 +26,11 @@ struct TestRun {
 
 struct Transfer : std::enable_shared_from_this<Transfer> {
   Transfer(asio::io_context& io, std::shared_ptr<TestRun> r, std::size_t i)
-      : run(std::move(r)), index(i), socket(io), timer(io) {}
+      : run(std::move(r)), index(i), resolver(io), socket(io), timer(io) {}
 
   std::shared_ptr<TestRun> run;
   std::size_t index;
+  asio::ip::tcp::resolver resolver;
   asio::ip::tcp::socket socket;
   asio::steady_timer timer;
   Clock::time_point started = Clock::now();
@@ -46,13 +47,19 @@ struct Transfer : std::enable_shared_from_this<Transfer> {
              std::chrono::milliseconds test_duration) {
     duration = test_duration;
     result().node = target.node;
-    asio::error_code ec;
-    const auto address = asio::ip::make_address(target.address, ec);
-    if (ec) return finish("not a numeric address");
     arm(connect_timeout);
     auto self = shared_from_this();
-    socket.async_connect({address, static_cast<std::uint16_t>(target.port)},
-                         [self](const asio::error_code& e) { self->on_connected(e); });
+    // A name (a Slurm node, a hostfile entry) is resolved as a job's ranks would.
+    resolver.async_resolve(
+        target.address, std::to_string(target.port),
+        [self](const asio::error_code& ec, asio::ip::tcp::resolver::results_type endpoints) {
+          if (self->over) return;
+          if (ec) return self->finish(self->timed_out ? "timed out" : "cannot resolve");
+          asio::async_connect(self->socket, endpoints,
+                              [self](const asio::error_code& e, const asio::ip::tcp::endpoint&) {
+                                self->on_connected(e);
+                              });
+        });
   }
 
   void arm(std::chrono::milliseconds after) {
@@ -62,6 +69,7 @@ struct Transfer : std::enable_shared_from_this<Transfer> {
       if (ec || self->over) return;
       self->timed_out = true;
       asio::error_code ignored;
+      self->resolver.cancel();
       self->socket.close(ignored);
     });
   }

@@ -377,6 +377,18 @@ echo $? > '{code}'
                 self.assertIn(line, f.read())
         self.assertNothingLeft(job)
 
+    def test_check_inside_an_allocation_reaches_every_node_by_name(self):
+        script, code = self.batch_script("check", ["check", "--launcher", "slurm",
+                                                   "--matrix-seconds", "1"])
+        r, out = self.sbatch(script, "check")
+        output = self.read(out) if os.path.exists(out) else "(no output file)"
+        print(output)
+        self.assertEqual(r.returncode, 0, f"sbatch: {r.stderr}\n{output}")
+        # Both nodes answered, and each reached the other by its Slurm name.
+        self.assertEqual(self.read(code).strip(), "0", output)
+        self.assertIn("a job can launch on these 2 hosts", output)
+        self.assertNotIn("not a numeric address", output)
+
     def test_a_rank_exit_code_is_the_jobs_and_the_others_keep_their_grace(self):
         job = self.job_name("slurm-fail")
         script, code = self.batch_script("fail", [
