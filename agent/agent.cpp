@@ -276,7 +276,8 @@ void Agent::on_line(int rank, proto::Stream stream, std::string_view line, proto
 
 void Agent::finish(int code) {
   log::debug("agent finishing with exit code ", code);
-  exit_code_ = code;
+  const bool ordered = machine_ && machine_->stopped_by_coordinator();
+  exit_code_ = spec_.slurm_task && ordered ? 0 : code;
   if (client_) client_->close("agent finished");
   asio::error_code ignored;
   child_signals_.cancel(ignored);

@@ -118,6 +118,7 @@ void AgentStateMachine::on_event(const StopReceived& e, Actions& out) {
   const proto::Stop& stop = e.stop;
   if (!stop.restart) {
     final_code_ = stop.exit_code;
+    stopped_by_coordinator_ = true;
     if (!stop.reason.empty()) emit(out, AnnounceStop{stop.reason});
   }
   const int grace_s = stop.grace_s >= 0 ? stop.grace_s : node_.grace_s;

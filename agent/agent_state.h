@@ -113,6 +113,8 @@ class AgentStateMachine {
 
   AgentState state() const { return state_; }
   int exit_code() const { return exit_code_; }
+  // The coordinator ended the job with a final Stop (not a crash or a lost link).
+  bool stopped_by_coordinator() const { return stopped_by_coordinator_; }
 
  private:
   using Actions = std::vector<AgentAction>;
@@ -137,6 +139,7 @@ class AgentStateMachine {
   AgentState state_ = AgentState::joining;
   int round_ = 0;
   int final_code_ = 0;  // the exit code once no further round will come
+  bool stopped_by_coordinator_ = false;
   int exit_code_ = 0;
 };
 

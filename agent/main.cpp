@@ -32,6 +32,7 @@ int main(int argc, char** argv) {
       return 2;
     }
     spec = dlaunch::read_slurm_launch_spec(0, node, &error);
+    if (spec) spec->slurm_task = true;
     dlaunch::forget_slurm_task_variables();
   } else {
     spec = dlaunch::read_launch_spec(0, &error);

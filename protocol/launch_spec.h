@@ -41,6 +41,11 @@ struct LaunchSpec {
   // --tensorboard-dir, relative to `workdir`: the agent of the node with rank
   // 0 sends the files under it to the coordinator (FileChunk). Empty: none.
   std::string tensorboard_dir = {};
+  // Set by `dlaunch-agent --slurm` itself, never sent: a task of srun
+  // --kill-on-bad-exit=1 exits 0 after the coordinator's final Stop, so that
+  // Slurm ends the step only for an agent that died, not for one that stopped
+  // while the others still give their ranks their grace.
+  bool slurm_task = false;
 };
 
 // The stdin stream: "DLSP" magic, u32 length, then the encoded fields.

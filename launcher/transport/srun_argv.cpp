@@ -18,7 +18,7 @@ std::vector<std::string> srun_argv(const SrunStep& step) {
                                 "--ntasks=" + n,
                                 "--ntasks-per-node=1",
                                 "--nodelist=" + srun_nodelist(step.nodes),
-                                "--kill-on-bad-exit=0",
+                                "--kill-on-bad-exit=1",
                                 "--wait=0",
                                 "--input=all",
                                 "--label",

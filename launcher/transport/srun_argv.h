@@ -3,7 +3,7 @@
 // so the exact options are a unit test.
 //
 //   srun --nodes=N --ntasks=N --ntasks-per-node=1 --nodelist=a,b,...
-//        --kill-on-bad-exit=0 --wait=0 --input=all --label --unbuffered
+//        --kill-on-bad-exit=1 --wait=0 --input=all --label --unbuffered
 //        --mpi=none --job-name=<job> <agent> --slurm
 //
 // Why each option:
@@ -12,15 +12,16 @@
 //        per node however many ranks run there.
 //   --nodelist  the planned nodes exactly (after --include/--exclude), not any
 //        N nodes of the allocation.
-//   --kill-on-bad-exit=0 --wait=0  Slurm must not end the other agents when
-//        one exits: an agent exits with the job's code once the coordinator
-//        stops the job (3 when a rank failed with 3), and its peers may still
-//        be in their grace period, their ranks writing checkpoints. Whether a
-//        lost agent ends the job is the coordinator's decision, as over SSH:
-//        srun reports a task's failure the moment it happens (srun_output.h)
-//        and the coordinator stops the others in order. Given explicitly, so
-//        that KillOnBadExit or WaitTime in slurm.conf, or SLURM_KILL_BAD_EXIT
-//        and SLURM_WAIT in the environment, do not change it.
+//   --kill-on-bad-exit=1  an agent that dies (a crash, an OOM kill, a lost
+//        link to the coordinator: any non-zero exit) ends the whole step, so
+//        nothing of the job outlives it. An agent that the coordinator stopped
+//        exits 0 (LaunchSpec::slurm_task), so a job's orderly stop never
+//        cuts the other agents' grace periods short. srun also reports a
+//        task's failure the moment it happens (srun_output.h).
+//   --wait=0  no timer of Slurm's own ends the step once the first task
+//        exits. Both are given explicitly, so that KillOnBadExit or WaitTime
+//        in slurm.conf, or SLURM_KILL_BAD_EXIT and SLURM_WAIT in the
+//        environment, do not change them.
 //   --input=all  every agent reads srun's stdin: the launch specs, then the
 //        end-of-file that tells them all to stop.
 //   --label  "<task>: " before each line of the agents' stderr, so the

@@ -16,7 +16,7 @@ TEST_CASE("srun_argv: one agent per planned node, every option its own argv entr
                                           "--ntasks=3",
                                           "--ntasks-per-node=1",
                                           "--nodelist=n01,n02,gpu1x",
-                                          "--kill-on-bad-exit=0",
+                                          "--kill-on-bad-exit=1",
                                           "--wait=0",
                                           "--input=all",
                                           "--label",
