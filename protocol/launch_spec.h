@@ -23,7 +23,9 @@ struct LaunchSpec {
   std::vector<std::string> argv;           // the program and its arguments, byte for byte
   std::map<std::string, std::string> env;  // extra environment (hosts file `env`)
   std::string interface;                   // NCCL_SOCKET_IFNAME / GLOO_SOCKET_IFNAME when known
-  std::string workdir;                     // ranks' working directory; empty: the agent's own
+  // The ranks' working directory; empty: the agent's own. A leading "~/" is
+  // the home directory of the agent's user.
+  std::string workdir;
   // --workdir: a missing `workdir` is an error naming the host; otherwise the
   // agent's own directory (home over SSH) is used instead.
   bool workdir_required = false;
@@ -41,6 +43,9 @@ struct LaunchSpec {
   // --tensorboard-dir, relative to `workdir`: the agent of the node with rank
   // 0 sends the files under it to the coordinator (FileChunk). Empty: none.
   std::string tensorboard_dir = {};
+  // --sync: `workdir` is created when missing (with its parents) and receives
+  // the coordinator's SyncOffer before the ranks start.
+  bool sync = false;
 };
 
 // The stdin stream: "DLSP" magic, u32 length, then the encoded fields.
