@@ -61,6 +61,8 @@ IgnoreRules IgnoreRules::parse(std::string_view text) {
 
 IgnoreRules IgnoreRules::from_lines(const std::vector<std::string>& lines) {
   IgnoreRules rules;
+  // .git is kept whatever the peer sent.
+  if (lines.empty() || lines.front() != ".git") rules.add(".git");
   for (const auto& l : lines) rules.add(l);
   return rules;
 }
