@@ -1,6 +1,8 @@
 #include <doctest/doctest.h>
 
+#include <fstream>
 #include <random>
+#include <sstream>
 
 #include "protocol/frame.h"
 #include "protocol/messages.h"
@@ -262,4 +264,24 @@ TEST_CASE("sync messages: paths, kinds, digests and counts are checked by the de
   CHECK(decodes(proto::SyncData{0, 0, std::string(proto::kMaxFileChunk, 'x')}));
   CHECK_FALSE(decodes(proto::SyncData{0, 0, std::string(proto::kMaxFileChunk + 1, 'x')}));
   CHECK_FALSE(decodes(proto::SyncData{static_cast<std::uint32_t>(proto::kMaxSyncEntries), 0, ""}));
+}
+
+TEST_CASE("the fuzz corpus's sync seed holds valid frames of every sync message") {
+  std::ifstream in(std::string(DLAUNCH_SOURCE_DIR) + "/tests/fuzz/corpus/frame/sync",
+                   std::ios::binary);
+  REQUIRE(in);
+  std::ostringstream bytes;
+  bytes << in.rdbuf();
+  FrameDecoder d(kMaxFrame);
+  d.feed(bytes.str().substr(1));  // the first byte steers the fuzz target
+  std::vector<std::string_view> names;
+  for (;;) {
+    auto r = d.next();
+    if (r.status != FrameDecoder::Status::ok) break;
+    const auto m = proto::decode(r.frame.type, r.frame.payload);
+    REQUIRE(m.has_value());
+    names.push_back(proto::type_name(*m));
+  }
+  CHECK(names == std::vector<std::string_view>{"sync_offer", "sync_want", "sync_data", "sync_data",
+                                               "sync_done", "sync_done"});
 }
