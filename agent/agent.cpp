@@ -204,6 +204,11 @@ void Agent::on_message(proto::Message&& message) {
 // --sync into the working directory, before any Assign.
 void Agent::on_sync_offer(proto::SyncOffer&& offer) {
   if (sync_ended_) return;
+  if (!spec_.sync) {
+    sync_ended_ = true;
+    if (client_) client_->send(proto::SyncDone{0, 0, 0, "this agent was not started for --sync"});
+    return;
+  }
   if (!sync_) {
     const std::string dest = spec_.workdir.empty() ? current_directory() : spec_.workdir;
     log::debug("sync into ", dest);

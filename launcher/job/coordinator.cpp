@@ -311,9 +311,15 @@ void Coordinator::show_sync_progress(bool force) {
     files_wanted += sync.sender->files_wanted();
     bytes += sync.sender->bytes_sent();
     bytes_wanted += sync.sender->bytes_wanted();
-    if (s_.plan.nnodes <= 3) {
-      text += " | " + policy_.node_label(node) + " " + std::to_string(sync.sender->files_sent()) +
-              "/" + std::to_string(sync.sender->files_wanted()) + " files " +
+    if (s_.plan.nnodes > 3) continue;
+    text += " | " + policy_.node_label(node) + " ";
+    if (sync.ended) {
+      text += "done";
+    } else if (!sync.sender->wants_complete()) {
+      text += "comparing";
+    } else {
+      text += std::to_string(sync.sender->files_sent()) + "/" +
+              std::to_string(sync.sender->files_wanted()) + " files " +
               human_bytes(sync.sender->bytes_sent()) + "/" +
               human_bytes(sync.sender->bytes_wanted());
     }
