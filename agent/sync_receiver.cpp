@@ -8,7 +8,6 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
-#include <unordered_set>
 
 namespace dlaunch {
 namespace {
@@ -358,6 +357,7 @@ bool SyncReceiver::remove_tree(int parent, const std::string& name) {
 void SyncReceiver::delete_under(int dirfd, const std::string& rel) {
   DIR* d = ::fdopendir(::dup(dirfd));
   if (d == nullptr) return;
+  ::rewinddir(d);  // the duplicate shares its offset with `dirfd`
   std::vector<std::string> names;
   while (const dirent* ent = ::readdir(d)) {
     const std::string name = ent->d_name;
