@@ -1,7 +1,11 @@
 #include "agent/agent.h"
 
+#include <pwd.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
 
 #include <cerrno>
 #include <cstring>
@@ -107,10 +111,31 @@ void Agent::start() {
   client_->start();
 }
 
-// The ranks' working directory: --workdir must exist here; the coordinator's
-// directory by default is used where this host has it, else the agent's own.
+// The ranks' working directory: --workdir must exist here (--sync creates
+// it); the coordinator's directory by default is used where this host has it,
+// else the agent's own. "~/" is this user's home directory.
 bool Agent::settle_workdir() {
   if (spec_.workdir.empty()) return true;
+  if (spec_.workdir == "~" || spec_.workdir.starts_with("~/")) {
+    const char* home = std::getenv("HOME");
+    const passwd* pw = home && *home ? nullptr : ::getpwuid(::getuid());
+    const std::string dir = home && *home ? home : pw ? pw->pw_dir : "";
+    if (dir.empty()) {
+      log::error("--workdir ", spec_.workdir, " is not usable on ", spec_.host_name,
+                 ": no home directory");
+      return false;
+    }
+    spec_.workdir = dir + spec_.workdir.substr(1);
+  }
+  if (spec_.sync) {
+    std::error_code ec;
+    std::filesystem::create_directories(spec_.workdir, ec);
+    if (ec) {
+      log::error("--workdir ", spec_.workdir, " cannot be created on ", spec_.host_name, ": ",
+                 ec.message());
+      return false;
+    }
+  }
   struct stat st {};
   const int found = ::stat(spec_.workdir.c_str(), &st);
   if (found == 0 && S_ISDIR(st.st_mode)) return true;
@@ -169,7 +194,56 @@ void Agent::on_message(proto::Message&& message) {
     handle(agent_event::RejectReceived{std::move(reject->reason)});
   } else if (auto* probe = std::get_if<proto::Probe>(&message)) {
     answer_probe(*probe);
+  } else if (auto* offer = std::get_if<proto::SyncOffer>(&message)) {
+    on_sync_offer(std::move(*offer));
+  } else if (auto* data = std::get_if<proto::SyncData>(&message)) {
+    on_sync_data(*data);
   }
+}
+
+// --sync into the working directory, before any Assign.
+void Agent::on_sync_offer(proto::SyncOffer&& offer) {
+  if (sync_ended_) return;
+  if (!spec_.sync) {
+    sync_ended_ = true;
+    if (client_) client_->send(proto::SyncDone{0, 0, 0, "this agent was not started for --sync"});
+    return;
+  }
+  if (!sync_) {
+    const std::string dest = spec_.workdir.empty() ? current_directory() : spec_.workdir;
+    log::debug("sync into ", dest);
+    sync_ = std::make_unique<SyncReceiver>(dest);
+  }
+  if (!sync_->on_offer(std::move(offer))) return end_sync();
+  if (sync_->offer_complete()) compare_sync();
+}
+
+// Hashing what is already here goes a few MiB at a time, so heartbeats and
+// the coordinator's messages are served in between.
+void Agent::compare_sync() {
+  if (sync_ended_ || !sync_) return;
+  bool done = false;
+  if (!sync_->compare_step(8 * 1024 * 1024, &done)) return end_sync();
+  if (!done) {
+    asio::post(io_, [this] { compare_sync(); });
+    return;
+  }
+  for (auto& want : sync_->take_wants())
+    if (client_) client_->send(want);
+  if (sync_->data_complete()) end_sync();
+}
+
+void Agent::on_sync_data(const proto::SyncData& data) {
+  if (sync_ended_ || !sync_) return;
+  if (!sync_->on_data(data) || sync_->data_complete()) end_sync();
+}
+
+void Agent::end_sync() {
+  sync_ended_ = true;
+  const proto::SyncDone done = sync_->finish();
+  if (!done.error.empty()) log::error("--sync into ", spec_.workdir, ": ", done.error);
+  if (client_) client_->send(done);
+  sync_.reset();
 }
 
 void Agent::answer_probe(const proto::Probe& probe) {

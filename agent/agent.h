@@ -17,6 +17,7 @@
 #include "agent/probe_listener.h"
 #include "agent/process_ops.h"
 #include "agent/rank_supervisor.h"
+#include "agent/sync_receiver.h"
 #include "agent/tensorboard_sender.h"
 #include "protocol/launch_spec.h"
 #include "protocol/rank_env.h"
@@ -48,6 +49,10 @@ class Agent {
   void watch_stdin();
   void watch_signals();
   bool settle_workdir();
+  void on_sync_offer(proto::SyncOffer&& offer);
+  void on_sync_data(const proto::SyncData& data);
+  void compare_sync();
+  void end_sync();
 
   asio::io_context& io_;
   LaunchSpec spec_;
@@ -64,6 +69,8 @@ class Agent {
   RankSupervisor supervisor_;
   std::unique_ptr<RendezvousClient> client_;
   std::unique_ptr<TensorboardSender> tensorboard_;  // rank 0's node with --tensorboard-dir
+  std::unique_ptr<SyncReceiver> sync_;              // --sync, until its SyncDone is sent
+  bool sync_ended_ = false;
   std::optional<asio::posix::stream_descriptor> stdin_;
   std::array<char, 256> stdin_buffer_{};
   asio::signal_set child_signals_;

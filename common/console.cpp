@@ -24,6 +24,10 @@ void Console::line(std::string_view text) {
   emit_err(std::string(text) + "\n");
 }
 
+void Console::status(std::string_view text) {
+  emit_err("\r" + std::string(text) + "\x1b[K");
+}
+
 void Console::out(std::string_view text) {
   if (writer_ != nullptr) {
     writer_->write(TerminalWriter::Stream::out, std::string(text));

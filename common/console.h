@@ -25,6 +25,9 @@ class Console {
   void error(std::string_view message);
   // A diagnostic line exactly as given (plus a newline) on stderr.
   void line(std::string_view text);
+  // A status line on stderr redrawn in place ("\r", the text, clear to the
+  // end of the line); "" clears it. Only for a terminal.
+  void status(std::string_view text);
   // Text exactly as given on stdout: tables, help, --dry-run plans.
   void out(std::string_view text);
   void flush();

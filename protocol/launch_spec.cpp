@@ -46,6 +46,7 @@ std::string encode_launch_spec(const LaunchSpec& s) {
   body.i32(s.master_port);
   body.str(s.tensorboard_dir);
   body.u8(s.workdir_required ? 1 : 0);
+  body.u8(s.sync ? 1 : 0);
   wire::Writer out;
   out.u32(kSpecMagic);
   out.u32(static_cast<std::uint32_t>(body.bytes().size()));
@@ -79,8 +80,11 @@ std::optional<LaunchSpec> decode_launch_spec_body(std::string_view body) {
   s.tensorboard_dir = r.str(4096);
   const auto workdir_required = r.u8();
   s.workdir_required = workdir_required == 1;
-  if (!r.done() || echo > 1 || check > 1 || workdir_required > 1 || (s.argv.empty() && !s.check) ||
-      s.node_rank < 0 || s.nproc < 0 || s.nnodes < 0 || s.master_port < 0 || s.master_port > 65535)
+  const auto sync = r.u8();
+  s.sync = sync == 1;
+  if (!r.done() || echo > 1 || check > 1 || workdir_required > 1 || sync > 1 ||
+      (s.argv.empty() && !s.check) || s.node_rank < 0 || s.nproc < 0 || s.nnodes < 0 ||
+      s.master_port < 0 || s.master_port > 65535)
     return std::nullopt;
   return s;
 }

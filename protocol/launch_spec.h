@@ -23,7 +23,9 @@ struct LaunchSpec {
   std::vector<std::string> argv;           // the program and its arguments, byte for byte
   std::map<std::string, std::string> env;  // extra environment (hosts file `env`)
   std::string interface;                   // NCCL_SOCKET_IFNAME / GLOO_SOCKET_IFNAME when known
-  std::string workdir;                     // ranks' working directory; empty: the agent's own
+  // The ranks' working directory; empty: the agent's own. A leading "~/" is
+  // the home directory of the agent's user.
+  std::string workdir;
   // --workdir: a missing `workdir` is an error naming the host; otherwise the
   // agent's own directory (home over SSH) is used instead.
   bool workdir_required = false;
@@ -46,6 +48,9 @@ struct LaunchSpec {
   // Slurm ends the step only for an agent that died, not for one that stopped
   // while the others still give their ranks their grace.
   bool slurm_task = false;
+  // --sync: `workdir` is created when missing (with its parents) and receives
+  // the coordinator's SyncOffer before the ranks start.
+  bool sync = false;
 };
 
 // The stdin stream: "DLSP" magic, u32 length, then the encoded fields.

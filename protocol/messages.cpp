@@ -121,6 +121,37 @@ void put(wire::Writer& w, const FileChunk& m) {
   w.u8(m.restart ? 1 : 0);
   w.str(m.data);
 }
+void put(wire::Writer& w, const SyncOffer& m) {
+  w.u8(m.delete_extra ? 1 : 0);
+  w.strings(m.ignore);
+  w.u32(m.first);
+  w.u32(static_cast<std::uint32_t>(m.entries.size()));
+  for (const auto& e : m.entries) {
+    w.str(e.path);
+    w.u8(static_cast<std::uint8_t>(e.kind));
+    w.u32(e.mode);
+    w.u64(e.size);
+    w.str(e.sha256);
+    w.str(e.target);
+  }
+  w.u8(m.last ? 1 : 0);
+}
+void put(wire::Writer& w, const SyncWant& m) {
+  w.u32(static_cast<std::uint32_t>(m.indices.size()));
+  for (const auto i : m.indices) w.u32(i);
+  w.u8(m.last ? 1 : 0);
+}
+void put(wire::Writer& w, const SyncData& m) {
+  w.u32(m.index);
+  w.u64(m.offset);
+  w.str(m.data);
+}
+void put(wire::Writer& w, const SyncDone& m) {
+  w.u64(m.files_written);
+  w.u64(m.bytes_received);
+  w.u64(m.deleted);
+  w.str(m.error);
+}
 void put(wire::Writer& w, const PeerTest& m) {
   w.i32(m.round);
   w.i32(m.duration_ms);
@@ -169,6 +200,10 @@ Type type_of(const Message& m) {
                         [](const PeerTest&) { return Type::peer_test; },
                         [](const PeerTestReport&) { return Type::peer_test_report; },
                         [](const FileChunk&) { return Type::file_chunk; },
+                        [](const SyncOffer&) { return Type::sync_offer; },
+                        [](const SyncWant&) { return Type::sync_want; },
+                        [](const SyncData&) { return Type::sync_data; },
+                        [](const SyncDone&) { return Type::sync_done; },
                     },
                     m);
 }
@@ -208,6 +243,43 @@ bool get_interfaces(wire::Reader& r, net::Interfaces& out) {
     }
   }
   return r.ok();
+}
+
+// A path relative to the synced directory: no empty, "." or ".." component,
+// no leading '/', no NUL. The agent checks again before it writes.
+bool valid_sync_path(std::string_view p) {
+  if (p.empty() || p.size() > kMaxFilePath || p.find('\0') != std::string_view::npos) return false;
+  std::size_t start = 0;
+  for (;;) {
+    const auto slash = p.find('/', start);
+    const auto part = p.substr(start, slash == std::string_view::npos ? p.npos : slash - start);
+    if (part.empty() || part == "." || part == "..") return false;
+    if (slash == std::string_view::npos) return true;
+    start = slash + 1;
+  }
+}
+
+bool get_sync_entry(wire::Reader& r, SyncEntry& e) {
+  e.path = r.str(kMaxFilePath);
+  const auto kind = r.u8();
+  e.mode = r.u32();
+  e.size = r.u64();
+  e.sha256 = r.str(32);
+  e.target = r.str(kMaxLinkTarget);
+  if (!r.ok() || kind > static_cast<std::uint8_t>(SyncKind::symlink) || !valid_sync_path(e.path) ||
+      e.mode > 07777)
+    return false;
+  e.kind = static_cast<SyncKind>(kind);
+  switch (e.kind) {
+    case SyncKind::file:
+      return e.sha256.size() == 32 && e.target.empty();
+    case SyncKind::dir:
+      return e.size == 0 && e.sha256.empty() && e.target.empty();
+    case SyncKind::symlink:
+      return e.size == 0 && e.sha256.empty() && !e.target.empty() &&
+             e.target.find('\0') == std::string::npos;
+  }
+  return false;
 }
 
 std::optional<Message> get(Type type, wire::Reader& r) {
@@ -373,6 +445,58 @@ std::optional<Message> get(Type type, wire::Reader& r) {
       m.restart = *restart;
       return m;
     }
+    case Type::sync_offer: {
+      SyncOffer m;
+      const auto delete_extra = flag(r);
+      m.ignore = r.strings(kMaxIgnoreLines);
+      m.first = r.u32();
+      const auto count = r.u32();
+      if (!r.ok() || !delete_extra || count > kMaxSyncEntriesPerOffer ||
+          std::uint64_t{m.first} + count > kMaxSyncEntries)
+        return std::nullopt;
+      m.delete_extra = *delete_extra;
+      for (const auto& l : m.ignore)
+        if (l.empty() || l.size() > kMaxFilePath) return std::nullopt;
+      m.entries.resize(count);
+      for (auto& e : m.entries)
+        if (!get_sync_entry(r, e)) return std::nullopt;
+      const auto last = flag(r);
+      if (!last) return std::nullopt;
+      m.last = *last;
+      return m;
+    }
+    case Type::sync_want: {
+      SyncWant m;
+      const auto count = r.u32();
+      if (!r.ok() || count > kMaxSyncWant) return std::nullopt;
+      m.indices.resize(count);
+      for (std::size_t i = 0; i < count; ++i) {
+        m.indices[i] = r.u32();
+        if (!r.ok() || m.indices[i] >= kMaxSyncEntries ||
+            (i > 0 && m.indices[i] <= m.indices[i - 1]))
+          return std::nullopt;
+      }
+      const auto last = flag(r);
+      if (!last) return std::nullopt;
+      m.last = *last;
+      return m;
+    }
+    case Type::sync_data: {
+      SyncData m;
+      m.index = r.u32();
+      m.offset = r.u64();
+      m.data = r.str(kMaxFileChunk);
+      if (!r.ok() || m.index >= kMaxSyncEntries) return std::nullopt;
+      return m;
+    }
+    case Type::sync_done: {
+      SyncDone m;
+      m.files_written = r.u64();
+      m.bytes_received = r.u64();
+      m.deleted = r.u64();
+      m.error = r.str(kMaxStopReason);
+      return m;
+    }
     case Type::peer_test: {
       PeerTest m;
       m.round = r.i32();
@@ -441,7 +565,7 @@ std::string encode(const Message& m) {
 
 std::optional<Message> decode(std::uint8_t type, std::string_view payload) {
   if (type < static_cast<std::uint8_t>(Type::hello) ||
-      type > static_cast<std::uint8_t>(Type::file_chunk)) {
+      type > static_cast<std::uint8_t>(Type::sync_done)) {
     return std::nullopt;
   }
   wire::Reader r(payload);
@@ -454,7 +578,8 @@ std::string_view type_name(const Message& m) {
   static constexpr std::string_view names[] = {
       "hello",        "challenge",     "join",       "welcome",   "assign",           "log_line",
       "rank_exit",    "agent_done",    "stop",       "heartbeat", "reject",           "probe",
-      "probe_report", "facts_request", "host_facts", "peer_test", "peer_test_report", "file_chunk"};
+      "probe_report", "facts_request", "host_facts", "peer_test", "peer_test_report", "file_chunk",
+      "sync_offer",   "sync_want",     "sync_data",  "sync_done"};
   return names[m.index()];
 }
 

@@ -15,6 +15,11 @@
 //   coord -> Probe as above; agent -> ProbeReport
 //   coord -> PeerTest per round of host pairs; agent -> PeerTestReport
 //   coord -> Stop
+// --sync, after Welcome and before the Assign (which waits for every node's
+// SyncDone): coord -> SyncOffer* (the last one says so); agent -> SyncWant*
+// (the last one says so); coord -> SyncData* for each wanted file in the
+// order wanted, its chunks in order; agent -> SyncDone. The destination is
+// the ranks' working directory as the agent settled it.
 #pragma once
 
 #include <cstdint>
@@ -34,7 +39,9 @@ inline constexpr std::uint32_t kMagic = 0x444C5256;  // "DLRV"
 // 3: Join carries interfaces and a probe port; Probe, ProbeReport; Assign names
 //    the interface for NCCL/Gloo.
 // 4: FactsRequest, HostFacts, PeerTest, PeerTestReport (dlaunch check).
-inline constexpr std::uint16_t kVersion = 5;
+// 5: FileChunk (--tensorboard-dir).
+// 6: SyncOffer, SyncWant, SyncData, SyncDone (--sync).
+inline constexpr std::uint16_t kVersion = 6;
 inline constexpr std::size_t kNonceSize = 32;
 inline constexpr std::size_t kMaxHostName = 255;
 inline constexpr std::size_t kMaxLogChunk = 64 * 1024;
@@ -54,6 +61,15 @@ inline constexpr std::size_t kMaxGpus = 64;
 // --tensorboard-dir: a file's path under the directory, and one chunk of it.
 inline constexpr std::size_t kMaxFilePath = 1024;
 inline constexpr std::size_t kMaxFileChunk = 256 * 1024;
+// --sync: entries per SyncOffer (the sender also keeps each under the frame
+// limit), entries in one whole offer (a tree of more files is refused before
+// anything is sent), indices per SyncWant (4 bytes each), a symbolic link's
+// target (PATH_MAX), the ignore rules (lines, each at most kMaxFilePath).
+inline constexpr std::size_t kMaxSyncEntriesPerOffer = 4096;
+inline constexpr std::size_t kMaxSyncEntries = 1'000'000;
+inline constexpr std::size_t kMaxSyncWant = 65'536;
+inline constexpr std::size_t kMaxLinkTarget = 4096;
+inline constexpr std::size_t kMaxIgnoreLines = 1024;
 // PeerTest: one round gives a host at most this many peers to test.
 inline constexpr std::size_t kMaxPeerTargets = 256;
 inline constexpr std::int32_t kMaxPeerTestMs = 60'000;
@@ -77,6 +93,10 @@ enum class Type : std::uint8_t {
   peer_test = 16,
   peer_test_report = 17,
   file_chunk = 18,
+  sync_offer = 19,
+  sync_want = 20,
+  sync_data = 21,
+  sync_done = 22,
 };
 
 struct Hello {
@@ -245,15 +265,62 @@ struct FileChunk {
   std::string data;  // at most kMaxFileChunk bytes
 };
 
+// --sync: one entry of the synced directory. `path` is relative to it
+// ('/'-separated, no "." or ".." component, no leading '/'); a directory comes
+// before what it holds.
+enum class SyncKind : std::uint8_t { file = 0, dir = 1, symlink = 2 };
+struct SyncEntry {
+  std::string path;
+  SyncKind kind = SyncKind::file;
+  std::uint32_t mode = 0;   // permission bits (07777); unused for symlinks
+  std::uint64_t size = 0;   // files only
+  std::string sha256 = {};  // files only: 32 bytes
+  std::string target = {};  // symlinks only, as read (never followed)
+};
+
+// A batch of the offer: entries[i] has index first + i in the whole offer.
+// `delete_extra` (--sync-delete) and `ignore` (the rules, see
+// protocol/sync_ignore.h) are read from the first batch only.
+struct SyncOffer {
+  bool delete_extra = false;
+  std::vector<std::string> ignore = {};
+  std::uint32_t first = 0;
+  std::vector<SyncEntry> entries = {};
+  bool last = false;
+};
+
+// The files the agent lacks or holds with other content, by offer index,
+// increasing; `last`: nothing more is wanted.
+struct SyncWant {
+  std::vector<std::uint32_t> indices = {};
+  bool last = false;
+};
+
+// A piece of a wanted file; a file's pieces come in order, an empty file as
+// one empty piece. The file is complete once offset + data reaches its size.
+struct SyncData {
+  std::uint32_t index = 0;
+  std::uint64_t offset = 0;
+  std::string data = {};  // at most kMaxFileChunk bytes
+};
+
+struct SyncDone {
+  std::uint64_t files_written = 0;   // files and symlinks written
+  std::uint64_t bytes_received = 0;  // file content received
+  std::uint64_t deleted = 0;         // --sync-delete
+  std::string error = {};            // empty: the destination matches the offer
+};
+
 struct Heartbeat {};
 
 struct Reject {
   std::string reason;
 };
 
-using Message = std::variant<Hello, Challenge, Join, Welcome, Assign, LogLine, RankExit, AgentDone,
-                             Stop, Heartbeat, Reject, Probe, ProbeReport, FactsRequest, HostFacts,
-                             PeerTest, PeerTestReport, FileChunk>;
+using Message =
+    std::variant<Hello, Challenge, Join, Welcome, Assign, LogLine, RankExit, AgentDone, Stop,
+                 Heartbeat, Reject, Probe, ProbeReport, FactsRequest, HostFacts, PeerTest,
+                 PeerTestReport, FileChunk, SyncOffer, SyncWant, SyncData, SyncDone>;
 
 // A whole frame (header included) for one message.
 std::string encode(const Message& m);

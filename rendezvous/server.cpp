@@ -189,6 +189,17 @@ void RendezvousServer::close(ConnId id, const std::string& reason) {
   if (it != sessions_.end()) it->second->connection->close_after_flush(reason);
 }
 
+bool RendezvousServer::output_full(ConnId id) const {
+  auto it = sessions_.find(id);
+  return it == sessions_.end() || it->second->connection->closed() ||
+         it->second->connection->output_full();
+}
+
+void RendezvousServer::on_output_space(ConnId id, std::function<void()> callback) {
+  auto it = sessions_.find(id);
+  if (it != sessions_.end()) it->second->connection->on_output_space(std::move(callback));
+}
+
 void RendezvousServer::set_reading_paused(bool paused) {
   for (auto& [id, s] : sessions_) {
     if (s->phase != Session::Phase::joined) continue;

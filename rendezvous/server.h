@@ -43,6 +43,11 @@ class RendezvousServer {
   std::uint16_t port() const { return port_; }
   void send(ConnId id, const proto::Message& message);
   void close(ConnId id, const std::string& reason);
+  // A bulk sender to one agent (--sync) sends while output_full() is false,
+  // then waits for on_output_space; an unknown or closed connection counts as
+  // full, and its callback never fires.
+  bool output_full(ConnId id) const;
+  void on_output_space(ConnId id, std::function<void()> callback);
   // Stops or resumes reading from every joined agent (the terminal cannot
   // keep up and the user asked that nothing be skipped).
   void set_reading_paused(bool paused);

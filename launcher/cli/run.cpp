@@ -31,6 +31,7 @@
 #include "launcher/job/job_claim.h"
 #include "launcher/job/job_record.h"
 #include "launcher/job/log_sink.h"
+#include "launcher/job/sync_manifest.h"
 #include "launcher/plan/launch_spec_builder.h"
 #include "launcher/plan/plan.h"
 #include "launcher/transport/local_transport.h"
@@ -239,8 +240,25 @@ int run_command(int argc, const char* const* argv) {
     console().error(*error);
     return kExitUsage;
   }
+  // --sync: listed and hashed once, before anything starts (--dry-run counts only).
+  std::shared_ptr<const SyncManifest> sync;
+  if (!o.sync_dir.empty()) {
+    auto built = build_sync_manifest(o.sync_dir, !o.dry_run);
+    if (auto* error = std::get_if<std::string>(&built)) {
+      console().error(*error);
+      return kExitUsage;
+    }
+    sync = std::make_shared<const SyncManifest>(std::move(std::get<SyncManifest>(built)));
+  }
   if (o.dry_run) {
     console().out(describe_plan(plan, o));
+    if (sync) {
+      console().out(
+          "sync: " + sync->root + " -> " + o.workdir +
+          " on every host (created when missing), before the ranks start: " +
+          describe_manifest(*sync) +
+          (o.sync_delete ? "; files there that it lacks are deleted (--sync-delete)" : "") + "\n");
+    }
     return kExitOk;
   }
 
@@ -308,7 +326,7 @@ int run_command(int argc, const char* const* argv) {
                                    o.rdzv_via_ssh || (hosts && hosts->rendezvous.via_ssh);
                                return make_ssh_transport(io, ssh);
                              });
-  Coordinator coordinator(io, {plan, o, secret, agent, job_dir, record}, transports, sink);
+  Coordinator coordinator(io, {plan, o, secret, agent, job_dir, record, sync}, transports, sink);
   const int code = coordinator.run();
   sink.flush();
   // A full or failing log disk never passes unnoticed.

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdlib>
+#include <filesystem>
 #include <map>
 #include <utility>
 
@@ -162,6 +163,13 @@ std::string default_log_dir() {
   return home_directory() + "/.local/state/dlaunch/jobs";
 }
 
+std::string sync_dir_name(const std::string& dir) {
+  std::error_code ec;
+  auto path = std::filesystem::absolute(dir, ec).lexically_normal();
+  if (!path.has_filename()) path = path.parent_path();
+  return path == path.root_path() ? std::string() : path.filename().string();
+}
+
 ParseResult parse_options(int argc, const char* const* argv,
                           std::span<const CommandHelp> commands) {
   // Everything after the first "--" is the program, byte for byte; CLI11 never
@@ -238,6 +246,14 @@ ParseResult parse_options(int argc, const char* const* argv,
   app.add_option("--workdir,--chdir", o.workdir,
                  "the ranks' working directory on every host (default: this one where it exists, "
                  "else the home directory)");
+  app.add_option("--sync", o.sync_dir,
+                 "copy this local directory into the ranks' working directory on every host "
+                 "before the ranks start: changed files only, modes and symlinks kept, .git and "
+                 ".dlaunchignore patterns skipped (default --workdir: ~/<its name>, created)")
+      ->check(CLI::ExistingDirectory);
+  app.add_flag("--sync-delete", o.sync_delete,
+               "with --sync: also delete files in the working directory that the local "
+               "directory lacks (ignored ones stay)");
   app.add_flag("-d,--detach", o.detach,
                "leave the terminal: print the job name once it is PENDING and return 0; the job "
                "goes on (dlaunch logs NAME -f, dlaunch stop NAME)");
@@ -339,6 +355,20 @@ ParseResult parse_options(int argc, const char* const* argv,
   if (o.host_source == HostSource::slurm && o.rdzv_via_ssh) {
     return usage_error("--rdzv-via-ssh has no SSH connection to go through with " +
                        host_source_flag(o) + ": the agents start under srun");
+  }
+  if (o.sync_delete && o.sync_dir.empty()) return usage_error("--sync-delete needs --sync DIR");
+  if (!o.sync_dir.empty()) {
+    if (o.mode == Mode::manual) {
+      return usage_error(
+          "--sync needs --hosts, --hostfile, -H, a Slurm job or one machine; in manual mode each "
+          "node starts its own agent");
+    }
+    if (o.workdir.empty()) {
+      // The same tree on every host, under the home directory of the SSH user.
+      const auto name = sync_dir_name(o.sync_dir);
+      if (name.empty()) return usage_error("--sync " + o.sync_dir + ": give --workdir too");
+      o.workdir = "~/" + name;
+    }
   }
   if (o.secret_file.empty()) {
     if (const char* f = std::getenv("DLAUNCH_SECRET_FILE"); f && *f) o.secret_file = f;

@@ -76,6 +76,10 @@ struct Options {
   // --workdir: the ranks' working directory on every host (must exist there);
   // empty: the coordinator's own when it exists there, else the home directory.
   std::string workdir = {};
+  // --sync DIR: copied into `workdir` on every host before the ranks start;
+  // `workdir` defaults to "~/<DIR's last component>" then.
+  std::string sync_dir = {};
+  bool sync_delete = false;          // --sync-delete: remove what DIR lacks (ignored files stay)
   bool detach = false;               // -d: the coordinator leaves the terminal
   std::string tensorboard_dir = {};  // on rank 0's host, relative to its workdir
   int verbose = 0;
@@ -124,6 +128,10 @@ std::optional<std::string> resolve_host_source(Options& o, bool may_use_slurm);
 
 // The flag that named the hosts ("--hosts", "-H", "--launcher slurm", ...).
 std::string host_source_flag(const Options& o);
+
+// The last component of --sync's directory, made absolute ("." is this
+// directory's name); empty for "/".
+std::string sync_dir_name(const std::string& dir);
 
 // "0,3,5-7" -> {0,3,5,6,7}; nullopt on malformed input.
 std::optional<std::set<int>> parse_rank_list(const std::string& text);

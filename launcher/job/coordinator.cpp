@@ -1,6 +1,10 @@
 #include "launcher/job/coordinator.h"
 
+#include <fcntl.h>
 #include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
 
 #include <algorithm>
 #include <csignal>
@@ -47,7 +51,8 @@ JobPolicy::Config policy_config(const Plan& plan, const Options& options) {
   config.verbose = options.verbose > 0;
   config.ranks_filter = options.ranks_filter;
   config.probe_master = plan.probe_master;
-  rdzv.hold_for_network = plan.probe_master;
+  config.sync = !options.sync_dir.empty();
+  rdzv.hold_for_network = plan.probe_master || config.sync;
   config.master_sources.configured = plan.configured_master;
   config.master_sources.configured_by = plan.configured_master_by;
   config.master_sources.node0_address = plan.node0_address;
@@ -73,9 +78,13 @@ Coordinator::Coordinator(asio::io_context& io, Settings settings, AgentTransport
       flush_timer_(io) {
   if (!s_.options.tensorboard_dir.empty() && !s_.job_dir.empty())
     tensorboard_.emplace(s_.job_dir + "/tensorboard");
+  sync_progress_ = s_.sync && !s_.options.detach && ::isatty(2) == 1;
 }
 
-Coordinator::~Coordinator() = default;
+Coordinator::~Coordinator() {
+  for (auto& [node, sync] : syncs_)
+    if (sync.fd >= 0) ::close(sync.fd);
+}
 
 int Coordinator::run() {
   std::signal(SIGHUP, SIG_IGN);  // a closed terminal or cron must not kill the job
@@ -194,7 +203,133 @@ void Coordinator::on_message(ConnId conn, proto::Message&& message) {
     apply(policy_.on_probe_report(conn, *report));
   } else if (auto* chunk = std::get_if<proto::FileChunk>(&message)) {
     on_file_chunk(conn, *chunk);
+  } else if (auto* want = std::get_if<proto::SyncWant>(&message)) {
+    const auto node = policy_.node_of(conn);
+    auto it = node ? syncs_.find(*node) : syncs_.end();
+    if (it == syncs_.end() || it->second.ended || it->second.conn != conn) return;
+    if (auto error = it->second.sender->on_want(*want)) {
+      end_sync(*node, proto::SyncDone{0, 0, 0, "its agent " + *error});
+      return;
+    }
+    pump_sync(*node);
+  } else if (auto* synced = std::get_if<proto::SyncDone>(&message)) {
+    const auto node = policy_.node_of(conn);
+    auto it = node ? syncs_.find(*node) : syncs_.end();
+    if (it == syncs_.end() || it->second.ended || it->second.conn != conn) return;
+    end_sync(*node, *synced);
   }
+}
+
+// --sync: sends the offer and then the wanted files' pieces while the node's
+// connection has room; the connection calls back once it has drained.
+void Coordinator::perform(const job_action::StartSync& a) {
+  if (!s_.sync) return;
+  auto& sync = syncs_[a.node];
+  sync.conn = a.conn;
+  sync.sender = std::make_unique<SyncSender>(*s_.sync, s_.options.sync_delete);
+  log::debug("sync to ", policy_.node_label(a.node), ": offering ", s_.sync->entries.size(),
+             " entries");
+  server_->on_output_space(a.conn, [this, node = a.node] { pump_sync(node); });
+  pump_sync(a.node);
+}
+
+void Coordinator::pump_sync(int node) {
+  auto it = syncs_.find(node);
+  if (it == syncs_.end() || it->second.ended) return;
+  auto& sync = it->second;
+  while (!server_->output_full(sync.conn)) {
+    if (auto offer = sync.sender->next_offer()) {
+      server_->send(sync.conn, *offer);
+      continue;
+    }
+    const auto piece = sync.sender->next_piece();
+    if (!piece) break;
+    std::string data;
+    if (auto error = read_piece(sync, *piece, data)) {
+      end_sync(node, proto::SyncDone{0, 0, 0, *error});
+      return;
+    }
+    server_->send(sync.conn, proto::SyncData{piece->index, piece->offset, std::move(data)});
+  }
+  show_sync_progress(false);
+}
+
+std::optional<std::string> Coordinator::read_piece(NodeSync& sync, const SyncSender::Piece& piece,
+                                                   std::string& data) {
+  const auto& entry = s_.sync->entries[piece.index];
+  const std::string path = s_.sync->root + "/" + entry.path;
+  if (sync.fd < 0 || sync.fd_index != piece.index) {
+    if (sync.fd >= 0) ::close(sync.fd);
+    sync.fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    sync.fd_index = piece.index;
+    if (sync.fd < 0) return path + ": " + std::strerror(errno);
+  }
+  data.resize(piece.length);
+  std::size_t got = 0;
+  while (got < piece.length) {
+    const ssize_t n = ::pread(sync.fd, data.data() + got, piece.length - got,
+                              static_cast<off_t>(piece.offset + got));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return path + ": " + std::strerror(errno);
+    if (n == 0) return path + ": it became shorter while syncing";
+    got += static_cast<std::size_t>(n);
+  }
+  if (piece.offset + piece.length >= entry.size) {
+    ::close(sync.fd);
+    sync.fd = -1;
+  }
+  return std::nullopt;
+}
+
+void Coordinator::end_sync(int node, const proto::SyncDone& done) {
+  auto& sync = syncs_[node];
+  sync.ended = true;
+  if (sync.fd >= 0) ::close(sync.fd);
+  sync.fd = -1;
+  ++syncs_ended_;
+  show_sync_progress(true);
+  apply(policy_.on_sync_done(sync.conn, done));
+}
+
+// One line on a terminal, redrawn at most 10 times a second: each host's
+// files and bytes sent of those it wanted (all hosts summed past three).
+void Coordinator::show_sync_progress(bool force) {
+  if (!sync_progress_) return;
+  const auto now = std::chrono::steady_clock::now();
+  if (!force && now - sync_progress_at_ < std::chrono::milliseconds(100)) return;
+  sync_progress_at_ = now;
+  if (syncs_ended_ >= static_cast<std::size_t>(s_.plan.nnodes)) {
+    if (sync_progress_shown_) console().status("");
+    sync_progress_ = false;
+    return;
+  }
+  std::string text =
+      "sync " + std::to_string(syncs_ended_) + "/" + std::to_string(s_.plan.nnodes) + " hosts done";
+  std::uint64_t files = 0, files_wanted = 0, bytes = 0, bytes_wanted = 0;
+  for (const auto& [node, sync] : syncs_) {
+    files += sync.sender->files_sent();
+    files_wanted += sync.sender->files_wanted();
+    bytes += sync.sender->bytes_sent();
+    bytes_wanted += sync.sender->bytes_wanted();
+    if (s_.plan.nnodes > 3) continue;
+    text += " | " + policy_.node_label(node) + " ";
+    if (sync.ended) {
+      text += "done";
+    } else if (!sync.sender->wants_complete()) {
+      text += "comparing";
+    } else {
+      text += std::to_string(sync.sender->files_sent()) + "/" +
+              std::to_string(sync.sender->files_wanted()) + " files " +
+              human_bytes(sync.sender->bytes_sent()) + "/" +
+              human_bytes(sync.sender->bytes_wanted());
+    }
+  }
+  if (s_.plan.nnodes > 3) {
+    text += ", " + std::to_string(files) + "/" + std::to_string(files_wanted) + " files, " +
+            human_bytes(bytes) + "/" + human_bytes(bytes_wanted);
+  }
+  console().status("dlaunch: " + text);
+  sync_progress_shown_ = true;
 }
 
 // Output does not change the job's fate, so it bypasses the policy: the
@@ -289,6 +424,8 @@ void Coordinator::perform(const job_action::MarkRound& a) {
 }
 
 void Coordinator::perform(const job_action::Finish&) {
+  if (sync_progress_shown_ && sync_progress_) console().status("");
+  sync_progress_ = false;
   rdzv_timer_.cancel();
   waiting_timer_.cancel();
   restart_timer_.cancel();

@@ -7,6 +7,8 @@
 #pragma once
 
 #include <asio.hpp>
+#include <chrono>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -20,6 +22,8 @@
 #include "launcher/job/job_record.h"
 #include "launcher/job/job_recorder.h"
 #include "launcher/job/log_sink.h"
+#include "launcher/job/sync_manifest.h"
+#include "launcher/job/sync_sender.h"
 #include "launcher/plan/plan.h"
 #include "launcher/transport/transport.h"
 #include "rendezvous/server.h"
@@ -35,6 +39,8 @@ class Coordinator {
     std::string agent_binary;
     std::string job_dir;  // where the record is kept; empty: none
     JobInfo record;       // the record as claimed (PENDING)
+    // --sync: the directory's manifest, built before the job starts.
+    std::shared_ptr<const SyncManifest> sync = {};
   };
 
   // `transports` must outlive the coordinator (the agents' handles point into them).
@@ -58,6 +64,19 @@ class Coordinator {
   void on_message(ConnId conn, proto::Message&& message);
   void on_log_line(ConnId conn, const proto::LogLine& line);
   void on_file_chunk(ConnId conn, const proto::FileChunk& chunk);
+  // --sync: one node's transfer (the decisions are SyncSender's).
+  struct NodeSync {
+    ConnId conn = 0;
+    std::unique_ptr<SyncSender> sender;
+    bool ended = false;
+    int fd = -1;  // the file being read, and its entry
+    std::uint32_t fd_index = 0;
+  };
+  void pump_sync(int node);
+  void end_sync(int node, const proto::SyncDone& done);
+  std::optional<std::string> read_piece(NodeSync& sync, const SyncSender::Piece& piece,
+                                        std::string& data);
+  void show_sync_progress(bool force);
   void watch_signals();
 
   void apply(const JobActions& actions);
@@ -65,6 +84,7 @@ class Coordinator {
   void perform(const job_action::CancelTimer& a);
   void perform(const job_action::Note& a);
   void perform(const job_action::MarkRound& a);
+  void perform(const job_action::StartSync& a);
   void perform(const job_action::Finish& a);
   asio::steady_timer& timer(JobTimer which);
 
@@ -80,7 +100,12 @@ class Coordinator {
   std::string workdir_;
   JobResult result_;
   asio::signal_set signals_;
-  bool reading_paused_ = false;  // --no-skip and the terminal is behind
+  bool reading_paused_ = false;    // --no-skip and the terminal is behind
+  std::map<int, NodeSync> syncs_;  // by node rank
+  std::size_t syncs_ended_ = 0;
+  bool sync_progress_ = false;  // a line redrawn in place on stderr (a terminal)
+  bool sync_progress_shown_ = false;
+  std::chrono::steady_clock::time_point sync_progress_at_{};
   asio::steady_timer rdzv_timer_;
   asio::steady_timer waiting_timer_;
   asio::steady_timer stop_deadline_;

@@ -113,12 +113,48 @@ JobActions JobPolicy::on_join(ConnId conn, const proto::Join& join) {
     if (config_.label_from_join && !join.host.empty()) node.setup.label = join.host;
     emit(log_line(log::Level::debug, "node ", member->node_rank, " (", node.setup.label,
                   ") joined with ", join.nproc, " ranks"));
+    if (config_.sync && !node.sync_started && phase_ == Phase::starting) {
+      node.sync_started = true;
+      emit(job_action::StartSync{conn, member->node_rank});
+    }
   }
   send_all(replies);
   if (config_.probe_master && rendezvous_.all_joined() && !probe_sent_ && phase_ == Phase::starting)
     start_probe();
   if (rendezvous_.assigned() && phase_ == Phase::starting) on_assigned();
   return take();
+}
+
+JobActions JobPolicy::on_sync_done(ConnId conn, const proto::SyncDone& done) {
+  const auto index = node_of(conn);
+  if (finished_ || !index || phase_ != Phase::starting) return {};
+  auto& node = nodes_[static_cast<std::size_t>(*index)];
+  if (!node.sync_started || node.synced) return {};
+  if (!done.error.empty()) {
+    fail(kExitFailure, "--sync to " + node.setup.label + " failed: " + done.error, -1, {});
+    return take();
+  }
+  node.synced = true;
+  ++synced_;
+  emit(log_line(log::Level::info, "sync to ", node.setup.label, ": ", done.files_written,
+                " files written, ", done.bytes_received, " bytes sent, ", done.deleted,
+                " deleted"));
+  maybe_assign();
+  return take();
+}
+
+// Ranks start once the network is known (when probed) and every node's
+// --sync is done (when asked for).
+void JobPolicy::maybe_assign() {
+  if (phase_ != Phase::starting || rendezvous_.assigned() || !rendezvous_.all_joined()) return;
+  if (config_.sync && synced_ < nodes_.size()) return;
+  if (config_.probe_master) {
+    if (!network_) return;
+    send_all(rendezvous_.assign_with_network(network_->first, network_->second));
+  } else if (config_.sync) {
+    send_all(rendezvous_.assign_with_network(rendezvous_.master_addr(), {}));
+  }
+  if (rendezvous_.assigned() && phase_ == Phase::starting) on_assigned();
 }
 
 // Every node tries node 0's candidate addresses at node 0's probe port; the
@@ -132,7 +168,8 @@ void JobPolicy::start_probe() {
     emit(log_line(log::Level::warn, "node 0 (", node0.setup.label,
                   ") could not open a probe port; MASTER_ADDR=", rendezvous_.master_addr(),
                   " is used untested"));
-    send_all(rendezvous_.assign_with_network(rendezvous_.master_addr(), {}));
+    network_.emplace(rendezvous_.master_addr(), std::vector<std::string>{});
+    maybe_assign();
     return;
   }
   const auto probe = proto::make_probe(candidates_, node0.probe_port, config_.probe_timeout_ms);
@@ -175,9 +212,8 @@ void JobPolicy::choose_master() {
   }
   emit(log_line(log::Level::info, result.report));
   for (const auto& w : result.choice->warnings) emit(log_line(log::Level::warn, w));
-  send_all(
-      rendezvous_.assign_with_network(result.choice->address, result.choice->interface_by_node));
-  if (rendezvous_.assigned() && phase_ == Phase::starting) on_assigned();
+  network_.emplace(result.choice->address, result.choice->interface_by_node);
+  maybe_assign();
 }
 
 void JobPolicy::on_assigned() {
@@ -465,9 +501,25 @@ std::string JobPolicy::missing_probe_reports(std::size_t at_most) const {
   return names_of([](const Node& n) { return !n.probe.has_value(); }, at_most);
 }
 
+std::string JobPolicy::missing_syncs(std::size_t at_most) const {
+  return names_of([](const Node& n) { return !n.synced; }, at_most);
+}
+
+// Every node joined and the probe (if any) is answered: only --sync is left.
+bool JobPolicy::waiting_for_sync() const {
+  return config_.sync && rendezvous_.all_joined() && synced_ < nodes_.size() &&
+         (!probe_sent_ || probe_reports_ == nodes_.size());
+}
+
 void JobPolicy::report_waiting() {
   if (rendezvous_.assigned() || phase_ != Phase::starting) return;
   elapsed_waiting_ += kWaitingReport;
+  if (waiting_for_sync()) {
+    note("waiting for " + std::to_string(nodes_.size() - synced_) +
+         " nodes to finish --sync: " + missing_syncs(20));
+    emit(job_action::ArmTimer{JobTimer::waiting_report, kWaitingReport});
+    return;
+  }
   if (probe_sent_) {
     note("waiting for " + std::to_string(nodes_.size() - probe_reports_) +
          " nodes to report their probe of node 0's addresses: " + missing_probe_reports(20));
@@ -484,6 +536,14 @@ void JobPolicy::report_waiting() {
 
 void JobPolicy::on_rendezvous_timeout() {
   if (rendezvous_.assigned() || phase_ != Phase::starting) return;
+  if (waiting_for_sync()) {
+    fail(kExitFailure,
+         "timed out after " + std::to_string(config_.rdzv_timeout_s) +
+             " s waiting for --sync to finish on: " + missing_syncs(50) +
+             " (the sync counts within --rdzv-timeout; raise it for a large first copy)",
+         -1, {});
+    return;
+  }
   if (probe_sent_) {
     fail(kExitFailure,
          "timed out after " + std::to_string(config_.rdzv_timeout_s) +

@@ -15,6 +15,9 @@
 //   interrupt came; a lost agent or node always ends the job, even between
 //   rounds (it could not take part in the next one).
 // - Rounds back off like torchrun: min(500 ms * 2^min(round, 6), 30 s).
+// - With --sync the assignment waits for every node's SyncDone (and for the
+//   MASTER_ADDR probe when there is one); a node's sync starts as it joins. A
+//   failed sync fails the job before any rank starts, naming the host.
 // - Stopping gives agents the grace period plus 5 s before they are killed; a
 //   second SIGINT/SIGTERM asks for grace 0 and kills the agents after 3 s.
 #pragma once
@@ -66,6 +69,12 @@ struct Note {
 struct MarkRound {
   int round = 0;
 };
+// --sync: send the directory to the node's agent on `conn` (the coordinator
+// streams it and reports the agent's SyncDone to on_sync_done).
+struct StartSync {
+  ConnId conn = 0;
+  int node = 0;
+};
 // The job is over; nothing more will come out of the policy.
 struct Finish {
   int exit_code = 0;
@@ -73,10 +82,10 @@ struct Finish {
 
 }  // namespace job_action
 
-using JobAction =
-    std::variant<job_action::Send, job_action::CloseConnection, job_action::CloseStdin,
-                 job_action::KillAgent, job_action::ArmTimer, job_action::CancelTimer,
-                 job_action::Note, job_action::Log, job_action::MarkRound, job_action::Finish>;
+using JobAction = std::variant<job_action::Send, job_action::CloseConnection,
+                               job_action::CloseStdin, job_action::KillAgent, job_action::ArmTimer,
+                               job_action::CancelTimer, job_action::Note, job_action::Log,
+                               job_action::MarkRound, job_action::StartSync, job_action::Finish>;
 using JobActions = std::vector<JobAction>;
 
 class JobPolicy {
@@ -100,6 +109,9 @@ class JobPolicy {
     bool probe_master = false;
     net::CandidateSources master_sources;  // node0_interfaces come from node 0's Join
     int probe_timeout_ms = 3000;
+    // --sync: hold the assignment until every node's sync is done;
+    // rendezvous.hold_for_network must be set with it.
+    bool sync = false;
   };
 
   explicit JobPolicy(Config config);
@@ -110,6 +122,9 @@ class JobPolicy {
   JobActions on_join(ConnId conn, const proto::Join& join);
   // An agent's probe of node 0's candidate addresses.
   JobActions on_probe_report(ConnId conn, const proto::ProbeReport& report);
+  // A node's --sync ended: its agent's SyncDone, or one the coordinator made
+  // up with the error when the transfer could not go on.
+  JobActions on_sync_done(ConnId conn, const proto::SyncDone& done);
   // A rank exited. `last_lines` is what it printed last, for the root cause.
   JobActions on_rank_exit(ConnId conn, const proto::RankExit& exit,
                           std::vector<std::string> last_lines);
@@ -150,18 +165,23 @@ class JobPolicy {
     std::int32_t probe_port = 0;  // from its Join; node 0's is the one probed
     net::Interfaces interfaces;   // from its Join
     std::optional<std::vector<net::ProbeOutcome>> probe;
+    bool sync_started = false;
+    bool synced = false;
   };
   enum class Phase { starting, running, restarting, stopping };
 
   void send_all(const std::vector<Outbound>& out);
   void start_probe();
   void choose_master();
+  void maybe_assign();
   void on_assigned();
   void warn_about_ranks_filter();
   void report_waiting();
   std::string names_of(bool (*missing)(const Node&), std::size_t at_most) const;
   std::string missing_nodes(std::size_t at_most) const;
   std::string missing_probe_reports(std::size_t at_most) const;
+  std::string missing_syncs(std::size_t at_most) const;
+  bool waiting_for_sync() const;
   void stop_every_node(const proto::Stop& stop);
   void fail(int code, const std::string& what, int rank, std::vector<std::string> tail);
   void stop_job(int code, const std::string& reason);
@@ -197,6 +217,9 @@ class JobPolicy {
   std::vector<net::Candidate> candidates_;  // sent in the Probe; empty until then
   bool probe_sent_ = false;
   std::size_t probe_reports_ = 0;
+  // The probe's outcome, kept until the syncs are done too.
+  std::optional<std::pair<std::string, std::vector<std::string>>> network_;
+  std::size_t synced_ = 0;
 };
 
 }  // namespace dlaunch

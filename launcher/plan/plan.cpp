@@ -196,8 +196,9 @@ std::string describe_plan(const Plan& plan, const Options& o) {
     out << "\n";
     const LaunchSpec node_spec = make_launch_spec(plan, node, o, {});
     out << "  workdir: "
-        << (!o.workdir.empty() ? o.workdir + " (--workdir; must exist there)"
-                               : std::string("this directory where it exists there, else home"))
+        << (!o.sync_dir.empty()  ? o.workdir + " (--sync; created when missing)"
+            : !o.workdir.empty() ? o.workdir + " (--workdir; must exist there)"
+                                 : std::string("this directory where it exists there, else home"))
         << "\n";
     const auto layered =
         layered_environment(plan.forwarded_env, node.host.env, plan.command_line_env);

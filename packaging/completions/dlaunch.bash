@@ -10,9 +10,9 @@ _dlaunch_run_valued="--hosts --hostfile -H --host-list --include --exclude --lau
   --nproc_per_node --nnodes --node-rank --node_rank --rank --master-addr --master_addr
   --master-port --master_port --rdzv-port --rdzv-timeout --secret-file --name --log-dir
   --tensorboard-dir --ranks-filter --grace --max-restarts --max_restarts --heartbeat-timeout
-  --ssh-parallel --ssh-timeout -e --env --env-file --forward-env --workdir --chdir"
+  --ssh-parallel --ssh-timeout -e --env --env-file --forward-env --workdir --chdir --sync"
 _dlaunch_run_flags="-h --help --version -d --detach --no-forward-env --dry-run -v --verbose -q --quiet --no-skip
-  --accept-new-host-keys --rdzv-via-ssh"
+  --accept-new-host-keys --rdzv-via-ssh --sync-delete"
 
 # The state dir, as dlaunch finds it: --log-dir on the line, else
 # $DLAUNCH_STATE_DIR, $XDG_STATE_HOME/dlaunch/jobs, ~/.local/state/dlaunch/jobs.
@@ -59,7 +59,7 @@ _dlaunch_value() {
       compopt -o filenames 2>/dev/null
       COMPREPLY=($(compgen -f -- "$cur"))
       ;;
-    --log-dir | --tensorboard-dir)
+    --log-dir | --tensorboard-dir | --sync)
       compopt -o filenames 2>/dev/null
       COMPREPLY=($(compgen -d -- "$cur"))
       ;;

@@ -1,6 +1,8 @@
 #include <doctest/doctest.h>
 
+#include <fstream>
 #include <random>
+#include <sstream>
 
 #include "protocol/frame.h"
 #include "protocol/messages.h"
@@ -150,6 +152,18 @@ TEST_CASE("every message type round-trips through encode and decode") {
       proto::PeerTestReport{
           3, {{1, true, 850, 123456789ULL, 1002000, ""}, {7, false, 0, 0, 0, "timed out"}}},
       proto::FileChunk{"train/events.out.tfevents.1.host", 1ULL << 33, true, full_chunk},
+      proto::SyncOffer{true,
+                       {".git", "*.pt", "data/"},
+                       0,
+                       {{"src", proto::SyncKind::dir, 0755},
+                        {"src/run.sh", proto::SyncKind::file, 0755, 12, std::string(32, 'h')},
+                        {"latest", proto::SyncKind::symlink, 0, 0, "", "src/run.sh"}},
+                       false},
+      proto::SyncOffer{false, {}, 3, {}, true},
+      proto::SyncWant{{1, 7, 4096}, true},
+      proto::SyncData{7, 1ULL << 32, full_chunk},
+      proto::SyncDone{3, 1ULL << 33, 2, ""},
+      proto::SyncDone{0, 0, 0, "data/x: No space left on device"},
   };
   for (const auto& m : messages) {
     const std::string bytes = proto::encode(m);
@@ -209,4 +223,65 @@ TEST_CASE("regression: boolean fields accept only 0 and 1") {
   stop[5 + 4] = 3;
   CHECK_FALSE(
       proto::decode(static_cast<std::uint8_t>(proto::Type::stop), stop.substr(5)).has_value());
+}
+
+TEST_CASE("sync messages: paths, kinds, digests and counts are checked by the decoder") {
+  auto decodes = [](const proto::Message& m) {
+    const std::string bytes = proto::encode(m);
+    return proto::decode(bytes[4], std::string_view(bytes).substr(5)).has_value();
+  };
+  auto offer_of = [](proto::SyncEntry e) {
+    return proto::SyncOffer{false, {}, 0, {std::move(e)}, true};
+  };
+  const std::string digest(32, 'd');
+  CHECK(decodes(offer_of({"a/b.txt", proto::SyncKind::file, 0644, 5, digest})));
+  CHECK_FALSE(decodes(offer_of({"../b", proto::SyncKind::file, 0644, 5, digest})));
+  CHECK_FALSE(decodes(offer_of({"a/../b", proto::SyncKind::file, 0644, 5, digest})));
+  CHECK_FALSE(decodes(offer_of({"/etc/passwd", proto::SyncKind::file, 0644, 5, digest})));
+  CHECK_FALSE(decodes(offer_of({"a//b", proto::SyncKind::file, 0644, 5, digest})));
+  CHECK_FALSE(decodes(offer_of({"./a", proto::SyncKind::file, 0644, 5, digest})));
+  CHECK_FALSE(decodes(offer_of({"a/", proto::SyncKind::file, 0644, 5, digest})));
+  CHECK_FALSE(decodes(offer_of({std::string("a\0b", 3), proto::SyncKind::file, 0644, 5, digest})));
+  CHECK_FALSE(decodes(offer_of({"a", proto::SyncKind::file, 0644, 5, "short"})));
+  CHECK_FALSE(decodes(offer_of({"a", proto::SyncKind::file, 010000, 5, digest})));
+  CHECK_FALSE(decodes(offer_of({"a", proto::SyncKind::dir, 0755, 5})));
+  CHECK_FALSE(decodes(offer_of({"a", proto::SyncKind::symlink, 0, 0, "", ""})));
+  CHECK(decodes(offer_of({"a", proto::SyncKind::symlink, 0, 0, "", "/abs/target"})));
+  CHECK_FALSE(
+      decodes(offer_of({std::string(proto::kMaxFilePath + 1, 'p'), proto::SyncKind::dir, 0755})));
+  // Too many entries in one batch, or past the whole offer's limit.
+  proto::SyncOffer many{false, {}, 0, {}, true};
+  many.entries.assign(proto::kMaxSyncEntriesPerOffer + 1, {"d", proto::SyncKind::dir, 0755});
+  CHECK_FALSE(decodes(many));
+  CHECK_FALSE(decodes(proto::SyncOffer{
+      false, {}, proto::kMaxSyncEntries, {{"d", proto::SyncKind::dir, 0755}}, true}));
+  // Wanted indices go up; data past the chunk limit is refused.
+  CHECK_FALSE(decodes(proto::SyncWant{{3, 3}, false}));
+  CHECK_FALSE(decodes(proto::SyncWant{{4, 2}, false}));
+  proto::SyncWant want{{}, true};
+  for (std::uint32_t i = 0; i <= proto::kMaxSyncWant; ++i) want.indices.push_back(i);
+  CHECK_FALSE(decodes(want));
+  CHECK(decodes(proto::SyncData{0, 0, std::string(proto::kMaxFileChunk, 'x')}));
+  CHECK_FALSE(decodes(proto::SyncData{0, 0, std::string(proto::kMaxFileChunk + 1, 'x')}));
+  CHECK_FALSE(decodes(proto::SyncData{static_cast<std::uint32_t>(proto::kMaxSyncEntries), 0, ""}));
+}
+
+TEST_CASE("the fuzz corpus's sync seed holds valid frames of every sync message") {
+  std::ifstream in(std::string(DLAUNCH_SOURCE_DIR) + "/tests/fuzz/corpus/frame/sync",
+                   std::ios::binary);
+  REQUIRE(in);
+  std::ostringstream bytes;
+  bytes << in.rdbuf();
+  FrameDecoder d(kMaxFrame);
+  d.feed(bytes.str().substr(1));  // the first byte steers the fuzz target
+  std::vector<std::string_view> names;
+  for (;;) {
+    auto r = d.next();
+    if (r.status != FrameDecoder::Status::ok) break;
+    const auto m = proto::decode(r.frame.type, r.frame.payload);
+    REQUIRE(m.has_value());
+    names.push_back(proto::type_name(*m));
+  }
+  CHECK(names == std::vector<std::string_view>{"sync_offer", "sync_want", "sync_data", "sync_data",
+                                               "sync_done", "sync_done"});
 }

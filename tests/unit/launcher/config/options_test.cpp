@@ -1,6 +1,7 @@
 #include <doctest/doctest.h>
 
 #include <cstdlib>
+#include <filesystem>
 #include <optional>
 #include <string>
 
@@ -166,4 +167,30 @@ TEST_CASE("rank lists") {
   CHECK_FALSE(parse_rank_list("a").has_value());
   CHECK_FALSE(parse_rank_list("3-1").has_value());
   CHECK_FALSE(parse_rank_list("-1").has_value());
+}
+
+TEST_CASE("--sync defaults --workdir to ~/<the directory's name> and keeps an explicit one") {
+  const auto dir = std::filesystem::temp_directory_path() / "dlaunch-options-sync-src";
+  std::filesystem::create_directories(dir);
+  const std::string d = dir.string();
+  auto r = parse({"--sync", d.c_str(), "--", "prog"});
+  REQUIRE(r.options);
+  CHECK(r.options->sync_dir == d);
+  CHECK(r.options->workdir == "~/dlaunch-options-sync-src");
+  CHECK_FALSE(r.options->sync_delete);
+  const std::string slash = d + "/";
+  r = parse({"--sync", slash.c_str(), "--sync-delete", "--workdir", "/data/run", "--", "prog"});
+  REQUIRE(r.options);
+  CHECK(r.options->workdir == "/data/run");
+  CHECK(r.options->sync_delete);
+  CHECK(sync_dir_name(slash) == "dlaunch-options-sync-src");
+  CHECK(sync_dir_name("/").empty());
+  r = parse({"--sync-delete", "--", "prog"});
+  CHECK(r.exit_code == 2);
+  r = parse({"--sync", "/nonexistent/dlaunch-sync", "--", "prog"});
+  CHECK(r.exit_code == 2);
+  r = parse({"--sync", d.c_str(), "--nnodes", "2", "--node-rank", "0", "--master-addr", "10.0.0.1",
+             "--", "prog"});
+  CHECK(r.exit_code == 2);
+  std::filesystem::remove_all(dir);
 }

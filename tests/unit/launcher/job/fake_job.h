@@ -35,6 +35,7 @@ class FakeJob {
     // by 198.19.0.2 (a management address) and also has 198.18.1.10 on ens5;
     // node N's interface is ethN.
     bool probe = false;
+    bool sync = false;  // --sync: the assignment waits for every node's SyncDone
   };
   using ms = std::chrono::milliseconds;
 
@@ -105,6 +106,14 @@ class FakeJob {
                                  r ? "" : "timed out"});
     }
     apply(policy_.on_probe_report(conn(node), report));
+  }
+  // The node's --sync ended (`error` empty: it succeeded).
+  void sync_done(int node, const std::string& error = "") {
+    proto::SyncDone done;
+    done.files_written = 3;
+    done.bytes_received = 100;
+    done.error = error;
+    apply(policy_.on_sync_done(conn(node), done));
   }
   void join_all() {
     for (int node = 0; node < setup_.nodes; ++node) join(node);
@@ -178,6 +187,7 @@ class FakeJob {
   std::vector<std::string> logs;         // "warn: ..." as the launcher's log shows them
   std::vector<int> marked_rounds;        // restart rounds the rank files were marked with
   std::vector<ConnId> closed_by_server;  // connections the coordinator closed
+  std::vector<int> sync_started;         // nodes whose --sync the coordinator was told to start
 
   const JobPolicy& policy() const { return policy_; }
   ms now() const { return now_; }
@@ -228,7 +238,8 @@ class FakeJob {
     c.verbose = setup.verbose;
     c.ranks_filter = setup.ranks_filter;
     c.probe_master = setup.probe;
-    c.rendezvous.hold_for_network = setup.probe;
+    c.sync = setup.sync;
+    c.rendezvous.hold_for_network = setup.probe || setup.sync;
     c.master_sources.node0_address = "198.19.0.2";
     return c;
   }
@@ -252,6 +263,10 @@ class FakeJob {
     logs.push_back(std::string(kLevels[static_cast<int>(a.level)]) + ": " + a.text);
   }
   void perform(const job_action::MarkRound& a) { marked_rounds.push_back(a.round); }
+  void perform(const job_action::StartSync& a) {
+    CHECK(a.conn == conn(a.node));
+    sync_started.push_back(a.node);
+  }
   void perform(const job_action::Finish& a) {
     exit_code = a.exit_code;
     armed_.clear();

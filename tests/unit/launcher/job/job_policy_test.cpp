@@ -500,3 +500,73 @@ TEST_CASE("a job stopped before its ranks were assigned was PENDING, and ends ST
   job.all_agents_stop();
   CHECK(job.policy().status() == JobStatus::stopped);
 }
+
+TEST_CASE("--sync starts on each node as it joins and holds the ranks until every node is done") {
+  FakeJob job({.nodes = 3, .nproc = 1, .sync = true});
+  job.start();
+  job.join(0);
+  CHECK(job.sync_started == std::vector<int>{0});
+  job.sync_done(0);  // node 0 is done before the others even joined
+  job.join(1);
+  job.join(2);
+  CHECK(job.sync_started == std::vector<int>{0, 1, 2});
+  job.sync_done(2);
+  for (int node = 0; node < 3; ++node) CHECK(job.received_of<proto::Assign>(node).empty());
+  CHECK(job.policy().status() == JobStatus::pending);
+  job.sync_done(1);
+  for (int node = 0; node < 3; ++node) CHECK(job.received_of<proto::Assign>(node).size() == 1);
+  CHECK(job.has_log("info: sync to host1: 3 files written, 100 bytes sent, 0 deleted"));
+  CHECK(job.has_log("info: job job: 3 ranks on 3 nodes, MASTER_ADDR=10.0.0.1 MASTER_PORT=29500"));
+  CHECK_FALSE(job.armed(JobTimer::rendezvous).has_value());
+  // A restart round does not sync again.
+  job.all_ranks_exit(0);
+  job.all_agents_done();
+  CHECK(job.sync_started.size() == 3);
+}
+
+TEST_CASE("--sync and the MASTER_ADDR probe: the ranks wait for both") {
+  FakeJob job({.nodes = 2, .nproc = 1, .probe = true, .sync = true});
+  job.start();
+  job.join_all();
+  job.probe_report(0, {true, true});
+  job.probe_report(1, {true, true});
+  CHECK(job.received_of<proto::Assign>(0).empty());
+  job.sync_done(0);
+  job.sync_done(1);
+  const auto assigns = job.received_of<proto::Assign>(1);
+  REQUIRE(assigns.size() == 1);
+  CHECK(assigns[0].master_addr == "198.19.0.2");
+  CHECK(assigns[0].socket_ifname == "eth1");
+}
+
+TEST_CASE("a failed --sync fails the job before any rank starts, naming the host") {
+  FakeJob job({.nodes = 3, .nproc = 1, .sync = true});
+  job.start();
+  job.join_all();
+  job.sync_done(0);
+  job.sync_done(1, "data/x: No space left on device");
+  for (int node = 0; node < 3; ++node) {
+    CHECK(job.received_of<proto::Assign>(node).empty());
+    CHECK(job.received_of<proto::Stop>(node).size() == 1);
+  }
+  CHECK(job.printed().find("job job failed: --sync to host1 failed: data/x: No space left on "
+                           "device") != std::string::npos);
+  job.sync_done(2);  // too late: nothing starts
+  CHECK(job.received_of<proto::Assign>(2).empty());
+  job.all_agents_stop();
+  CHECK(job.exit_code == 1);
+}
+
+TEST_CASE("a --sync that does not finish is named while waiting and at the rendezvous timeout") {
+  FakeJob job({.nodes = 3, .nproc = 1, .rdzv_timeout_s = 30, .sync = true});
+  job.start();
+  job.join_all();
+  job.sync_done(0);
+  job.sync_done(2);
+  while (auto t = job.fire_next_timer()) {
+    if (*t == JobTimer::rendezvous) break;
+  }
+  const std::string printed = job.printed();
+  CHECK(printed.find("waiting for 1 nodes to finish --sync: host1") != std::string::npos);
+  CHECK(printed.find("s waiting for --sync to finish on: host1") != std::string::npos);
+}
