@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <cctype>
+#include <csignal>
 #include <chrono>
 #include <cstdlib>
 #include <ctime>
@@ -207,6 +208,9 @@ bool add_environment(Plan& plan, const Options& o) {
 }
 
 int run_command(int argc, const char* const* argv) {
+  // From the first instant: a closed terminal or cron must not kill the job
+  // while it is still being planned, claimed or detached.
+  std::signal(SIGHUP, SIG_IGN);
   raise_fd_limit();
   ParseResult parsed = parse_options(argc, argv, command_help());
   if (!parsed.options) {
