@@ -1,5 +1,7 @@
 #include "agent/sync_receiver.h"
 
+#include "protocol/relative_path.h"
+
 #include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -31,18 +33,6 @@ bool write_all(int fd, std::string_view data) {
 }
 
 }  // namespace
-
-bool SyncReceiver::safe_path(std::string_view p) {
-  if (p.empty() || p.front() == '/' || p.find('\0') != std::string_view::npos) return false;
-  std::size_t start = 0;
-  for (;;) {
-    const auto slash = p.find('/', start);
-    const auto part = p.substr(start, slash == std::string_view::npos ? p.npos : slash - start);
-    if (part.empty() || part == "." || part == "..") return false;
-    if (slash == std::string_view::npos) return true;
-    start = slash + 1;
-  }
-}
 
 SyncReceiver::SyncReceiver(const std::string& dest) : dest_(dest) {
   dest_fd_ = ::open(dest.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -99,7 +89,7 @@ bool SyncReceiver::on_offer(proto::SyncOffer&& offer) {
   if (entries_.size() + offer.entries.size() > proto::kMaxSyncEntries)
     return fail("", "the offer has too many entries");
   for (auto& e : offer.entries) {
-    if (!safe_path(e.path)) return fail(e.path, "not a safe relative path; refused");
+    if (!safe_relative_path(e.path)) return fail(e.path, "not a safe relative path; refused");
     entries_.push_back(std::move(e));
   }
   offer_complete_ = offer.last;

@@ -53,10 +53,6 @@ class SyncReceiver {
   const std::string& error() const { return error_; }
   bool failed() const { return !error_.empty(); }
 
-  // Whether `path` is acceptable as a relative destination path (no empty,
-  // "." or ".." component, no leading '/', no NUL). Exposed for tests.
-  static bool safe_path(std::string_view path);
-
  private:
   bool fail(const std::string& path, const std::string& why);
   // Opens the directory that holds `path` (O_NOFOLLOW at every step) and

@@ -2,6 +2,7 @@
 
 #include "common/overloaded.h"
 #include "protocol/frame.h"
+#include "protocol/relative_path.h"
 #include "protocol/wire.h"
 
 namespace dlaunch::proto {
@@ -245,18 +246,10 @@ bool get_interfaces(wire::Reader& r, net::Interfaces& out) {
   return r.ok();
 }
 
-// A path relative to the synced directory: no empty, "." or ".." component,
-// no leading '/', no NUL. The agent checks again before it writes.
+// A path relative to the synced directory (see relative_path.h), within the
+// length limit. The agent checks again before it writes.
 bool valid_sync_path(std::string_view p) {
-  if (p.empty() || p.size() > kMaxFilePath || p.find('\0') != std::string_view::npos) return false;
-  std::size_t start = 0;
-  for (;;) {
-    const auto slash = p.find('/', start);
-    const auto part = p.substr(start, slash == std::string_view::npos ? p.npos : slash - start);
-    if (part.empty() || part == "." || part == "..") return false;
-    if (slash == std::string_view::npos) return true;
-    start = slash + 1;
-  }
+  return p.size() <= kMaxFilePath && safe_relative_path(p);
 }
 
 bool get_sync_entry(wire::Reader& r, SyncEntry& e) {

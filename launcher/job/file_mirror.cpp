@@ -7,6 +7,8 @@
 #include <cerrno>
 #include <cstring>
 
+#include "protocol/relative_path.h"
+
 namespace dlaunch {
 namespace {
 
@@ -37,19 +39,6 @@ bool write_at(int fd, std::string_view data, std::uint64_t offset) {
 }
 
 }  // namespace
-
-bool safe_relative_path(std::string_view path) {
-  if (path.empty() || path.front() == '/' || path.find('\0') != std::string_view::npos)
-    return false;
-  std::size_t start = 0;
-  while (start <= path.size()) {
-    const std::size_t end = std::min(path.find('/', start), path.size());
-    const std::string_view part = path.substr(start, end - start);
-    if (part.empty() || part == "." || part == "..") return false;
-    start = end + 1;
-  }
-  return true;
-}
 
 FileMirror::FileMirror(std::string root) : root_(std::move(root)) {}
 

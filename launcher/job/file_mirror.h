@@ -1,20 +1,17 @@
 // The coordinator's side of --tensorboard-dir: writes the FileChunks from rank
 // 0's host under <job dir>/tensorboard/, so the copy is byte-identical to the
 // files there. Paths come from an agent and are checked: relative, no "..",
-// "." or empty part, so nothing is written outside the mirror's root.
+// "." or empty part (protocol/relative_path.h), so nothing is written outside
+// the mirror's root.
 #pragma once
 
 #include <optional>
 #include <set>
 #include <string>
-#include <string_view>
 
 #include "protocol/messages.h"
 
 namespace dlaunch {
-
-// Whether an agent's path stays inside the directory it is relative to.
-bool safe_relative_path(std::string_view path);
 
 class FileMirror {
  public:

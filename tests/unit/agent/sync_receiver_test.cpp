@@ -10,28 +10,17 @@
 #include <sstream>
 
 #include "protocol/sha256.h"
+#include "tests/unit/scratch_dir.h"
 
 using namespace dlaunch;
 namespace fs = std::filesystem;
+using dlaunch::testing::read_file;
+using dlaunch::testing::ScratchDir;
 
 namespace {
 
-fs::path fresh_dir(const std::string& name) {
-  const auto dir = fs::temp_directory_path() / name;
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  return dir;
-}
-
 void write(const fs::path& p, const std::string& text) {
   std::ofstream(p, std::ios::binary) << text;
-}
-
-std::string read(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
 }
 
 unsigned mode_of(const fs::path& p) {
@@ -78,21 +67,9 @@ std::vector<std::uint32_t> sync(SyncReceiver& r, std::vector<proto::SyncEntry> e
 
 }  // namespace
 
-TEST_CASE("safe_path refuses absolute paths, '..', '.', empty components and NUL") {
-  CHECK(SyncReceiver::safe_path("a/b.txt"));
-  CHECK(SyncReceiver::safe_path(".hidden/..x"));
-  CHECK_FALSE(SyncReceiver::safe_path(""));
-  CHECK_FALSE(SyncReceiver::safe_path("/etc/passwd"));
-  CHECK_FALSE(SyncReceiver::safe_path("../x"));
-  CHECK_FALSE(SyncReceiver::safe_path("a/../../x"));
-  CHECK_FALSE(SyncReceiver::safe_path("a/./x"));
-  CHECK_FALSE(SyncReceiver::safe_path("a//x"));
-  CHECK_FALSE(SyncReceiver::safe_path("a/"));
-  CHECK_FALSE(SyncReceiver::safe_path(std::string("a\0b", 3)));
-}
-
 TEST_CASE("a first sync writes files with their modes, symlinks and directories") {
-  const auto dest = fresh_dir("dlaunch-receiver-first");
+  const ScratchDir dest_scratch;
+  const fs::path& dest = dest_scratch.dir();
   SyncReceiver r(dest.string());
   REQUIRE_FALSE(r.failed());
   const auto wanted =
@@ -108,7 +85,7 @@ TEST_CASE("a first sync writes files with their modes, symlinks and directories"
   CHECK(done.error.empty());
   CHECK(done.files_written == 5);  // 4 files and the symlink
   CHECK(done.bytes_received == 18 + 9 + 9);
-  CHECK(read(dest / "run.sh") == "#!/bin/sh\necho hi\n");
+  CHECK(read_file(dest / "run.sh") == "#!/bin/sh\necho hi\n");
   CHECK(mode_of(dest / "run.sh") == 0755);
   CHECK(mode_of(dest / "src") == 0750);
   CHECK(mode_of(dest / "src/a.py") == 0644);
@@ -116,7 +93,7 @@ TEST_CASE("a first sync writes files with their modes, symlinks and directories"
   CHECK(fs::is_symlink(dest / "latest"));
   CHECK(fs::read_symlink(dest / "latest") == "src/a.py");
   CHECK(mode_of(dest / "ro") == 0555);  // set after its file was written
-  CHECK(read(dest / "ro/f") == "read only");
+  CHECK(read_file(dest / "ro/f") == "read only");
   // No temporary file is left behind.
   for (const auto& e : fs::recursive_directory_iterator(dest))
     CHECK(e.path().filename().string().find(".dlaunch-sync-") == std::string::npos);
@@ -125,7 +102,8 @@ TEST_CASE("a first sync writes files with their modes, symlinks and directories"
 }
 
 TEST_CASE("only files whose content differs are wanted; a mode change needs no data") {
-  const auto dest = fresh_dir("dlaunch-receiver-diff");
+  const ScratchDir dest_scratch;
+  const fs::path& dest = dest_scratch.dir();
   write(dest / "same", "same content");
   ::chmod((dest / "same").c_str(), 0644);
   write(dest / "mode", "mode only");
@@ -144,29 +122,32 @@ TEST_CASE("only files whose content differs are wanted; a mode change needs no d
   const auto done = r.finish();
   CHECK(done.error.empty());
   CHECK(done.bytes_received == 4 + 11 + 1);
-  CHECK(read(dest / "changed") == "new!");
+  CHECK(read_file(dest / "changed") == "new!");
   CHECK(mode_of(dest / "mode") == 0700);
   CHECK(fs::read_symlink(dest / "link") == "same");
   fs::remove_all(dest);
 }
 
 TEST_CASE("content that does not match its SHA-256 is never renamed into place") {
-  const auto dest = fresh_dir("dlaunch-receiver-mismatch");
+  const ScratchDir dest_scratch;
+  const fs::path& dest = dest_scratch.dir();
   write(dest / "f", "original");
   SyncReceiver r(dest.string());
   proto::SyncEntry e = file_entry("f", "expected");
   sync(r, {e}, {{0, "tampered"}});
   CHECK(r.failed());
   CHECK(r.error().find("f: the content received does not match its SHA-256") == 0);
-  CHECK(read(dest / "f") == "original");
+  CHECK(read_file(dest / "f") == "original");
   CHECK(std::distance(fs::directory_iterator(dest), fs::directory_iterator()) == 1);
   CHECK_FALSE(r.finish().error.empty());
   fs::remove_all(dest);
 }
 
 TEST_CASE("a parent that is a symlink is refused, wherever it points") {
-  const auto dest = fresh_dir("dlaunch-receiver-link-parent");
-  const auto outside = fresh_dir("dlaunch-receiver-outside");
+  const ScratchDir dest_scratch;
+  const fs::path& dest = dest_scratch.dir();
+  const ScratchDir outside_scratch;
+  const fs::path& outside = outside_scratch.dir();
   fs::create_symlink(outside, dest / "escape");
   SyncReceiver r(dest.string());
   sync(r, {file_entry("escape/owned", "x")}, {{0, "x"}});
@@ -186,7 +167,8 @@ TEST_CASE("a parent that is a symlink is refused, wherever it points") {
 }
 
 TEST_CASE("unsafe paths and out-of-order offers or data fail the sync") {
-  const auto dest = fresh_dir("dlaunch-receiver-unsafe");
+  const ScratchDir dest_scratch;
+  const fs::path& dest = dest_scratch.dir();
   {
     SyncReceiver r(dest.string());
     CHECK_FALSE(r.on_offer({false, {}, 0, {file_entry("../x", "x")}, true}));
@@ -219,7 +201,8 @@ TEST_CASE("unsafe paths and out-of-order offers or data fail the sync") {
 }
 
 TEST_CASE("--sync-delete removes what the offer lacks, except ignored paths and .git") {
-  const auto dest = fresh_dir("dlaunch-receiver-delete");
+  const ScratchDir dest_scratch;
+  const fs::path& dest = dest_scratch.dir();
   fs::create_directories(dest / "keep/old");
   write(dest / "keep/a", "a");
   write(dest / "keep/old/f", "f");
@@ -247,7 +230,8 @@ TEST_CASE("--sync-delete removes what the offer lacks, except ignored paths and 
 }
 
 TEST_CASE("without --sync-delete nothing is deleted and a non-empty directory in the way fails") {
-  const auto dest = fresh_dir("dlaunch-receiver-nodelete");
+  const ScratchDir dest_scratch;
+  const fs::path& dest = dest_scratch.dir();
   write(dest / "extra", "stays");
   fs::create_directories(dest / "was-dir/x");
   SyncReceiver r(dest.string());
@@ -259,7 +243,8 @@ TEST_CASE("without --sync-delete nothing is deleted and a non-empty directory in
 }
 
 TEST_CASE("hashing existing files goes a budget at a time") {
-  const auto dest = fresh_dir("dlaunch-receiver-steps");
+  const ScratchDir dest_scratch;
+  const fs::path& dest = dest_scratch.dir();
   const std::string big(1 << 20, 'b');
   write(dest / "big", big);
   SyncReceiver r(dest.string());

@@ -8,18 +8,13 @@
 #include <fstream>
 
 #include "protocol/sha256.h"
+#include "tests/unit/scratch_dir.h"
 
 using namespace dlaunch;
 namespace fs = std::filesystem;
+using dlaunch::testing::ScratchDir;
 
 namespace {
-
-fs::path fresh_dir(const std::string& name) {
-  const auto dir = fs::temp_directory_path() / name;
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  return dir;
-}
 
 void write(const fs::path& p, const std::string& text) {
   fs::create_directories(p.parent_path());
@@ -35,7 +30,8 @@ const proto::SyncEntry* find(const SyncManifest& m, const std::string& path) {
 }  // namespace
 
 TEST_CASE("the manifest lists files with mode, size and SHA-256, symlinks unfollowed, dirs first") {
-  const auto dir = fresh_dir("dlaunch-manifest-test");
+  const ScratchDir dir_scratch;
+  const fs::path& dir = dir_scratch.dir();
   write(dir / "run.sh", "#!/bin/sh\n");
   ::chmod((dir / "run.sh").c_str(), 0755);
   write(dir / "src/a.py", "print(1)\n");
@@ -92,7 +88,8 @@ TEST_CASE("a missing directory or a file instead of one is an error naming it") 
   auto missing = build_sync_manifest("/nonexistent/dlaunch-sync-src");
   REQUIRE(std::holds_alternative<std::string>(missing));
   CHECK(std::get<std::string>(missing).find("/nonexistent/dlaunch-sync-src") != std::string::npos);
-  const auto dir = fresh_dir("dlaunch-manifest-file");
+  const ScratchDir dir_scratch;
+  const fs::path& dir = dir_scratch.dir();
   write(dir / "f", "x");
   auto file = build_sync_manifest((dir / "f").string());
   REQUIRE(std::holds_alternative<std::string>(file));
