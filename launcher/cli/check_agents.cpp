@@ -4,10 +4,8 @@
 #include "common/exit_codes.h"
 #include "launcher/check/check_runner.h"
 #include "launcher/cli/commands.h"
+#include "launcher/cli/transports.h"
 #include "launcher/plan/plan.h"
-#include "launcher/transport/local_transport.h"
-#include "launcher/transport/slurm_transport.h"
-#include "launcher/transport/ssh_transport.h"
 #include "protocol/auth.h"
 
 namespace dlaunch {
@@ -33,18 +31,8 @@ std::variant<CheckResult, int> run_check_agents(Options& o, CheckPolicy::Config 
   policy.master_sources.all_nodes_local = plan.all_nodes_local;
 
   asio::io_context io;
-  const bool via_ssh = o.rdzv_via_ssh || hosts.rendezvous.via_ssh;
-  AgentTransports transports([&io] { return make_local_transport(io); },
-                             [&io, &o, via_ssh]() -> std::unique_ptr<Transport> {
-                               if (o.host_source == HostSource::slurm)
-                                 return make_slurm_transport(io, {"srun", "dlaunch-check"});
-                               SshOptions ssh;
-                               ssh.parallel = o.ssh_parallel;
-                               ssh.connect_timeout_s = o.ssh_timeout_s;
-                               ssh.accept_new_host_keys = o.accept_new_host_keys;
-                               ssh.rendezvous_via_ssh = via_ssh;
-                               return make_ssh_transport(io, ssh);
-                             });
+  AgentTransports transports =
+      make_agent_transports(io, o, o.rdzv_via_ssh || hosts.rendezvous.via_ssh, "dlaunch-check");
   CheckRunner runner(io, {plan, o, auth::random_bytes(auth::kSecretSize), agent, policy},
                      transports);
   if (!runner.run()) return kExitFailure;

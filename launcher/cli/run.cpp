@@ -9,8 +9,8 @@
 #include <unistd.h>
 
 #include <cctype>
-#include <csignal>
 #include <chrono>
+#include <csignal>
 #include <cstdlib>
 #include <ctime>
 #include <filesystem>
@@ -25,6 +25,7 @@
 #include "common/posix.h"
 #include "launcher/cli/detach.h"
 #include "launcher/cli/log_backend.h"
+#include "launcher/cli/transports.h"
 #include "launcher/config/host_source.h"
 #include "launcher/config/options.h"
 #include "launcher/config/secret.h"
@@ -35,9 +36,6 @@
 #include "launcher/job/sync_manifest.h"
 #include "launcher/plan/launch_spec_builder.h"
 #include "launcher/plan/plan.h"
-#include "launcher/transport/local_transport.h"
-#include "launcher/transport/slurm_transport.h"
-#include "launcher/transport/ssh_transport.h"
 #include "protocol/auth.h"
 #include "protocol/launch_spec.h"
 #include "protocol/rank_env.h"
@@ -318,18 +316,8 @@ int run_command(int argc, const char* const* argv) {
   for (const auto& n : plan.nodes) sink_settings.hosts.push_back(n.host.name);
   LogSink sink(std::move(sink_settings));
   asio::io_context io;
-  AgentTransports transports([&io] { return make_local_transport(io); },
-                             [&io, &o, &hosts, &plan]() -> std::unique_ptr<Transport> {
-                               if (o.host_source == HostSource::slurm)
-                                 return make_slurm_transport(io, {"srun", plan.job});
-                               SshOptions ssh;
-                               ssh.parallel = o.ssh_parallel;
-                               ssh.connect_timeout_s = o.ssh_timeout_s;
-                               ssh.accept_new_host_keys = o.accept_new_host_keys;
-                               ssh.rendezvous_via_ssh =
-                                   o.rdzv_via_ssh || (hosts && hosts->rendezvous.via_ssh);
-                               return make_ssh_transport(io, ssh);
-                             });
+  AgentTransports transports = make_agent_transports(
+      io, o, o.rdzv_via_ssh || (hosts && hosts->rendezvous.via_ssh), plan.job);
   Coordinator coordinator(io, {plan, o, secret, agent, job_dir, record, sync}, transports, sink);
   const int code = coordinator.run();
   sink.flush();
