@@ -67,7 +67,7 @@ def sh(*args, check=True, timeout=60, **kwargs):
     return r
 
 
-def _alive(pid):
+def alive(pid):
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -77,7 +77,7 @@ def _alive(pid):
     return True
 
 
-def _kill_netns(ns):
+def kill_netns(ns):
     """Kills everything inside a namespace (sshd, agents, ranks), then deletes it."""
     for pid in sh("ip", "netns", "pids", ns, check=False).stdout.split():
         try:
@@ -92,16 +92,16 @@ def remove_stale():
     listing = sh("ip", "netns", "list", check=False).stdout
     for line in listing.splitlines():
         m = re.match(rf"({PREFIX}(\d+)-\S+)", line)
-        if m and not _alive(int(m.group(2))):
-            _kill_netns(m.group(1))
+        if m and not alive(int(m.group(2))):
+            kill_netns(m.group(1))
     for line in sh("ip", "-o", "link", check=False).stdout.splitlines():
         m = re.match(rf"\d+: ({PREFIX}(\d+)m\d+)[@:]", line)
-        if m and not _alive(int(m.group(2))):
+        if m and not alive(int(m.group(2))):
             sh("ip", "link", "del", m.group(1), check=False)
     tmp = tempfile.gettempdir()
     for entry in os.listdir(tmp):
         m = re.match(rf"{TMP_PREFIX}(\d+)-", entry)
-        if m and not _alive(int(m.group(1))):
+        if m and not alive(int(m.group(1))):
             shutil.rmtree(os.path.join(tmp, entry), ignore_errors=True)
 
 
@@ -415,7 +415,7 @@ MaxSessions 50
         for h in list(self.hosts):
             self._stop_sshd(h)
         for ns in self.namespaces:
-            _kill_netns(ns)
+            kill_netns(ns)
         self.namespaces = []
         for link in self.links:  # gone with their peers' namespaces, normally
             sh("ip", "link", "del", link, check=False)

@@ -20,6 +20,7 @@ Skips (exit 77) when not root, when slurm-wlm or munge is not installed, when
 network namespaces do not work, or when the daemons do not come up (the end of
 their logs says why)."""
 
+import functools
 import os
 import re
 import shutil
@@ -32,6 +33,7 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402
+import netns_topology  # noqa: E402
 
 PREFIX = "dls"
 NODES = [("n1", "198.18.0.11"), ("n2", "198.18.0.12")]
@@ -46,30 +48,10 @@ def skip(why):
     sys.exit(harness.SKIP)
 
 
-def sh(*args, check=True, timeout=30, **kwargs):
-    r = subprocess.run(list(args), capture_output=True, text=True, timeout=timeout, **kwargs)
-    if check and r.returncode != 0:
-        raise RuntimeError(f"{' '.join(args)}: exit {r.returncode}: {r.stderr.strip()}")
-    return r
-
-
-def alive(pid):
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
-def kill_netns(ns):
-    for pid in sh("ip", "netns", "pids", ns, check=False).stdout.split():
-        try:
-            os.kill(int(pid), signal.SIGKILL)
-        except (OSError, ValueError):
-            pass
-    sh("ip", "netns", "del", ns, check=False)
+# The namespace helpers the cross-region topology uses; commands here get 30 s.
+sh = functools.partial(netns_topology.sh, timeout=30)
+alive = netns_topology.alive
+kill_netns = netns_topology.kill_netns
 
 
 def remove_stale():
