@@ -159,6 +159,20 @@ def exe_name(pid):
         return ""
 
 
+def agents_in(ns):
+    """Pids of dlaunch-agent processes inside a network namespace."""
+    r = subprocess.run(["ip", "netns", "pids", ns], capture_output=True, text=True, timeout=60)
+    found = []
+    for pid in r.stdout.split():
+        try:
+            with open(f"/proc/{pid}/comm") as f:
+                if f.read().strip().startswith("dlaunch-agent"):
+                    found.append(int(pid))
+        except OSError:
+            pass
+    return found
+
+
 def vm_hwm_kib(pid):
     """A process's peak resident memory (VmHWM) in KiB, or None when it is gone."""
     try:

@@ -23,20 +23,6 @@ import netns_topology  # noqa: E402
 HOSTS = [("h0", "A"), ("h1", "B"), ("h2", "B")]
 
 
-def agents_in(ns):
-    """Pids of dlaunch-agent processes inside a network namespace."""
-    r = netns_topology.sh("ip", "netns", "pids", ns, check=False)
-    found = []
-    for pid in r.stdout.split():
-        try:
-            with open(f"/proc/{pid}/comm") as f:
-                if f.read().strip().startswith("dlaunch-agent"):
-                    found.append(int(pid))
-        except OSError:
-            pass
-    return found
-
-
 class CheckTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
@@ -60,7 +46,7 @@ class CheckTest(unittest.TestCase):
         def none_left():
             left.clear()
             for h in self.topo.hosts:
-                pids = agents_in(h["ns"])
+                pids = harness.agents_in(h["ns"])
                 if pids:
                     left[h["name"]] = pids
             return not left

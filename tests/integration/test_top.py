@@ -26,20 +26,6 @@ def detail(r):
     return f"\nexit {r.returncode}\nstdout:\n{r.stdout[-4000:]}\nstderr:\n{r.stderr[-3000:]}"
 
 
-def agents_in(ns):
-    """Pids of dlaunch-agent processes inside a network namespace."""
-    r = sshd_harness.sh("ip", "netns", "pids", ns, check=False)
-    found = []
-    for pid in r.stdout.split():
-        try:
-            with open(f"/proc/{pid}/comm") as f:
-                if f.read().strip().startswith("dlaunch-agent"):
-                    found.append(int(pid))
-        except OSError:
-            pass
-    return found
-
-
 class TopNodeTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
@@ -74,7 +60,7 @@ class TopNodeTest(unittest.TestCase):
         def none_left():
             left.clear()
             for h in self.hosts.hosts:
-                pids = agents_in(h["ns"])
+                pids = harness.agents_in(h["ns"])
                 if pids:
                     left[h["name"]] = pids
             return not left
