@@ -36,7 +36,8 @@ void DirectoryFollower::scan(const std::string& dir, const std::string& prefix, 
 void DirectoryFollower::follow(const std::string& relative, std::size_t& budget,
                                std::vector<proto::FileChunk>& out) {
   const std::string path = root_ + "/" + relative;
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+  // O_NONBLOCK: a FIFO put in the place of a file since the scan must not hang us.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
   if (fd < 0) return;  // gone since the scan
   struct stat st {};
   if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {

@@ -2,6 +2,7 @@
 #include "tests/unit/scratch_dir.h"
 
 #include <doctest/doctest.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -109,6 +110,15 @@ TEST_CASE("symbolic links are not followed") {
   d.append("real", "data");
   fs::create_symlink("/etc/hostname", d.dir() / "link");
   fs::create_directory_symlink("/etc", d.dir() / "dirlink");
+  DirectoryFollower follower(d.path());
+  const auto copy = replay({}, follower.next(1 << 20));
+  CHECK(copy == std::map<std::string, std::string>{{"real", "data"}});
+}
+
+TEST_CASE("a FIFO under the directory is skipped, never waited on") {
+  FollowedDir d;
+  d.append("real", "data");
+  REQUIRE(::mkfifo((d.dir() / "pipe").c_str(), 0600) == 0);
   DirectoryFollower follower(d.path());
   const auto copy = replay({}, follower.next(1 << 20));
   CHECK(copy == std::map<std::string, std::string>{{"real", "data"}});
