@@ -7,6 +7,7 @@
 // and accepted connections are drained (read and discarded) until they close.
 #pragma once
 
+#include <array>
 #include <asio.hpp>
 #include <cstdint>
 #include <memory>
@@ -26,12 +27,16 @@ class ProbeListener {
   ProbeListener(const ProbeListener&) = delete;
   ProbeListener& operator=(const ProbeListener&) = delete;
 
+  using Buffer = std::shared_ptr<std::array<char, 64 * 1024>>;
+
  private:
   // Shared with the pending accept's handler: a connection accepted just
   // before close() completes after this object may be gone, and its handler
   // must find a closed acceptor, not freed memory.
-  static void accept(std::shared_ptr<asio::ip::tcp::acceptor> acceptor);
-  static void drain(std::shared_ptr<asio::ip::tcp::socket> socket);
+  static void accept(std::shared_ptr<asio::ip::tcp::acceptor> acceptor, Buffer buffer);
+  // Accepts per wake-up at most, so a flood of probes cannot starve the
+  // agent's other work (its rendezvous connection, its ranks' output).
+  static constexpr int kAcceptsPerWake = 256;
 
   std::shared_ptr<asio::ip::tcp::acceptor> acceptor_;
   std::uint16_t port_ = 0;

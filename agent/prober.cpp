@@ -18,6 +18,13 @@ struct Attempt;
 // within a few round trips.
 constexpr std::chrono::milliseconds kSettleAfterAnswer{500};
 
+// A connect still pending after this long starts over with a fresh SYN (and
+// the wait doubles): when thousands of nodes probe node 0 at once and its
+// accept queue overflows, the kernel drops SYNs and resends them only after a
+// second, which would cost the job's start a second, or, under the settle
+// rule above, count a good address as not reached.
+constexpr std::chrono::milliseconds kFirstResend{200};
+
 // What every attempt shares: the results so far and who to tell at the end.
 struct ProbeRun {
   explicit ProbeRun(asio::io_context& io) : settle(io) {}
@@ -58,13 +65,17 @@ std::string route_interface(const std::string& address, const net::Interfaces& i
 
 struct Attempt : std::enable_shared_from_this<Attempt> {
   Attempt(asio::io_context& io, std::shared_ptr<ProbeRun> r, std::size_t i)
-      : run(std::move(r)), index(i), resolver(io), socket(io), timer(io) {}
+      : run(std::move(r)), index(i), resolver(io), socket(io), timer(io), resend(io) {}
 
   std::shared_ptr<ProbeRun> run;
   std::size_t index;
   asio::ip::tcp::resolver resolver;
   asio::ip::tcp::socket socket;
   asio::steady_timer timer;
+  asio::steady_timer resend;
+  asio::ip::tcp::resolver::results_type endpoints;
+  int tries = 0;  // a completion of an earlier try than this is stale
+  std::chrono::milliseconds resend_after = kFirstResend;
   Clock::time_point started = Clock::now();
   bool timed_out = false;
   bool gave_up = false;  // another address answered and this one did not in time
@@ -85,20 +96,36 @@ struct Attempt : std::enable_shared_from_this<Attempt> {
     });
     resolver.async_resolve(
         address, std::to_string(port),
-        [self](const asio::error_code& ec, asio::ip::tcp::resolver::results_type endpoints) {
+        [self](const asio::error_code& ec, asio::ip::tcp::resolver::results_type found) {
           if (ec) return self->finish(ec, "cannot resolve");
-          asio::async_connect(
-              self->socket, endpoints,
-              [self](const asio::error_code& connect_ec, const asio::ip::tcp::endpoint&) {
-                self->finish(connect_ec, "");
-              });
+          self->endpoints = std::move(found);
+          self->connect();
         });
+  }
+
+  void connect() {
+    if (over || timed_out || gave_up) return;
+    const int this_try = ++tries;
+    asio::error_code ignored;
+    socket.close(ignored);  // an earlier try's completion comes back aborted, and stale
+    auto self = shared_from_this();
+    asio::async_connect(
+        socket, endpoints,
+        [self, this_try](const asio::error_code& ec, const asio::ip::tcp::endpoint&) {
+          if (this_try == self->tries) self->finish(ec, "");
+        });
+    resend.expires_after(resend_after);
+    resend_after *= 2;
+    resend.async_wait([self, this_try](const asio::error_code& ec) {
+      if (!ec && this_try == self->tries) self->connect();
+    });
   }
 
   void finish(const asio::error_code& ec, const char* what) {
     if (over) return;
     over = true;
     timer.cancel();
+    resend.cancel();
     auto& out = run->outcomes[index];
     if (!ec && !timed_out && !gave_up) {
       out.reached = true;

@@ -19,7 +19,7 @@ RendezvousClient::RendezvousClient(asio::io_context& io, Options options, std::s
 
 std::chrono::milliseconds RendezvousClient::jitter_for(int nnodes) {
   if (nnodes <= 1000) return std::chrono::milliseconds(0);
-  return std::chrono::milliseconds(std::min(nnodes / 10, 5000));
+  return std::chrono::milliseconds(std::min(nnodes / 20, 5000));
 }
 
 void RendezvousClient::start() {

@@ -32,7 +32,9 @@ class RendezvousClient {
   };
 
   // The first-connect jitter for a job of `nnodes`: none up to 1,000 nodes,
-  // then 0.1 ms per node (1 s at 10,000), at most 5 s.
+  // then 50 us per node (0.5 s at 10,000: about the rate node 0 completes
+  // handshakes on 2 cores; a shorter spread overflows its accept queue and
+  // takes longer), at most 5 s.
   static std::chrono::milliseconds jitter_for(int nnodes);
 
   RendezvousClient(asio::io_context& io, Options options, std::string secret, proto::Join join,

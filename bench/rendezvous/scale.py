@@ -75,7 +75,19 @@ def machine():
     return f"{os.cpu_count()} cores ({cpu}), {mem}, Linux {platform.release()}"
 
 
-def run_one(bin_dir, nodes, procs, timeout, jitter, perf_out=None, verbose=False, storm=False):
+def cpu_list(text):
+    """'0,1' or '2-15' or '0-1,4' -> a set of CPU numbers (None for '')."""
+    if not text:
+        return None
+    cpus = set()
+    for part in text.split(","):
+        lo, _, hi = part.partition("-")
+        cpus.update(range(int(lo), int(hi or lo) + 1))
+    return cpus
+
+
+def run_one(bin_dir, nodes, procs, timeout, jitter, perf_out=None, verbose=False, storm=False,
+            node0_cpus=None, load_cpus=None):
     tmp = tempfile.mkdtemp(prefix="dlaunch-scale-")
     secret = os.path.join(tmp, "secret")
     with open(secret, "w") as f:
@@ -93,13 +105,16 @@ def run_one(bin_dir, nodes, procs, timeout, jitter, perf_out=None, verbose=False
     # while node 0 writes Stop (the double free of the old send path).
     load = rdzv_load.Load(port, secret, nodes, procs=procs, timeout=timeout + 10, jitter=jitter,
                           fail_node=nodes // 2 if storm else -1, fail_code=3,
-                          close_all_on_stop=storm)
+                          close_all_on_stop=storm, cpus=load_cpus)
     perf = None
     children_before = resource.getrusage(resource.RUSAGE_CHILDREN)
     with open(err_path, "w") as err_file:
         start_wall = time.time()
         start = time.monotonic()
-        p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=err_file, env=env)
+        # node 0's local agent and rank inherit its CPU set.
+        p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=err_file, env=env,
+                             preexec_fn=(lambda: os.sched_setaffinity(0, node0_cpus))
+                             if node0_cpus else None)
         load.start()
         if perf_out:
             perf = subprocess.Popen(["perf", "record", "-F", "997", "-g", "-o", perf_out, "-p",
@@ -166,6 +181,10 @@ def run_one(bin_dir, nodes, procs, timeout, jitter, perf_out=None, verbose=False
         "stderr_tail": stderr[-600:],
     }
     if verbose:
+        steps = ", ".join(f"{k} {v - start_wall:.2f}" for k, v in sorted(
+            summary["times"].items(), key=lambda kv: kv[1] or 0) if v)
+        print(f"    load timeline (s from start): {steps}", flush=True)
+        print(f"    load stats: {summary['stats']}", flush=True)
         print(f"    load outcomes {summary['outcomes']}, errors {summary['errors'][:3]}; "
               f"system CPU s: node 0 {usage.ru_stime:.2f}, load {load_sys:.2f}", flush=True)
         if code != 0:
@@ -205,25 +224,34 @@ def main():
     ap.add_argument("--timeout", type=float, default=60.0, help="per run (also --rdzv-timeout)")
     ap.add_argument("--perf", help="record node 0 with perf into this file (one run only)")
     ap.add_argument("--write", help="write the table as markdown into this file")
+    ap.add_argument("--node0-cpus", default="",
+                    help="pin node 0 (and its agent and rank) to these CPUs, e.g. 0-1")
+    ap.add_argument("--load-cpus", default="", help="pin the load processes to these CPUs")
     args = ap.parse_args()
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
     builds = [b.split("=", 1) for b in (args.build or [f"after={os.path.join(ROOT, 'build/bin')}"])]
     nodes = [int(n) for n in args.nodes.split(",")]
-    print(f"machine: {machine()}; fd limit {hard}; load processes: {args.procs}", flush=True)
+    node0_cpus, load_cpus = cpu_list(args.node0_cpus), cpu_list(args.load_cpus)
+    pinning = (f"; node 0 on CPUs {args.node0_cpus or 'any'}, load on CPUs "
+               f"{args.load_cpus or 'any'}")
+    print(f"machine: {machine()}; fd limit {hard}; load processes: {args.procs}{pinning}",
+          flush=True)
     print(HEADER + "\n" + RULE, flush=True)
     rows = []
     for n in nodes:
         for name, bin_dir in builds:
             for _ in range(args.repeat):
                 r = run_one(bin_dir, n, args.procs, args.timeout, args.jitter, args.perf,
-                            verbose=True, storm=args.storm)
+                            verbose=True, storm=args.storm, node0_cpus=node0_cpus,
+                            load_cpus=load_cpus)
                 rows.append((name, r))
                 print(fmt(name, r), flush=True)
     if args.write:
         with open(args.write, "w") as f:
             f.write("```\n" + " ".join(["bench/rendezvous/scale.py"] + sys.argv[1:]) + "\n```\n\n")
-            f.write(f"machine: {machine()}; fd limit {hard}; load processes: {args.procs}\n\n")
+            f.write(f"machine: {machine()}; fd limit {hard}; load processes: {args.procs}"
+                    f"{pinning}\n\n")
             f.write(HEADER + "\n" + RULE + "\n")
             for name, r in rows:
                 f.write(fmt(name, r) + "\n")

@@ -179,7 +179,20 @@ void JobPolicy::start_probe() {
     choose_master();
     return;
   }
-  for (const auto& n : nodes_) emit(job_action::Send{*n.conn, probe});
+  probe_.emplace(probe);
+  // A window, not a burst: each probing node opens one connection per
+  // candidate to node 0's probe listener, and beyond the listener's accept
+  // queue (4,096 on Linux by default) the kernel drops SYNs, which the
+  // prober's kernel resends only after a second. Each report lets the next
+  // node probe.
+  const std::size_t window =
+      std::max<std::size_t>(1, kProbeConnectionsInFlight / candidates_.size());
+  while (next_probe_ < nodes_.size() && next_probe_ < window) send_next_probe();
+}
+
+void JobPolicy::send_next_probe() {
+  const Node& node = nodes_[next_probe_++];
+  if (node.conn) emit(job_action::Send{*node.conn, *probe_});
 }
 
 JobActions JobPolicy::on_probe_report(ConnId conn, const proto::ProbeReport& report) {
@@ -194,6 +207,7 @@ JobActions JobPolicy::on_probe_report(ConnId conn, const proto::ProbeReport& rep
                   " results; counted as reaching none"));
   }
   node.probe = report.outcomes;
+  if (next_probe_ < nodes_.size()) send_next_probe();
   if (++probe_reports_ == nodes_.size()) choose_master();
   return take();
 }

@@ -172,6 +172,7 @@ class JobPolicy {
 
   void send_all(const std::vector<Outbound>& out);
   void start_probe();
+  void send_next_probe();
   void choose_master();
   void maybe_assign();
   void on_assigned();
@@ -217,6 +218,11 @@ class JobPolicy {
   std::vector<net::Candidate> candidates_;  // sent in the Probe; empty until then
   bool probe_sent_ = false;
   std::size_t probe_reports_ = 0;
+  std::optional<proto::Probe> probe_;  // the one Probe every node gets
+  std::size_t next_probe_ = 0;         // nodes before it have been sent the Probe
+  // Connections to node 0's probe listener in flight at once, at most: half
+  // of Linux's default accept queue (net.core.somaxconn, 4,096).
+  static constexpr std::size_t kProbeConnectionsInFlight = 2048;
   // The probe's outcome, kept until the syncs are done too.
   std::optional<std::pair<std::string, std::vector<std::string>>> network_;
   std::size_t synced_ = 0;

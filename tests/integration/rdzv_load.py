@@ -91,7 +91,8 @@ class Worker:
         self.holds_failure = args.close_all_on_stop and args.fail_node in nodes
         self.stats = {"connect_errors": 0, "closed_before_welcome": 0, "heartbeats_sent": 0}
         self.errors = []
-        self.times = {"first_welcome": None, "last_welcome": None, "last_assign": None,
+        self.times = {"first_welcome": None, "last_welcome": None, "first_probe": None,
+                      "last_probe": None, "first_assign": None, "last_assign": None,
                       "first_stop": None}
         self.rng = random.Random(args.seed * 1000003 + (nodes[0] if nodes else 0))
 
@@ -243,6 +244,8 @@ class Worker:
         # Joined.
         if msg_type == wire.ASSIGN:
             agent.assign = wire.parse_assign(payload)
+            if self.times["first_assign"] is None:
+                self.times["first_assign"] = now
             self.times["last_assign"] = now
             self.assigned += 1
             if not self.holds_failure:
@@ -279,7 +282,11 @@ class Worker:
         if msg_type == wire.HEARTBEAT:
             return
         if msg_type == wire.PROBE:
-            return self.send(agent, wire.probe_report(self.probe(wire.parse_probe(payload))))
+            if self.times["first_probe"] is None:
+                self.times["first_probe"] = now
+            report = wire.probe_report(self.probe(wire.parse_probe(payload)))
+            self.times["last_probe"] = time.time()
+            return self.send(agent, report)
         self.finish(agent, "protocol_error", f"unexpected message type {msg_type}")
 
     def probe(self, probe):
@@ -288,13 +295,30 @@ class Worker:
         outcomes = []
         for address in probe["addresses"]:
             started = time.monotonic()
-            try:
-                with socket.create_connection((address, probe["port"]),
-                                              timeout=min(probe["timeout_ms"], 2000) / 1000):
-                    pass
-                outcomes.append((True, int((time.monotonic() - started) * 1e6), b"", b""))
-            except OSError as e:
-                outcomes.append((False, 0, b"", str(e).encode()[:200]))
+            deadline = started + min(probe["timeout_ms"], 2000) / 1000
+            wait = 0.2  # as dlaunch-agent's prober: a fresh SYN after 200 ms, doubling
+            while True:
+                try:
+                    with socket.create_connection(
+                            (address, probe["port"]),
+                            timeout=max(0.01, min(wait, deadline - time.monotonic()))):
+                        pass
+                    outcomes.append((True, int((time.monotonic() - started) * 1e6), b"", b""))
+                except socket.timeout as e:
+                    if time.monotonic() < deadline:
+                        self.stats["probe_resends"] = self.stats.get("probe_resends", 0) + 1
+                        wait *= 2
+                        continue
+                    outcomes.append((False, 0, b"", str(e).encode()[:200]))
+                except OSError as e:
+                    outcomes.append((False, 0, b"", str(e).encode()[:200]))
+                break
+            took_ms = (time.monotonic() - started) * 1000
+            self.stats["probe_connects"] = self.stats.get("probe_connects", 0) + 1
+            self.stats["probe_connect_ms"] = self.stats.get("probe_connect_ms", 0) + took_ms
+            if took_ms > 500:  # a dropped SYN, resent after a second
+                self.stats["probe_connects_over_500ms"] = (
+                    self.stats.get("probe_connects_over_500ms", 0) + 1)
         return outcomes
 
     def report_exits(self, agent):
@@ -419,7 +443,10 @@ class Load:
 
     def __init__(self, port, secret_file, nnodes, first_node=1, procs=None, nproc=1,
                  fail_node=-1, fail_code=3, close_all_on_stop=False, jitter=0.0, timeout=120.0,
-                 host="127.0.0.1", seed=0):
+                 host="127.0.0.1", seed=0, cpus=None):
+        # cpus: the CPU set the load processes are pinned to (None: any), so
+        # a benchmark can keep the load off node 0's cores.
+        self.cpus = cpus
         self.args = [
             "--port", str(port), "--secret-file", secret_file, "--host", host,
             "--nproc", str(nproc), "--fail-node", str(fail_node), "--fail-code", str(fail_code),
@@ -436,7 +463,8 @@ class Load:
             self.popens.append(subprocess.Popen(
                 [sys.executable, me, "--worker", "--nodes",
                  f"{self.first_node + w}:{self.nnodes}:{self.procs}"] + self.args,
-                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
+                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                preexec_fn=(lambda: os.sched_setaffinity(0, self.cpus)) if self.cpus else None))
         return self.popens
 
     def wait(self, timeout=None):

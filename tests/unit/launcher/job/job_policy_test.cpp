@@ -426,6 +426,33 @@ TEST_CASE("no address reached by every node fails the job before any rank starts
   CHECK(job.exit_code == 1);
 }
 
+TEST_CASE("a big job probes node 0 in a window, not all at once") {
+  // 3,000 nodes, 2 candidates: 2,048 connections in flight at most, so 1,024
+  // nodes probe at first and each report lets one more start.
+  FakeJob job({.nodes = 3000, .nproc = 1, .probe = true});
+  job.start();
+  job.join_all();
+  const auto probed = [&job] {
+    int count = 0;
+    for (int node = 0; node < 3000; ++node) count += !job.received_of<proto::Probe>(node).empty();
+    return count;
+  };
+  CHECK(probed() == 1024);
+  CHECK(job.received_of<proto::Probe>(1024).empty());
+  job.probe_report(5, {true, true});
+  CHECK(probed() == 1025);
+  CHECK(job.received_of<proto::Probe>(1024).size() == 1);
+  for (int node = 0; node < 3000; ++node) {
+    if (node != 5) job.probe_report(node, {false, true});
+  }
+  CHECK(probed() == 3000);
+  for (int node : {0, 1024, 2999}) {
+    const auto assigns = job.received_of<proto::Assign>(node);
+    REQUIRE(assigns.size() == 1);
+    CHECK(assigns[0].master_addr == "198.18.1.10");
+  }
+}
+
 TEST_CASE("a node that never answers the probe is named when the rendezvous times out") {
   FakeJob job({.nodes = 3, .nproc = 1, .rdzv_timeout_s = 30, .probe = true});
   job.start();
