@@ -16,6 +16,7 @@
 #include "agent/gpus.h"
 #include "agent/host_facts.h"
 #include "agent/interfaces.h"
+#include "agent/nccl_test.h"
 #include "agent/peer_test.h"
 #include "agent/prober.h"
 #include "common/exit_codes.h"
@@ -186,6 +187,8 @@ void Agent::on_message(proto::Message&& message) {
     answer_facts_request();
   } else if (auto* test = std::get_if<proto::PeerTest>(&message)) {
     answer_peer_test(*test);
+  } else if (auto* nccl = std::get_if<proto::NcclTest>(&message)) {
+    answer_nccl_test(*nccl);
   } else if (auto* assign = std::get_if<proto::Assign>(&message)) {
     handle(agent_event::AssignmentReceived{std::move(*assign)});
   } else if (auto* stop = std::get_if<proto::Stop>(&message)) {
@@ -264,6 +267,21 @@ void Agent::answer_peer_test(const proto::PeerTest& test) {
   log::debug("peer test round ", test.round, ": ", test.targets.size(), " targets for ",
              test.duration_ms, " ms");
   run_peer_test(io_, test, [this](proto::PeerTestReport report) {
+    if (client_) client_->send(report);
+  });
+}
+
+void Agent::answer_nccl_test(const proto::NcclTest& test) {
+  if (!spec_.check) {
+    log::warn("ignoring an NCCL test: this agent runs a job");
+    return;
+  }
+  log::debug(test.unique_id.empty()
+                 ? "NCCL: creating the unique id"
+                 : "NCCL: all-reduce test as ranks " + std::to_string(test.first_rank) + ".." +
+                       std::to_string(test.first_rank + test.gpus - 1) + " of " +
+                       std::to_string(test.nranks));
+  run_nccl_test(io_, test, [this](proto::NcclReport report) {
     if (client_) client_->send(report);
   });
 }

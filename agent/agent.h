@@ -43,6 +43,7 @@ class Agent {
   void answer_probe(const proto::Probe& probe);
   void answer_facts_request();
   void answer_peer_test(const proto::PeerTest& test);
+  void answer_nccl_test(const proto::NcclTest& test);
   void on_line(int rank, proto::Stream stream, std::string_view text, proto::LineEnd end);
   void finish(int code);
   void drain_and_stop(std::chrono::steady_clock::time_point deadline);

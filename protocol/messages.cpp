@@ -176,6 +176,27 @@ void put(wire::Writer& w, const PeerTestReport& m) {
     w.str(r.error);
   }
 }
+void put(wire::Writer& w, const NcclTest& m) {
+  w.str(m.unique_id);
+  w.i32(m.nranks);
+  w.i32(m.first_rank);
+  w.i32(m.gpus);
+  w.str(m.socket_ifname);
+  w.u32(static_cast<std::uint32_t>(m.sizes.size()));
+  for (auto size : m.sizes) w.i64(size);
+  w.i32(m.iterations);
+  w.i32(m.warmup);
+}
+void put(wire::Writer& w, const NcclReport& m) {
+  w.str(m.unique_id);
+  w.str(m.version);
+  w.str(m.error);
+  w.u32(static_cast<std::uint32_t>(m.timings.size()));
+  for (const auto& t : m.timings) {
+    w.i64(t.bytes);
+    w.i64(t.time_ns);
+  }
+}
 void put(wire::Writer&, const Heartbeat&) {}
 void put(wire::Writer& w, const Reject& m) {
   w.str(m.reason);
@@ -205,6 +226,8 @@ Type type_of(const Message& m) {
                         [](const SyncWant&) { return Type::sync_want; },
                         [](const SyncData&) { return Type::sync_data; },
                         [](const SyncDone&) { return Type::sync_done; },
+                        [](const NcclTest&) { return Type::nccl_test; },
+                        [](const NcclReport&) { return Type::nccl_report; },
                     },
                     m);
 }
@@ -528,6 +551,44 @@ std::optional<Message> get(Type type, wire::Reader& r) {
       }
       return m;
     }
+    case Type::nccl_test: {
+      NcclTest m;
+      m.unique_id = r.str(kNcclUniqueIdBytes);
+      m.nranks = r.i32();
+      m.first_rank = r.i32();
+      m.gpus = r.i32();
+      m.socket_ifname = r.str(kMaxHostName);
+      const auto count = r.u32();
+      if (!r.ok() || count > kMaxNcclSizes) return std::nullopt;
+      m.sizes.resize(count);
+      for (auto& size : m.sizes) {
+        size = r.i64();
+        if (size < 0 || size > kMaxNcclBytes) return std::nullopt;
+      }
+      m.iterations = r.i32();
+      m.warmup = r.i32();
+      const bool sized = m.unique_id.empty() || m.unique_id.size() == kNcclUniqueIdBytes;
+      if (!r.ok() || !sized || m.nranks < 0 || m.first_rank < 0 || m.gpus < 0 ||
+          m.gpus > static_cast<std::int32_t>(kMaxGpus) || m.first_rank + m.gpus > m.nranks ||
+          m.iterations < 1 || m.iterations > 10'000 || m.warmup < 0 || m.warmup > 10'000)
+        return std::nullopt;
+      return m;
+    }
+    case Type::nccl_report: {
+      NcclReport m;
+      m.unique_id = r.str(kNcclUniqueIdBytes);
+      m.version = r.str(kMaxFactText);
+      m.error = r.str(kMaxStopReason);
+      const auto count = r.u32();
+      if (!r.ok() || count > kMaxNcclSizes) return std::nullopt;
+      m.timings.resize(count);
+      for (auto& t : m.timings) {
+        t.bytes = r.i64();
+        t.time_ns = r.i64();
+        if (t.bytes < 0 || t.time_ns < 0) return std::nullopt;
+      }
+      return m;
+    }
     case Type::heartbeat:
       return Heartbeat{};
     case Type::reject: {
@@ -558,7 +619,7 @@ std::string encode(const Message& m) {
 
 std::optional<Message> decode(std::uint8_t type, std::string_view payload) {
   if (type < static_cast<std::uint8_t>(Type::hello) ||
-      type > static_cast<std::uint8_t>(Type::sync_done)) {
+      type > static_cast<std::uint8_t>(Type::nccl_report)) {
     return std::nullopt;
   }
   wire::Reader r(payload);
@@ -568,11 +629,14 @@ std::optional<Message> decode(std::uint8_t type, std::string_view payload) {
 }
 
 std::string_view type_name(const Message& m) {
-  static constexpr std::string_view names[] = {
-      "hello",        "challenge",     "join",       "welcome",   "assign",           "log_line",
-      "rank_exit",    "agent_done",    "stop",       "heartbeat", "reject",           "probe",
-      "probe_report", "facts_request", "host_facts", "peer_test", "peer_test_report", "file_chunk",
-      "sync_offer",   "sync_want",     "sync_data",  "sync_done"};
+  static constexpr std::string_view names[] = {"hello",        "challenge",        "join",
+                                               "welcome",      "assign",           "log_line",
+                                               "rank_exit",    "agent_done",       "stop",
+                                               "heartbeat",    "reject",           "probe",
+                                               "probe_report", "facts_request",    "host_facts",
+                                               "peer_test",    "peer_test_report", "file_chunk",
+                                               "sync_offer",   "sync_want",        "sync_data",
+                                               "sync_done",    "nccl_test",        "nccl_report"};
   return names[m.index()];
 }
 

@@ -41,7 +41,8 @@ inline constexpr std::uint32_t kMagic = 0x444C5256;  // "DLRV"
 // 4: FactsRequest, HostFacts, PeerTest, PeerTestReport (dlaunch check).
 // 5: FileChunk (--tensorboard-dir).
 // 6: SyncOffer, SyncWant, SyncData, SyncDone (--sync).
-inline constexpr std::uint16_t kVersion = 6;
+// 7: NcclTest, NcclReport (dlaunch check --nccl).
+inline constexpr std::uint16_t kVersion = 7;
 inline constexpr std::size_t kNonceSize = 32;
 inline constexpr std::size_t kMaxHostName = 255;
 inline constexpr std::size_t kMaxLogChunk = 64 * 1024;
@@ -73,6 +74,10 @@ inline constexpr std::size_t kMaxIgnoreLines = 1024;
 // PeerTest: one round gives a host at most this many peers to test.
 inline constexpr std::size_t kMaxPeerTargets = 256;
 inline constexpr std::int32_t kMaxPeerTestMs = 60'000;
+// NcclTest: ncclUniqueId's size, message sizes per test, GPUs per host.
+inline constexpr std::size_t kNcclUniqueIdBytes = 128;
+inline constexpr std::size_t kMaxNcclSizes = 64;
+inline constexpr std::int64_t kMaxNcclBytes = 8LL << 30;
 
 enum class Type : std::uint8_t {
   hello = 1,
@@ -97,6 +102,8 @@ enum class Type : std::uint8_t {
   sync_want = 20,
   sync_data = 21,
   sync_done = 22,
+  nccl_test = 23,
+  nccl_report = 24,
 };
 
 struct Hello {
@@ -311,16 +318,43 @@ struct SyncDone {
   std::string error = {};            // empty: the destination matches the offer
 };
 
+// dlaunch check --nccl: an all-reduce across every GPU of the hosts. Sent
+// first with no unique_id to the host of rank 0, whose agent creates one
+// (and the bootstrap root behind it) and reports it; then to every host with
+// GPUs, each running its GPUs as ranks first_rank..first_rank+gpus-1.
+struct NcclTest {
+  std::string unique_id = {};            // ncclUniqueId's bytes; empty: create one
+  std::int32_t nranks = 0;               // every GPU of every host
+  std::int32_t first_rank = 0;           // this host's first
+  std::int32_t gpus = 0;                 // this host's GPUs 0..gpus-1 take part
+  std::string socket_ifname = {};        // NCCL_SOCKET_IFNAME on this host; empty: NCCL's choice
+  std::vector<std::int64_t> sizes = {};  // bytes per all-reduce, one test each
+  std::int32_t iterations = 20;          // timed, after `warmup` untimed ones
+  std::int32_t warmup = 5;
+};
+
+struct NcclTiming {
+  std::int64_t bytes = 0;
+  std::int64_t time_ns = 0;  // per all-reduce, averaged over the iterations
+};
+
+struct NcclReport {
+  std::string unique_id = {};            // the answer to a NcclTest without one
+  std::string version = {};              // NCCL's, "2.27.3"
+  std::string error = {};                // empty: the test ran
+  std::vector<NcclTiming> timings = {};  // one per size, in order
+};
+
 struct Heartbeat {};
 
 struct Reject {
   std::string reason;
 };
 
-using Message =
-    std::variant<Hello, Challenge, Join, Welcome, Assign, LogLine, RankExit, AgentDone, Stop,
-                 Heartbeat, Reject, Probe, ProbeReport, FactsRequest, HostFacts, PeerTest,
-                 PeerTestReport, FileChunk, SyncOffer, SyncWant, SyncData, SyncDone>;
+using Message = std::variant<Hello, Challenge, Join, Welcome, Assign, LogLine, RankExit, AgentDone,
+                             Stop, Heartbeat, Reject, Probe, ProbeReport, FactsRequest, HostFacts,
+                             PeerTest, PeerTestReport, FileChunk, SyncOffer, SyncWant, SyncData,
+                             SyncDone, NcclTest, NcclReport>;
 
 // A whole frame (header included) for one message.
 std::string encode(const Message& m);

@@ -161,6 +161,8 @@ CheckActions CheckPolicy::on_message(ConnId conn, const proto::Message& message,
     on_probe_report(*index, *report);
   } else if (const auto* peers = std::get_if<proto::PeerTestReport>(&message)) {
     on_peer_report(*index, *peers);
+  } else if (const auto* nccl = std::get_if<proto::NcclReport>(&message)) {
+    on_nccl_report(*index, *nccl);
   }
   return take();
 }
@@ -211,6 +213,10 @@ void CheckPolicy::mark_down(int index, const std::string& why) {
   row.up = false;
   row.error = why;
   log(log::Level::debug, node_label(index) + " is down: " + why);
+  if (phase_ == Phase::collective && node.nccl_first_rank >= 0) {
+    end_nccl(node_label(index) + " went down: " + why);
+    return;
+  }
   if (owed_.erase(index) > 0) {
     for (const auto& [a, b] : rounds_.empty() ? PairRound{} : rounds_[round_]) {
       if (a == index || b == index) {
@@ -277,6 +283,14 @@ CheckActions CheckPolicy::on_timer(CheckTimer timer) {
     case CheckTimer::round:
       if (phase_ != Phase::testing) break;
       end_round("no report within the round's time");
+      break;
+    case CheckTimer::nccl:
+      if (phase_ != Phase::collective) break;
+      {
+        std::string late;
+        for (int node : owed_) late += (late.empty() ? "" : ", ") + node_label(node);
+        end_nccl("no answer within " + seconds_text(config_.nccl_timeout) + " from " + late);
+      }
       break;
     case CheckTimer::stop:
       if (phase_ != Phase::stopping) break;
@@ -441,7 +455,7 @@ void CheckPolicy::choose_and_plan_matrix() {
   round_ = 0;
   owed_.clear();
   if (rounds_.empty()) {
-    stop_all();
+    after_matrix();
     return;
   }
   // next_round() starts at round_ without advancing first.
@@ -453,7 +467,7 @@ void CheckPolicy::next_round() {
   for (;;) {
     ++round_;
     if (round_ >= rounds_.size()) {
-      stop_all();
+      after_matrix();
       return;
     }
     owed_.clear();
@@ -491,6 +505,108 @@ void CheckPolicy::end_round(const std::string& why_missing) {
   }
   owed_.clear();
   next_round();
+}
+
+void CheckPolicy::after_matrix() {
+  if (config_.nccl && !result_.interrupted) {
+    start_nccl();
+  } else {
+    stop_all();
+  }
+}
+
+// Every GPU of every host that is up is one rank, numbered in host order.
+// The host of rank 0 first creates NCCL's unique id (its bootstrap root),
+// then every GPU host runs the test with it.
+void CheckPolicy::start_nccl() {
+  auto& nccl = result_.nccl;
+  nccl.requested = true;
+  nccl.iterations = config_.nccl_iterations;
+  for (std::size_t i = 0; i < nodes_.size(); ++i) {
+    const auto& row = result_.hosts[i];
+    if (!up(static_cast<int>(i)) || !row.facts || row.facts->gpus.empty()) continue;
+    auto& node = nodes_[i];
+    node.nccl_first_rank = nccl.gpus;
+    node.nccl_gpus = static_cast<std::int32_t>(row.facts->gpus.size());
+    nccl.gpus += node.nccl_gpus;
+    ++nccl.hosts;
+    if (nccl_root_ < 0) nccl_root_ = static_cast<int>(i);
+  }
+  if (nccl.gpus == 0) {
+    nccl.skipped = "no host that is up has a GPU (its driver's NVML reported none)";
+    stop_all();
+    return;
+  }
+  phase_ = Phase::collective;
+  owed_ = {nccl_root_};
+  emit(check_action::Send{*nodes_[static_cast<std::size_t>(nccl_root_)].conn,
+                          nccl_test_for(nccl_root_)});
+  emit(check_action::ArmTimer{CheckTimer::nccl, config_.nccl_timeout});
+}
+
+proto::NcclTest CheckPolicy::nccl_test_for(int index) const {
+  const auto& node = nodes_[static_cast<std::size_t>(index)];
+  proto::NcclTest test;
+  test.nranks = result_.nccl.gpus;
+  test.first_rank = node.nccl_first_rank;
+  test.gpus = node.nccl_gpus;
+  // The interface a job's ranks on this host would get (exact match).
+  const auto& interface = result_.hosts[static_cast<std::size_t>(index)].interface;
+  if (!interface.empty()) test.socket_ifname = "=" + interface;
+  test.sizes = config_.nccl_sizes;
+  test.iterations = config_.nccl_iterations;
+  test.warmup = config_.nccl_warmup;
+  return test;
+}
+
+void CheckPolicy::on_nccl_report(int index, const proto::NcclReport& report) {
+  if (phase_ != Phase::collective || owed_.erase(index) == 0) return;
+  auto& nccl = result_.nccl;
+  if (!report.error.empty()) {
+    end_nccl(node_label(index) + ": " + report.error);
+    return;
+  }
+  if (!nccl_id_known_) {
+    if (report.unique_id.size() != proto::kNcclUniqueIdBytes) {
+      end_nccl(node_label(index) + " answered without an NCCL unique id");
+      return;
+    }
+    nccl_id_known_ = true;
+    nccl.version = report.version;
+    log(log::Level::debug, "NCCL " + report.version + ": all-reduce across " +
+                               std::to_string(nccl.gpus) + " GPUs on " +
+                               std::to_string(nccl.hosts) + " hosts");
+    for (std::size_t i = 0; i < nodes_.size(); ++i) {
+      if (nodes_[i].nccl_first_rank < 0) continue;
+      auto test = nccl_test_for(static_cast<int>(i));
+      test.unique_id = report.unique_id;
+      emit(check_action::Send{*nodes_[i].conn, std::move(test)});
+      owed_.insert(static_cast<int>(i));
+    }
+    return;
+  }
+  if (report.timings.size() != config_.nccl_sizes.size()) {
+    end_nccl(node_label(index) + " reported " + std::to_string(report.timings.size()) + " of " +
+             std::to_string(config_.nccl_sizes.size()) + " sizes");
+    return;
+  }
+  // Every rank waits for the slowest in an all-reduce: its time is the test's.
+  if (nccl.timings.empty()) {
+    nccl.timings = report.timings;
+  } else {
+    for (std::size_t k = 0; k < nccl.timings.size(); ++k)
+      nccl.timings[k].time_ns = std::max(nccl.timings[k].time_ns, report.timings[k].time_ns);
+  }
+  if (owed_.empty()) end_nccl("");
+}
+
+void CheckPolicy::end_nccl(const std::string& error) {
+  if (!error.empty()) {
+    result_.nccl.error = error;
+    result_.nccl.timings.clear();
+  }
+  owed_.clear();
+  stop_all();
 }
 
 void CheckPolicy::stop_all() {

@@ -36,7 +36,7 @@
 
 namespace dlaunch {
 
-enum class CheckTimer { join, probe, round, stop };
+enum class CheckTimer { join, probe, round, nccl, stop };
 
 namespace check_action {
 using agent_link::CloseConnection;
@@ -88,6 +88,12 @@ class CheckPolicy {
     std::chrono::milliseconds stop_grace{5000};
     // Each host's facts only, then stop (no probe, no matrix, no pairs).
     bool facts_only = false;
+    // --nccl: after the matrix, an all-reduce across every GPU of the hosts.
+    bool nccl = false;
+    std::vector<std::int64_t> nccl_sizes = {};
+    std::int32_t nccl_iterations = 20;
+    std::int32_t nccl_warmup = 5;
+    std::chrono::milliseconds nccl_timeout{180'000};
   };
 
   explicit CheckPolicy(Config config);
@@ -108,7 +114,7 @@ class CheckPolicy {
   const std::string& node_label(int node) const;
 
  private:
-  enum class Phase { joining, probing, testing, stopping, done };
+  enum class Phase { joining, probing, testing, collective, stopping, done };
   struct Node {
     std::optional<ConnId> conn;
     bool agent_gone = false;
@@ -119,11 +125,18 @@ class CheckPolicy {
     std::int32_t probe_port = 0;
     net::Interfaces interfaces;
     std::optional<std::vector<net::ProbeOutcome>> probe;
+    std::int32_t nccl_first_rank = -1;  // -1: no GPUs in the NCCL test
+    std::int32_t nccl_gpus = 0;
   };
 
   void on_facts(int node, const proto::HostFacts& facts, std::int64_t now_us);
   void on_probe_report(int node, const proto::ProbeReport& report);
   void on_peer_report(int node, const proto::PeerTestReport& report);
+  void on_nccl_report(int node, const proto::NcclReport& report);
+  void after_matrix();
+  void start_nccl();
+  proto::NcclTest nccl_test_for(int node) const;
+  void end_nccl(const std::string& error);
   void mark_down(int node, const std::string& why);
   bool up(int node) const;
   void advance();
@@ -150,7 +163,9 @@ class CheckPolicy {
   std::vector<net::Candidate> candidates_;
   std::vector<PairRound> rounds_;
   std::size_t round_ = 0;
-  std::set<int> owed_;  // nodes whose report for the current round is due
+  std::set<int> owed_;  // nodes whose report for the current round (or NCCL test) is due
+  int nccl_root_ = -1;  // the node holding NCCL rank 0
+  bool nccl_id_known_ = false;
   CheckActions out_;
 };
 

@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "common/json.h"
+#include "launcher/check/nccl_report.h"
 
 namespace dlaunch {
 namespace {
@@ -131,6 +132,7 @@ std::string format_check_text(const CheckResult& r) {
     matrix.push_back(std::move(row));
   }
   print_table(out, matrix);
+  if (r.nccl.requested) out << "\n" << format_nccl_text(r.nccl);
   const auto problems = launch_problems(r);
   if (problems.empty()) {
     out << "\nresult: a job can launch on these " << r.hosts.size() << " hosts\n";
@@ -227,6 +229,37 @@ std::string format_check_json(const CheckResult& r) {
     j.end_object();
   }
   j.end_array();
+  if (r.nccl.requested) {
+    j.key("nccl").begin_object();
+    j.key("gpus").value(r.nccl.gpus);
+    j.key("hosts").value(r.nccl.hosts);
+    j.key("version").value(r.nccl.version);
+    j.key("iterations").value(r.nccl.iterations);
+    j.key("ran").value(r.nccl.skipped.empty() && r.nccl.error.empty());
+    if (r.nccl.skipped.empty()) {
+      j.key("skipped").null();
+    } else {
+      j.key("skipped").value(r.nccl.skipped);
+    }
+    if (r.nccl.error.empty()) {
+      j.key("error").null();
+    } else {
+      j.key("error").value(r.nccl.error);
+    }
+    j.key("results").begin_array();
+    for (const auto& t : r.nccl.timings) {
+      const auto row = nccl_row(t, r.nccl.gpus);
+      j.begin_object();
+      j.key("bytes").value(static_cast<std::int64_t>(row.bytes));
+      j.key("count").value(static_cast<std::int64_t>(row.count));
+      j.key("time_us").value(row.time_us);
+      j.key("algbw_gbs").value(row.algbw_gbs);
+      j.key("busbw_gbs").value(row.busbw_gbs);
+      j.end_object();
+    }
+    j.end_array();
+    j.end_object();
+  }
   j.key("problems").begin_array();
   for (const auto& p : problems) j.value(p);
   j.end_array();

@@ -125,6 +125,8 @@ std::vector<std::string> launch_problems(const CheckResult& result) {
     }
   }
   if (blocked > 10) out.push_back("and " + std::to_string(blocked - 10) + " more pairs");
+  if (result.nccl.requested && !result.nccl.error.empty())
+    out.push_back("the NCCL all-reduce failed: " + result.nccl.error);
   return out;
 }
 

@@ -43,6 +43,18 @@ struct PairCheck {
   std::string untested;  // why not tested
 };
 
+// `dlaunch check --nccl`: an all-reduce across every GPU of the hosts.
+struct NcclCheck {
+  bool requested = false;
+  std::int32_t gpus = 0;   // ranks: every GPU of every host that was up
+  std::int32_t hosts = 0;  // hosts with GPUs
+  std::int32_t iterations = 0;
+  std::string version = {};  // NCCL's, from rank 0's host
+  std::string skipped = {};  // why it did not run though asked (no GPUs anywhere)
+  std::string error = {};    // why it failed, naming the host
+  std::vector<proto::NcclTiming> timings = {};  // per size, the slowest host's time
+};
+
 struct CheckResult {
   std::vector<HostCheck> hosts;  // in hosts-file order (node rank)
   bool master_chosen = false;
@@ -51,6 +63,7 @@ struct CheckResult {
   std::vector<std::string> master_warnings;
   std::vector<PairCheck> pairs;  // both directions of each pair of hosts
   std::int32_t duration_ms = 0;  // of each bulk transfer
+  NcclCheck nccl = {};
   bool interrupted = false;
 };
 

@@ -29,6 +29,7 @@ CheckRunner::CheckRunner(asio::io_context& io, Settings settings, AgentTransport
       join_timer_(io),
       probe_timer_(io),
       round_timer_(io),
+      nccl_timer_(io),
       stop_timer_(io) {}
 
 CheckRunner::~CheckRunner() = default;
@@ -128,6 +129,8 @@ asio::steady_timer& CheckRunner::timer(CheckTimer which) {
       return probe_timer_;
     case CheckTimer::round:
       return round_timer_;
+    case CheckTimer::nccl:
+      return nccl_timer_;
     case CheckTimer::stop:
       break;
   }
@@ -146,6 +149,7 @@ void CheckRunner::perform(const check_action::Finish&) {
   join_timer_.cancel();
   probe_timer_.cancel();
   round_timer_.cancel();
+  nccl_timer_.cancel();
   stop_timer_.cancel();
   signals_.cancel();
   if (server_) server_->stop();

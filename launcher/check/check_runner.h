@@ -59,6 +59,7 @@ class CheckRunner {
   asio::steady_timer join_timer_;
   asio::steady_timer probe_timer_;
   asio::steady_timer round_timer_;
+  asio::steady_timer nccl_timer_;
   asio::steady_timer stop_timer_;
 };
 

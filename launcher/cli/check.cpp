@@ -9,6 +9,7 @@
 #include "common/console.h"
 #include "common/exit_codes.h"
 #include "launcher/check/check_report.h"
+#include "launcher/check/nccl_report.h"
 #include "launcher/cli/check_agents.h"
 #include "launcher/cli/commands.h"
 #include "launcher/cli/log_backend.h"
@@ -25,6 +26,7 @@ int check_command(int argc, const char* const* argv) {
   bool json = false;
   int timeout_s = 60;
   int matrix_s = 6;
+  int nccl_timeout_s = 180;
   add_host_list_options(app, o);
   app.add_flag("--json", json, "one JSON document on stdout instead of the tables");
   app.add_flag("-v,--verbose", o.verbose, "more detail on stderr (-vv: debug)");
@@ -45,6 +47,14 @@ int check_command(int argc, const char* const* argv) {
       ->capture_default_str();
   app.add_flag("--accept-new-host-keys", o.accept_new_host_keys,
                "trust and record host keys not yet in known_hosts");
+  bool nccl = false;
+  app.add_flag("--nccl", nccl,
+               "also time an NCCL all-reduce across every GPU of the hosts, 8 B to 32 MiB, "
+               "printed the way nccl-tests does");
+  app.add_option("--nccl-timeout", nccl_timeout_s,
+                 "seconds for the NCCL test in all, NCCL's set-up included")
+      ->check(CLI::Range(1, 3600))
+      ->capture_default_str();
   app.add_flag("--rdzv-via-ssh", o.rdzv_via_ssh,
                "agents reach the rendezvous through their SSH connection");
   app.footer(
@@ -52,12 +62,15 @@ int check_command(int argc, const char* const* argv) {
       "Slurm job's nodes; --include/--exclude pick among them), then prints one row per\n"
       "host (agent, OS, kernel, CPUs, GPUs, free space, /dev/shm, clock skew, python and\n"
       "torch), the MASTER_ADDR a job would get, and TCP connect time and throughput between\n"
-      "every pair of hosts on the interfaces a job would use. Starts no training process.\n"
+      "every pair of hosts on the interfaces a job would use. --nccl adds an all-reduce\n"
+      "across every GPU of the hosts (bus bandwidth by message size, as nccl-tests prints\n"
+      "it). Starts no training process.\n"
       "Exit status: 0 when a job could launch, 1 when not, 2 on a usage error.\n\n"
       "Examples:\n"
       "  dlaunch check --hosts hosts.toml\n"
       "  dlaunch check --hostfile hostfile --exclude worker-3\n"
-      "  dlaunch check --hosts hosts.toml --json | jq .matrix");
+      "  dlaunch check --hosts hosts.toml --json | jq .matrix\n"
+      "  dlaunch check --hosts gpu-hosts.toml --nccl");
   if (auto done = parse_subcommand(app, argc, argv)) return *done;
   auto usage_error = [](const std::string& message) {
     console().error(message);
@@ -74,6 +87,9 @@ int check_command(int argc, const char* const* argv) {
   policy.join_timeout = std::chrono::seconds(timeout_s);
   policy.matrix_budget = std::chrono::seconds(matrix_s);
   if (matrix_s == 0) policy.shortest_round = policy.longest_round = std::chrono::milliseconds(0);
+  policy.nccl = nccl;
+  policy.nccl_sizes = nccl_test_sizes();
+  policy.nccl_timeout = std::chrono::seconds(nccl_timeout_s);
   auto ran = run_check_agents(o, policy);
   if (const int* code = std::get_if<int>(&ran)) return *code;
   const CheckResult& result = std::get<CheckResult>(ran);

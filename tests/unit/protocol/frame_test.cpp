@@ -74,6 +74,20 @@ TEST_CASE("check messages with out-of-range fields are malformed") {
       0, 1000, 3000, std::vector<proto::PeerTarget>(proto::kMaxPeerTargets + 1, {1, "a", 1})}));
   CHECK_FALSE(decodes(proto::PeerTestReport{0, {{1, true, -5, 0, 0, ""}}}));
   CHECK_FALSE(decodes(proto::PeerTestReport{0, {{1, true, 5, 0, -1, ""}}}));
+  proto::NcclTest nccl{"", 2, 0, 2, "", {8}, 20, 5};
+  CHECK(decodes(nccl));
+  nccl.unique_id = "short";  // an id has exactly ncclUniqueId's size
+  CHECK_FALSE(decodes(nccl));
+  nccl.unique_id.clear();
+  nccl.first_rank = 1;  // ranks 1..2 of 2
+  CHECK_FALSE(decodes(nccl));
+  nccl.first_rank = 0;
+  nccl.sizes = {-1};
+  CHECK_FALSE(decodes(nccl));
+  nccl.sizes = {8};
+  nccl.iterations = 0;
+  CHECK_FALSE(decodes(nccl));
+  CHECK_FALSE(decodes(proto::NcclReport{"", "", "", {{8, -1}}}));
   proto::HostFacts facts;
   CHECK(decodes(facts));
   facts.shm_size = -2;
@@ -164,6 +178,18 @@ TEST_CASE("every message type round-trips through encode and decode") {
       proto::SyncData{7, 1ULL << 32, full_chunk},
       proto::SyncDone{3, 1ULL << 33, 2, ""},
       proto::SyncDone{0, 0, 0, "data/x: No space left on device"},
+      proto::NcclTest{},
+      proto::NcclTest{std::string(proto::kNcclUniqueIdBytes, '\x07'),
+                      16,
+                      8,
+                      8,
+                      "=ens5",
+                      {8, 1 << 20, 1LL << 30},
+                      20,
+                      5},
+      proto::NcclReport{std::string(proto::kNcclUniqueIdBytes, 'i'), "2.27.3", "", {}},
+      proto::NcclReport{"", "2.27.3", "", {{8, 12000}, {1LL << 30, 2'500'000'000LL}}},
+      proto::NcclReport{"", "", "cannot load libnccl.so.2", {}},
   };
   for (const auto& m : messages) {
     const std::string bytes = proto::encode(m);

@@ -11,9 +11,12 @@ namespace {
 // Drives a CheckPolicy as the runner would, with agents made up in the test:
 // the actions are collected and looked at by kind.
 struct FakeCheck {
-  explicit FakeCheck(int n, std::int64_t stop_grace_ms = 5000, bool facts_only = false) {
+  explicit FakeCheck(int n, std::int64_t stop_grace_ms = 5000, bool facts_only = false,
+                     bool nccl = false) {
     CheckPolicy::Config config;
     config.facts_only = facts_only;
+    config.nccl = nccl;
+    config.nccl_sizes = {8, 1024};
     for (int i = 0; i < n; ++i)
       config.hosts.push_back({"h" + std::to_string(i), "198.19.1." + std::to_string(i)});
     config.master_sources.node0_address = "198.19.1.0";  // a management address: reached by h0 only
@@ -53,8 +56,9 @@ struct FakeCheck {
                      {{region_address(node), 24, false}}}};
     take(policy->on_join(conn(node), j, now_us));
   }
-  void facts(int node, std::int64_t agent_clock_us, std::int64_t now_us = 1'000'400) {
+  void facts(int node, std::int64_t agent_clock_us, std::int64_t now_us = 1'000'400, int gpus = 0) {
     proto::HostFacts f;
+    f.gpus.resize(static_cast<std::size_t>(gpus), {"NVIDIA H100", 80LL << 30});
     f.cpus = 4;
     f.shm_size = 1LL << 30;
     f.python_version = "3.11.2";
@@ -104,6 +108,30 @@ struct FakeCheck {
       take(policy->on_message(conn(from), report, 0));
     }
   }
+  // The NcclTests sent since the last call, by node.
+  std::map<int, proto::NcclTest> nccl_tests() {
+    std::map<int, proto::NcclTest> out;
+    for (; nccl_seen_ < actions.size(); ++nccl_seen_) {
+      if (const auto* s = std::get_if<check_action::Send>(&actions[nccl_seen_])) {
+        if (const auto* t = std::get_if<proto::NcclTest>(&s->message))
+          out[static_cast<int>(s->to - 100)] = *t;
+      }
+    }
+    return out;
+  }
+  // Up to the NCCL test: 3 hosts joined with these GPUs, h0 holding the
+  // region address every host reaches, every pair answered.
+  void through_matrix(const std::vector<int>& gpus) {
+    for (int i = 0; i < 3; ++i) join(i);
+    for (int i = 0; i < 3; ++i) facts(i, 1'000'200, 1'000'400, gpus[static_cast<std::size_t>(i)]);
+    probe_report(0, {{"198.19.1.0", true}, {"198.18.1.10", true}});
+    probe_report(1, {{"198.18.1.10", true}});
+    probe_report(2, {{"198.18.1.10", true}});
+    for (int round = 0; round < 3; ++round) answer(peer_tests());
+  }
+  void nccl_report(int node, proto::NcclReport report) {
+    take(policy->on_message(conn(node), report, 0));
+  }
   int count_sent_probes_or_tests() const {
     int n = 0;
     for (const auto& a : actions) {
@@ -124,6 +152,7 @@ struct FakeCheck {
     return n;
   }
   std::size_t seen_ = 0;
+  std::size_t nccl_seen_ = 0;
 };
 
 }  // namespace
@@ -288,4 +317,76 @@ TEST_CASE("check, facts only: a host that does not join is down at the timeout; 
   CHECK(late.policy->result().hosts[1].error.find("did not answer") != std::string::npos);
   late.take(late.policy->on_timer(CheckTimer::stop));
   CHECK(late.finished);
+}
+
+TEST_CASE(
+    "check --nccl: every GPU a rank in host order, rank 0's host makes the id, slowest wins") {
+  FakeCheck c(3, 5000, false, true);
+  c.through_matrix({2, 0, 1});
+  CHECK(c.count_stops() == 0);
+  auto asked = c.nccl_tests();
+  REQUIRE(asked.size() == 1);  // only h0, for the unique id
+  REQUIRE(asked.count(0) == 1);
+  CHECK(asked[0].unique_id.empty());
+  CHECK(asked[0].socket_ifname == "=ens0");
+  c.nccl_report(0, {std::string(proto::kNcclUniqueIdBytes, 'x'), "2.27.3", "", {}});
+  auto tests = c.nccl_tests();
+  REQUIRE(tests.size() == 2);  // h1 has no GPU
+  CHECK(tests[0].unique_id == std::string(proto::kNcclUniqueIdBytes, 'x'));
+  CHECK(tests[0].nranks == 3);
+  CHECK(tests[0].first_rank == 0);
+  CHECK(tests[0].gpus == 2);
+  CHECK(tests[2].first_rank == 2);
+  CHECK(tests[2].gpus == 1);
+  CHECK(tests[2].socket_ifname == "=ens2");
+  CHECK(tests[2].sizes == std::vector<std::int64_t>{8, 1024});
+  c.nccl_report(0, {"", "2.27.3", "", {{8, 10'000}, {1024, 20'000}}});
+  CHECK(c.count_stops() == 0);
+  c.nccl_report(2, {"", "2.27.3", "", {{8, 15'000}, {1024, 18'000}}});
+  CHECK(c.count_stops() == 3);
+  const auto& nccl = c.policy->result().nccl;
+  CHECK(nccl.requested);
+  CHECK(nccl.gpus == 3);
+  CHECK(nccl.hosts == 2);
+  CHECK(nccl.version == "2.27.3");
+  CHECK(nccl.error.empty());
+  REQUIRE(nccl.timings.size() == 2);
+  CHECK(nccl.timings[0].time_ns == 15'000);
+  CHECK(nccl.timings[1].time_ns == 20'000);
+  CHECK(check_exit_code(c.policy->result()) == 0);
+}
+
+TEST_CASE("check --nccl: a host's NCCL error fails the check, naming the host") {
+  FakeCheck c(3, 5000, false, true);
+  c.through_matrix({1, 1, 1});
+  c.nccl_report(0, {std::string(proto::kNcclUniqueIdBytes, 'x'), "2.27.3", "", {}});
+  CHECK(c.nccl_tests().size() == 3);
+  c.nccl_report(1, {"", "2.27.3", "ncclCommInitRank: unhandled system error", {}});
+  CHECK(c.count_stops() == 3);
+  const auto& r = c.policy->result();
+  CHECK(r.nccl.error == "h1: ncclCommInitRank: unhandled system error");
+  CHECK(check_exit_code(r) == 1);
+  const auto problems = launch_problems(r);
+  CHECK(problems.back() ==
+        "the NCCL all-reduce failed: h1: ncclCommInitRank: unhandled system error");
+}
+
+TEST_CASE("check --nccl: no GPUs anywhere: skipped with the reason, the check still passes") {
+  FakeCheck c(3, 5000, false, true);
+  c.through_matrix({0, 0, 0});
+  CHECK(c.nccl_tests().empty());
+  CHECK(c.count_stops() == 3);
+  const auto& r = c.policy->result();
+  CHECK(r.nccl.skipped.find("no host that is up has a GPU") == 0);
+  CHECK(check_exit_code(r) == 0);
+}
+
+TEST_CASE("check --nccl: a host that never answers is named at the timeout") {
+  FakeCheck c(3, 5000, false, true);
+  c.through_matrix({1, 0, 1});
+  c.nccl_report(0, {std::string(proto::kNcclUniqueIdBytes, 'x'), "2.27.3", "", {}});
+  c.nccl_report(0, {"", "2.27.3", "", {{8, 1}, {1024, 2}}});
+  c.take(c.policy->on_timer(CheckTimer::nccl));
+  CHECK(c.policy->result().nccl.error == "no answer within 180 s from h2");
+  CHECK(c.count_stops() == 3);
 }
