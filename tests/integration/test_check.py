@@ -4,7 +4,8 @@ in the hosts file by a management address that only the coordinator reaches.
 
 a. Healthy hosts: exit 0; --json parses, with a row per host (all up, with
    their facts), MASTER_ADDR = h0's region address, and a matrix where every
-   pair reached each other on the region addresses; the text output has the
+   pair reached each other on the region addresses; --nccl on hosts without
+   GPUs says why it did not run and does not fail; the text output has the
    same. No agent is left running on any host.
 b. h0 dropping TCP from h1 (except ssh): exit 1, the pair h1 -> h0 is shown
    blocked, and no MASTER_ADDR is chosen.
@@ -65,7 +66,7 @@ class CheckTest(unittest.TestCase):
     def test_a_healthy_hosts_exit_0_with_a_row_per_host_and_every_pair_reached(self):
         topo = self.topo
         h0 = topo.hosts[0]
-        r = self.check("--json")
+        r = self.check("--json", "--nccl")
         detail = self.detail(r)
         self.assertEqual(r.returncode, 0, detail)
         doc = self.parse(r)
@@ -94,6 +95,11 @@ class CheckTest(unittest.TestCase):
             self.assertGreater(p["bytes"], 0, f"{a} -> {b}: {p}")
             self.assertGreater(p["bits_per_second"], 0, f"{a} -> {b}: {p}")
         self.assertEqual(doc["problems"], [], detail)
+        # --nccl on hosts without GPUs: said, not failed.
+        if not any(row["gpus"] for row in doc["hosts"]):
+            self.assertFalse(doc["nccl"]["ran"], detail)
+            self.assertIn("no host that is up has a GPU", doc["nccl"]["skipped"], detail)
+            self.assertEqual(doc["nccl"]["results"], [], detail)
 
         r = self.check()
         detail = self.detail(r)
