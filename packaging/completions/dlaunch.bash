@@ -72,7 +72,7 @@ _dlaunch_value() {
     --nnodes | --node-rank | --node_rank | --rank | --master-port | --master_port | --rdzv-port | \
       --rdzv-timeout | --name | --ranks-filter | --grace | --max-restarts | --max_restarts | \
       --heartbeat-timeout | --ssh-parallel | --ssh-timeout | -r | -i | --instance | --tail | -t | --wait | \
-      --interval | --timeout | --matrix-seconds)
+      --interval | --timeout | --matrix-seconds | --nccl-timeout)
       COMPREPLY=()
       ;;
     *) return 1 ;;
@@ -134,8 +134,8 @@ _dlaunch() {
       fi
       ;;
     check)
-      opts="--hosts --json -v --verbose --timeout --matrix-seconds --master-addr --ssh-timeout
-        --ssh-parallel --accept-new-host-keys --rdzv-via-ssh -h --help"
+      opts="--hosts --json -v --verbose --timeout --matrix-seconds --nccl --nccl-timeout
+        --master-addr --ssh-timeout --ssh-parallel --accept-new-host-keys --rdzv-via-ssh -h --help"
       ;;
   esac
 
