@@ -83,17 +83,19 @@ struct FakeCheck {
     }
     return {};
   }
-  // The PeerTests sent since the last call, by sender node.
-  std::map<int, proto::PeerTest> peer_tests() {
-    std::map<int, proto::PeerTest> out;
-    for (; seen_ < actions.size(); ++seen_) {
-      if (const auto* s = std::get_if<check_action::Send>(&actions[seen_])) {
-        if (const auto* t = std::get_if<proto::PeerTest>(&s->message))
-          out[static_cast<int>(s->to - 100)] = *t;
+  // The messages of type M sent since `seen`, by receiving node.
+  template <class M>
+  std::map<int, M> sent_since(std::size_t& seen) {
+    std::map<int, M> out;
+    for (; seen < actions.size(); ++seen) {
+      if (const auto* s = std::get_if<check_action::Send>(&actions[seen])) {
+        if (const auto* m = std::get_if<M>(&s->message)) out[static_cast<int>(s->to - 100)] = *m;
       }
     }
     return out;
   }
+  // The PeerTests sent since the last call, by sender node.
+  std::map<int, proto::PeerTest> peer_tests() { return sent_since<proto::PeerTest>(seen_); }
   // Answers every PeerTest: reached unless (from, to) is in `blocked`.
   void answer(const std::map<int, proto::PeerTest>& tests,
               const std::set<std::pair<int, int>>& blocked = {}) {
@@ -109,16 +111,7 @@ struct FakeCheck {
     }
   }
   // The NcclTests sent since the last call, by node.
-  std::map<int, proto::NcclTest> nccl_tests() {
-    std::map<int, proto::NcclTest> out;
-    for (; nccl_seen_ < actions.size(); ++nccl_seen_) {
-      if (const auto* s = std::get_if<check_action::Send>(&actions[nccl_seen_])) {
-        if (const auto* t = std::get_if<proto::NcclTest>(&s->message))
-          out[static_cast<int>(s->to - 100)] = *t;
-      }
-    }
-    return out;
-  }
+  std::map<int, proto::NcclTest> nccl_tests() { return sent_since<proto::NcclTest>(nccl_seen_); }
   // Up to the NCCL test: 3 hosts joined with these GPUs, h0 holding the
   // region address every host reaches, every pair answered.
   void through_matrix(const std::vector<int>& gpus) {
