@@ -62,10 +62,9 @@ ProbeListener::ProbeListener(asio::io_context& io, std::uint16_t wanted)
 }
 
 // Accepts every connection the kernel has queued at each wake-up, with plain
-// system calls: a probe connects and closes at once, so its FIN is usually
-// queued by the time it is accepted and it costs accept4 + recv + close, with
-// no reactor registration. At 10,000 nodes node 0's agent accepts 20,000 or
-// more probes within a second; when it falls behind, the accept queue
+// system calls, and answers each with one byte; a prober closes once it has
+// it, and the connection is read (and discarded) until then. At 10,000 nodes node 0's agent accepts
+// 20,000 or more probes within a second; when it falls behind, the accept queue
 // (net.core.somaxconn) overflows and the kernel drops SYNs, which cost their
 // prober a second each.
 void ProbeListener::accept(std::shared_ptr<asio::ip::tcp::acceptor> acceptor, Buffer buffer) {
@@ -78,6 +77,10 @@ void ProbeListener::accept(std::shared_ptr<asio::ip::tcp::acceptor> acceptor, Bu
           const int fd =
               ::accept4(acceptor->native_handle(), nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
           if (fd < 0) break;  // EAGAIN: the queue is empty (or a transient error)
+          // The answer a prober waits for: proof that this process (not just
+          // a kernel's SYN-ACK) took the connection, and what lets the
+          // coordinator bound the connections queued here (JobPolicy's window).
+          (void)::send(fd, &kProbeAnswer, 1, MSG_NOSIGNAL | MSG_DONTWAIT);
           const auto got = ::recv(fd, buffer->data(), buffer->size(), 0);
           if (got == 0 || (got < 0 && errno != EAGAIN && errno != EWOULDBLOCK)) {
             ::close(fd);  // the prober has closed: done

@@ -5,6 +5,9 @@
 // and a firewall that drops it is found before a trainer hangs on it.
 // `dlaunch check` opens one on every agent: its peers' bulk tests write here,
 // and accepted connections are drained (read and discarded) until they close.
+// Every accepted connection is first answered with one byte (kProbeAnswer): a
+// prober counts an address as reached once it has it, which proves that this
+// agent, not merely some kernel or middlebox, accepted the connection.
 #pragma once
 
 #include <array>
@@ -28,6 +31,7 @@ class ProbeListener {
   ProbeListener& operator=(const ProbeListener&) = delete;
 
   using Buffer = std::shared_ptr<std::array<char, 64 * 1024>>;
+  static constexpr char kProbeAnswer = 'D';
 
  private:
   // Shared with the pending accept's handler: a connection accepted just

@@ -75,6 +75,7 @@ struct Attempt : std::enable_shared_from_this<Attempt> {
   asio::steady_timer resend;
   asio::ip::tcp::resolver::results_type endpoints;
   int tries = 0;  // a completion of an earlier try than this is stale
+  char answer = 0;
   std::chrono::milliseconds resend_after = kFirstResend;
   Clock::time_point started = Clock::now();
   bool timed_out = false;
@@ -112,13 +113,29 @@ struct Attempt : std::enable_shared_from_this<Attempt> {
     asio::async_connect(
         socket, endpoints,
         [self, this_try](const asio::error_code& ec, const asio::ip::tcp::endpoint&) {
-          if (this_try == self->tries) self->finish(ec, "");
+          if (this_try != self->tries) return;
+          if (ec) return self->finish(ec, "");
+          self->await_answer();
         });
     resend.expires_after(resend_after);
     resend_after *= 2;
     resend.async_wait([self, this_try](const asio::error_code& ec) {
       if (!ec && this_try == self->tries) self->connect();
     });
+  }
+
+  // Connected: node 0's agent answers with one byte once it has accepted the
+  // connection (ProbeListener). A connection is not resent from here on: a
+  // busy listener answers late, and another connection would only queue
+  // behind this one.
+  void await_answer() {
+    resend.cancel();
+    auto self = shared_from_this();
+    asio::async_read(socket, asio::buffer(&answer, 1),
+                     [self](const asio::error_code& ec, std::size_t) {
+                       // The listener may also have closed: it did accept.
+                       self->finish(ec == asio::error::eof ? asio::error_code{} : ec, "");
+                     });
   }
 
   void finish(const asio::error_code& ec, const char* what) {

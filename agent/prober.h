@@ -1,7 +1,10 @@
 // An agent's side of the MASTER_ADDR probe: a TCP connect to each of node 0's
 // candidate addresses at its probe port, all at once, each with the Probe's
-// timeout. Reports per address whether it was reached, how long the connect
-// took, and which of this host's interfaces the connection left by (the
+// timeout. An address counts as reached once node 0's agent has answered the
+// connection with its byte (ProbeListener), so a port some other listener or
+// middlebox accepts does not pass. Reports per address whether it was reached,
+// how long that took (connect and answer: a round trip more than the connect),
+// and which of this host's interfaces the connection left by (the
 // interface NCCL and Gloo should use to reach that address; for an address not
 // reached, the interface the routing table would send it by, so `dlaunch
 // check` can still test the host's other links on it).

@@ -291,35 +291,45 @@ class Worker:
 
     def probe(self, probe):
         """A real TCP connect to each of node 0's candidates, as an agent
-        makes it (blocking: on loopback it completes at once or is refused)."""
+        makes it: a fresh SYN when one is pending after 200 ms (then 400,
+        800 ms...), and an address counts as reached once node 0's agent has
+        answered with its byte. Blocking: on loopback a connect completes at
+        once, is refused, or has had its SYN dropped by a full accept queue."""
         outcomes = []
         for address in probe["addresses"]:
             started = time.monotonic()
             deadline = started + min(probe["timeout_ms"], 2000) / 1000
-            wait = 0.2  # as dlaunch-agent's prober: a fresh SYN after 200 ms, doubling
-            while True:
-                try:
-                    with socket.create_connection(
-                            (address, probe["port"]),
-                            timeout=max(0.01, min(wait, deadline - time.monotonic()))):
-                        pass
-                    outcomes.append((True, int((time.monotonic() - started) * 1e6), b"", b""))
-                except socket.timeout as e:
-                    if time.monotonic() < deadline:
-                        self.stats["probe_resends"] = self.stats.get("probe_resends", 0) + 1
-                        wait *= 2
-                        continue
-                    outcomes.append((False, 0, b"", str(e).encode()[:200]))
-                except OSError as e:
-                    outcomes.append((False, 0, b"", str(e).encode()[:200]))
-                break
+            outcome = self.probe_one(address, probe["port"], started, deadline)
+            outcomes.append(outcome)
             took_ms = (time.monotonic() - started) * 1000
             self.stats["probe_connects"] = self.stats.get("probe_connects", 0) + 1
             self.stats["probe_connect_ms"] = self.stats.get("probe_connect_ms", 0) + took_ms
-            if took_ms > 500:  # a dropped SYN, resent after a second
-                self.stats["probe_connects_over_500ms"] = (
-                    self.stats.get("probe_connects_over_500ms", 0) + 1)
+            if took_ms > 150:
+                self.stats["probe_connects_over_150ms"] = (
+                    self.stats.get("probe_connects_over_150ms", 0) + 1)
         return outcomes
+
+    def probe_one(self, address, port, started, deadline):
+        wait = 0.2
+        while True:
+            try:
+                s = socket.create_connection(
+                    (address, port), timeout=max(0.01, min(wait, deadline - time.monotonic())))
+            except socket.timeout as e:
+                if time.monotonic() < deadline:
+                    self.stats["probe_resends"] = self.stats.get("probe_resends", 0) + 1
+                    wait *= 2
+                    continue
+                return (False, 0, b"", str(e).encode()[:200])
+            except OSError as e:
+                return (False, 0, b"", str(e).encode()[:200])
+            with s:
+                try:
+                    s.settimeout(max(0.01, deadline - time.monotonic()))
+                    s.recv(1)
+                except OSError as e:
+                    return (False, 0, b"", str(e).encode()[:200])
+            return (True, int((time.monotonic() - started) * 1e6), b"", b"")
 
     def report_exits(self, agent):
         """Every assigned rank's exit (the failing node's first rank with
