@@ -30,6 +30,7 @@
 #include "launcher/config/options.h"
 #include "launcher/config/secret.h"
 #include "launcher/job/coordinator.h"
+#include "launcher/job/descriptor_budget.h"
 #include "launcher/job/job_claim.h"
 #include "launcher/job/job_record.h"
 #include "launcher/job/log_sink.h"
@@ -171,6 +172,13 @@ void raise_fd_limit() {
   }
 }
 
+std::size_t descriptor_limit() {
+  rlimit limit{};
+  if (::getrlimit(RLIMIT_NOFILE, &limit) != 0 || limit.rlim_cur == RLIM_INFINITY)
+    return static_cast<std::size_t>(-1) / 2;
+  return static_cast<std::size_t>(limit.rlim_cur);
+}
+
 std::optional<HostsFile> load_hosts_or_report(const Options& o) {
   auto loaded = load_host_source(o);
   if (auto* diags = std::get_if<std::vector<Diagnostic>>(&loaded)) {
@@ -241,6 +249,18 @@ int run_command(int argc, const char* const* argv) {
   if (auto error = check_ranks_filter(plan, o.ranks_filter)) {
     console().error(*error);
     return kExitUsage;
+  }
+  // Node 0 must be able to hold every agent's connection.
+  DescriptorBudget descriptors;
+  if (plan.coordinator) {
+    DescriptorNeeds needs;
+    needs.nnodes = static_cast<std::size_t>(plan.nnodes);
+    for (const auto& n : plan.nodes) ++(n.local ? needs.local_agents : needs.ssh_hosts);
+    descriptors = descriptor_budget(needs, descriptor_limit());
+    if (!descriptors.problem.empty()) {
+      console().error(descriptors.problem);
+      return kExitFailure;
+    }
   }
   // --sync: listed and hashed once, before anything starts (--dry-run counts only).
   std::shared_ptr<const SyncManifest> sync;
@@ -314,6 +334,7 @@ int run_command(int argc, const char* const* argv) {
   sink_settings.color_out = color_allowed_for_fd(1);
   sink_settings.color_err = color_allowed_for_fd(2);
   for (const auto& n : plan.nodes) sink_settings.hosts.push_back(n.host.name);
+  sink_settings.max_open_rank_logs = descriptors.rank_log_files;
   LogSink sink(std::move(sink_settings));
   asio::io_context io;
   AgentTransports transports = make_agent_transports(

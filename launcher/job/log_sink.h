@@ -45,6 +45,8 @@ class LogSink {
     // the next color when its first line arrives.
     std::vector<std::string> hosts{};
     TerminalWriter::Settings terminal{};
+    // Rank log files open at once; 0: RankLogFiles' default.
+    std::size_t max_open_rank_logs = 0;
   };
 
   explicit LogSink(Settings settings);

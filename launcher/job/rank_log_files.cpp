@@ -1,8 +1,10 @@
 #include "launcher/job/rank_log_files.h"
 
 #include <fcntl.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -15,7 +17,14 @@ namespace {
 constexpr std::size_t kFileBuffer = 64 * 1024;
 }  // namespace
 
-RankLogFiles::RankLogFiles(std::string job_dir) : job_dir_(std::move(job_dir)) {}
+std::size_t RankLogFiles::default_max_open() {
+  rlimit limit{};
+  if (::getrlimit(RLIMIT_NOFILE, &limit) != 0 || limit.rlim_cur == RLIM_INFINITY) return 65'536;
+  return std::clamp<std::size_t>(static_cast<std::size_t>(limit.rlim_cur) / 4, 64, 65'536);
+}
+
+RankLogFiles::RankLogFiles(std::string job_dir, std::size_t max_open)
+    : job_dir_(std::move(job_dir)), max_open_(std::max<std::size_t>(1, max_open)) {}
 
 RankLogFiles::~RankLogFiles() {
   flush();
@@ -29,40 +38,72 @@ std::string RankLogFiles::path_of(int rank) const {
 }
 
 RankLogFiles::File& RankLogFiles::file_for(int rank) {
-  auto it = files_.find(rank);
-  if (it != files_.end()) return it->second;
-  File& f = files_[rank];
-  if (job_dir_.empty()) return f;
-  f.path = path_of(rank);
+  auto [it, created] = files_.try_emplace(rank);
+  if (created && !job_dir_.empty()) it->second.path = path_of(rank);
+  return it->second;
+}
+
+// Open (or keep open, as the most recently used), closing the least recently
+// written file when max_open are open. False when the file cannot be opened;
+// that is reported once and its bytes are counted as lost.
+bool RankLogFiles::ensure_open(int rank, File& f) {
+  if (f.fd >= 0) {
+    open_.splice(open_.end(), open_, f.order);
+    return true;
+  }
+  if (f.open_failed || f.path.empty()) return false;
+  if (open_.size() >= max_open_) close_oldest();
   f.fd = ::open(f.path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
   if (f.fd < 0) {
+    f.open_failed = true;
     f.error = std::strerror(errno);
     log::warn("cannot write ", f.path, ": ", f.error, "; rank ", rank,
               "'s output goes to the terminal only");
+    return false;
   }
-  return f;
+  f.order = open_.insert(open_.end(), rank);
+  return true;
+}
+
+void RankLogFiles::close_oldest() {
+  File& f = files_.at(open_.front());
+  write_out(f);
+  ::close(f.fd);
+  f.fd = -1;
+  open_.pop_front();
 }
 
 void RankLogFiles::append(int rank, std::string_view bytes, std::string_view end) {
   File& f = file_for(rank);
   if (f.path.empty()) return;
-  if (f.fd < 0) {
+  if (f.open_failed) {
     f.lost += bytes.size() + end.size();
     return;
   }
   f.pending.append(bytes);
   f.pending.append(end);
-  if (f.pending.size() >= kFileBuffer) write_out(f);
+  if (f.pending.size() >= kFileBuffer) write_or_count(rank, f);
 }
 
 void RankLogFiles::append_all(std::string_view bytes) {
   for (auto& [rank, f] : files_) {
-    if (f.fd >= 0) f.pending.append(bytes);
+    if (!f.path.empty() && !f.open_failed) f.pending.append(bytes);
   }
 }
 
 void RankLogFiles::flush() {
-  for (auto& [rank, f] : files_) write_out(f);
+  for (auto& [rank, f] : files_) {
+    if (!f.pending.empty()) write_or_count(rank, f);
+  }
+}
+
+void RankLogFiles::write_or_count(int rank, File& f) {
+  if (ensure_open(rank, f)) {
+    write_out(f);
+    return;
+  }
+  f.lost += f.pending.size();
+  f.pending.clear();
 }
 
 void RankLogFiles::write_out(File& f) {

@@ -3,9 +3,15 @@
 // failed write is known exactly: the first failure of a file is reported once
 // with its path and the reason, the job goes on, and the bytes that did not
 // reach the file are counted for the end-of-job summary.
+//
+// At most `max_open` files are open at once (least recently written closed
+// first, reopened with O_APPEND when written again): a job of 10,000 nodes
+// with 8 ranks each has 80,000 of them, and node 0 needs its descriptors for
+// the agents' connections. By default a quarter of the descriptor limit.
 #pragma once
 
 #include <cstdint>
+#include <list>
 #include <map>
 #include <string>
 #include <string_view>
@@ -15,14 +21,17 @@ namespace dlaunch {
 
 class RankLogFiles {
  public:
-  explicit RankLogFiles(std::string job_dir);  // empty: no files
+  explicit RankLogFiles(std::string job_dir,  // empty: no files
+                        std::size_t max_open = default_max_open());
+  // A quarter of this process's descriptor limit, 64 to 65,536.
+  static std::size_t default_max_open();
   ~RankLogFiles();
   RankLogFiles(const RankLogFiles&) = delete;
   RankLogFiles& operator=(const RankLogFiles&) = delete;
 
   // `bytes` then `end` (a line's "\n", say), without joining them first.
   void append(int rank, std::string_view bytes, std::string_view end = {});
-  // To every file already open (restart markers).
+  // To every rank's file written so far (restart markers).
   void append_all(std::string_view bytes);
   void flush();
 
@@ -33,17 +42,24 @@ class RankLogFiles {
 
  private:
   struct File {
-    int fd = -1;
+    int fd = -1;  // -1: closed (or it could not be opened: see open_failed)
+    bool open_failed = false;
     std::string path;
     std::string pending;
     std::uint64_t lost = 0;
-    std::string error;  // the first failure's reason
+    std::string error;               // the first failure's reason
+    std::list<int>::iterator order;  // in open_, while open
   };
   File& file_for(int rank);
+  bool ensure_open(int rank, File& file);
+  void close_oldest();
   void write_out(File& file);
+  void write_or_count(int rank, File& file);
 
   std::string job_dir_;
+  std::size_t max_open_;
   std::map<int, File> files_;
+  std::list<int> open_;  // ranks whose file is open, least recently written first
 };
 
 }  // namespace dlaunch

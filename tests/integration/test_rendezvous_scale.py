@@ -85,6 +85,21 @@ class RendezvousScaleTest(DlaunchTestCase):
                          load["errors"])
         self.assertEqual(len(load["assigned"]), NODES - 1)
 
+    def test_a_job_beyond_the_descriptor_limit_is_refused_at_once(self):
+        # Node 0 limited to 1,024 open files cannot hold 2,000 agents'
+        # connections: it says so at once instead of waiting out the
+        # rendezvous timeout for agents it could never accept.
+        def limit():
+            resource.setrlimit(resource.RLIMIT_NOFILE, (1024, 1024))
+        p = self.start_dlaunch(["--nnodes", str(NODES), "--node-rank", "0",
+                                "--master-addr", "127.0.0.1", "--rdzv-port", str(free_port()),
+                                "--secret-file", self.secret, "--rdzv-timeout", str(TIMEOUT),
+                                "--", "true"], preexec_fn=limit)
+        out, err = p.communicate(timeout=30)
+        self.assertEqual(p.returncode, 1, err)
+        self.assertIn("a job of 2,000 nodes needs about", err)
+        self.assertIn("but this process may open 1,024", err)
+
 
 if __name__ == "__main__":
     harness.require_binaries()

@@ -1,11 +1,13 @@
 // Rank log files keep every byte, and a failing disk is reported with the
 // path, the reason and the bytes lost: never silently.
 #include <doctest/doctest.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <vector>
 
 #include "launcher/job/rank_log_files.h"
 #include "tests/unit/scratch_dir.h"
@@ -45,4 +47,52 @@ TEST_CASE("rank log files: a full disk is reported with path, reason and bytes l
   REQUIRE(losses.size() == 1);
   CHECK(losses[0] ==
         (dir.dir() / "rank-0.log").string() + ": 150 bytes not written (No space left on device)");
+}
+
+namespace {
+int open_descriptors() {
+  int n = 0;
+  for ([[maybe_unused]] const auto& entry : fs::directory_iterator("/proc/self/fd")) ++n;
+  return n;
+}
+}  // namespace
+
+TEST_CASE("rank log files: many ranks, few descriptors, every byte kept in order") {
+  ScratchDir dir;
+  std::vector<std::string> expected(40);
+  const int before = open_descriptors();
+  int most = 0;
+  {
+    RankLogFiles files(dir.dir().string(), 4);
+    // Ranks take turns, so every file is closed and reopened many times.
+    for (int round = 0; round < 50; ++round) {
+      for (int rank = 0; rank < 40; ++rank) {
+        const std::string line = "rank " + std::to_string(rank) + " round " +
+                                 std::to_string(round) + std::string(rank * 50, 'x');
+        files.append(rank, line, "\n");
+        expected[static_cast<std::size_t>(rank)] += line + "\n";
+      }
+      if (round % 10 == 9) files.flush();
+      most = std::max(most, open_descriptors() - before);
+    }
+    files.append_all("--- restart ---\n");
+    for (auto& e : expected) e += "--- restart ---\n";
+    files.flush();
+    most = std::max(most, open_descriptors() - before);
+    CHECK(files.losses().empty());
+  }
+  CHECK(most <= 4);
+  CHECK(open_descriptors() == before);
+  for (int rank = 0; rank < 40; ++rank)
+    CHECK(read_file(dir.dir() / ("rank-" + std::to_string(rank) + ".log")) ==
+          expected[static_cast<std::size_t>(rank)]);
+}
+
+TEST_CASE("rank log files: the default keeps most descriptors for connections") {
+  rlimit limit{};
+  REQUIRE(::getrlimit(RLIMIT_NOFILE, &limit) == 0);
+  const auto n = RankLogFiles::default_max_open();
+  CHECK(n >= 64);
+  CHECK(n <= 65'536);
+  if (limit.rlim_cur != RLIM_INFINITY && limit.rlim_cur >= 256) CHECK(n <= limit.rlim_cur / 4);
 }

@@ -1,0 +1,35 @@
+#include "launcher/job/descriptor_budget.h"
+
+#include <algorithm>
+
+namespace dlaunch {
+namespace {
+
+std::string grouped(std::size_t n) {
+  std::string digits = std::to_string(n);
+  for (int i = static_cast<int>(digits.size()) - 3; i > 0; i -= 3)
+    digits.insert(static_cast<std::size_t>(i), ",");
+  return digits;
+}
+
+}  // namespace
+
+DescriptorBudget descriptor_budget(const DescriptorNeeds& needs, std::size_t limit) {
+  DescriptorBudget b;
+  b.needed = needs.nnodes + needs.ssh_hosts + 3 * needs.local_agents + kOwnDescriptors;
+  if (b.needed + kMinRankLogFiles > limit) {
+    b.problem = "a job of " + grouped(needs.nnodes) + " nodes needs about " +
+                grouped(b.needed + kMinRankLogFiles) +
+                " open files on this machine (one connection per agent" +
+                (needs.ssh_hosts > 0 ? ", one SSH session per host" : "") +
+                ", dlaunch's own and a few rank logs), but this process may open " +
+                grouped(limit) +
+                ": raise the hard limit (`ulimit -Hn`; LimitNOFILE= in a systemd unit, nofile in "
+                "/etc/security/limits.conf) or run fewer nodes";
+    return b;
+  }
+  b.rank_log_files = std::min<std::size_t>(limit - b.needed, 65'536);
+  return b;
+}
+
+}  // namespace dlaunch
