@@ -55,6 +55,23 @@ def proc_cpu_s(pid):
         return None
 
 
+def proc_children(pid):
+    try:
+        with open(f"/proc/{pid}/task/{pid}/children") as f:
+            return [int(c) for c in f.read().split()]
+    except (OSError, ValueError):
+        return []
+
+
+def proc_descendants(pid):
+    out, todo = [], [pid]
+    while todo:
+        for child in proc_children(todo.pop()):
+            out.append(child)
+            todo.append(child)
+    return out
+
+
 def machine():
     mem = ""
     try:
@@ -121,6 +138,7 @@ def run_one(bin_dir, nodes, procs, timeout, jitter, perf_out=None, verbose=False
                                      str(p.pid)], stdout=subprocess.DEVNULL,
                                     stderr=subprocess.DEVNULL)
         hwm = rss_peak = cpu = None
+        agent_cpu = {}  # node 0's descendants: its local agent (two processes), the rank
         status = usage = None
         killed = False
         while True:
@@ -132,6 +150,8 @@ def run_one(bin_dir, nodes, procs, timeout, jitter, perf_out=None, verbose=False
             if rss is not None:
                 rss_peak = max(rss_peak or 0, rss)
             cpu = proc_cpu_s(p.pid) or cpu
+            for child in proc_descendants(p.pid):
+                agent_cpu[child] = proc_cpu_s(child) or agent_cpu.get(child, 0.0)
             if time.monotonic() - start > timeout + 30 and not killed:
                 p.send_signal(signal.SIGKILL)
                 killed = True
@@ -185,6 +205,8 @@ def run_one(bin_dir, nodes, procs, timeout, jitter, perf_out=None, verbose=False
             summary["times"].items(), key=lambda kv: kv[1] or 0) if v)
         print(f"    load timeline (s from start): {steps}", flush=True)
         print(f"    load stats: {summary['stats']}", flush=True)
+        print(f"    node 0's agent processes, CPU s at their last sample: "
+              f"{sorted(round(v, 2) for v in agent_cpu.values())}", flush=True)
         print(f"    load outcomes {summary['outcomes']}, errors {summary['errors'][:3]}; "
               f"system CPU s: node 0 {usage.ru_stime:.2f}, load {load_sys:.2f}", flush=True)
         if code != 0:
