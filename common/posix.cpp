@@ -5,6 +5,7 @@
 #include <dirent.h>
 #include <pthread.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -120,6 +121,13 @@ void end_descendants() {
     if (step == 0) signal_all(left, SIGCONT);
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
+}
+
+std::size_t descriptor_limit() {
+  rlimit limit{};
+  if (::getrlimit(RLIMIT_NOFILE, &limit) != 0 || limit.rlim_cur == RLIM_INFINITY)
+    return static_cast<std::size_t>(-1) / 2;
+  return static_cast<std::size_t>(limit.rlim_cur);
 }
 
 long long process_start_ticks(pid_t pid) {

@@ -4,6 +4,7 @@
 
 #include <sys/types.h>
 
+#include <cstddef>
 #include <string>
 #include <vector>
 
@@ -43,6 +44,10 @@ int shell_status(int wait_status);
 // SIGTERM, then SIGKILL after about a second, reaping as it goes. Blocking;
 // for a subreaper's last act, when orphans of the job may be re-parented to it.
 void end_descendants();
+
+// This process's limit of open files (RLIMIT_NOFILE's soft limit; a very
+// large number when unlimited or unknown).
+std::size_t descriptor_limit();
 
 // When `pid` started, in clock ticks since boot (/proc/PID/stat field 22);
 // 0 when there is no such process, or it has ended and is a zombie. A pid and its start time name a

@@ -172,13 +172,6 @@ void raise_fd_limit() {
   }
 }
 
-std::size_t descriptor_limit() {
-  rlimit limit{};
-  if (::getrlimit(RLIMIT_NOFILE, &limit) != 0 || limit.rlim_cur == RLIM_INFINITY)
-    return static_cast<std::size_t>(-1) / 2;
-  return static_cast<std::size_t>(limit.rlim_cur);
-}
-
 std::optional<HostsFile> load_hosts_or_report(const Options& o) {
   auto loaded = load_host_source(o);
   if (auto* diags = std::get_if<std::vector<Diagnostic>>(&loaded)) {
@@ -255,7 +248,13 @@ int run_command(int argc, const char* const* argv) {
   if (plan.coordinator) {
     DescriptorNeeds needs;
     needs.nnodes = static_cast<std::size_t>(plan.nnodes);
-    for (const auto& n : plan.nodes) ++(n.local ? needs.local_agents : needs.ssh_hosts);
+    for (const auto& n : plan.nodes) {
+      if (n.local) ++needs.local_agents;
+      // Slurm's nodes all start from one srun, its pipes like a local agent's.
+      else if (o.host_source != HostSource::slurm)
+        ++needs.ssh_hosts;
+    }
+    if (o.host_source == HostSource::slurm) ++needs.local_agents;
     descriptors = descriptor_budget(needs, descriptor_limit());
     if (!descriptors.problem.empty()) {
       console().error(descriptors.problem);

@@ -13,8 +13,8 @@ namespace dlaunch {
 
 struct DescriptorNeeds {
   std::size_t nnodes = 0;        // every node's agent connects to node 0
-  std::size_t ssh_hosts = 0;     // agents started over SSH (or srun) by this process
-  std::size_t local_agents = 0;  // agents started here by fork/exec
+  std::size_t ssh_hosts = 0;     // agents started over SSH by this process
+  std::size_t local_agents = 0;  // agents (or srun) started here by fork/exec
 };
 
 struct DescriptorBudget {

@@ -16,9 +16,7 @@ std::string rank_list(const std::map<int, std::uint64_t>& ranks) {
 
 LogSink::LogSink(Settings settings)
     : settings_(std::move(settings)),
-      files_(settings_.job_dir, settings_.max_open_rank_logs > 0
-                                    ? settings_.max_open_rank_logs
-                                    : RankLogFiles::default_max_open()),
+      files_(settings_.job_dir, settings_.max_open_rank_logs),
       terminal_(settings_.terminal) {
   for (const auto& host : settings_.hosts) host_index_.emplace(host, host_index_.size());
   console().attach(&terminal_);

@@ -1,7 +1,6 @@
 #include "launcher/job/rank_log_files.h"
 
 #include <fcntl.h>
-#include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -9,6 +8,7 @@
 #include <cstring>
 
 #include "common/log.h"
+#include "common/posix.h"
 
 namespace dlaunch {
 namespace {
@@ -18,13 +18,11 @@ constexpr std::size_t kFileBuffer = 64 * 1024;
 }  // namespace
 
 std::size_t RankLogFiles::default_max_open() {
-  rlimit limit{};
-  if (::getrlimit(RLIMIT_NOFILE, &limit) != 0 || limit.rlim_cur == RLIM_INFINITY) return 65'536;
-  return std::clamp<std::size_t>(static_cast<std::size_t>(limit.rlim_cur) / 4, 64, 65'536);
+  return std::clamp<std::size_t>(descriptor_limit() / 4, 64, 65'536);
 }
 
 RankLogFiles::RankLogFiles(std::string job_dir, std::size_t max_open)
-    : job_dir_(std::move(job_dir)), max_open_(std::max<std::size_t>(1, max_open)) {}
+    : job_dir_(std::move(job_dir)), max_open_(max_open > 0 ? max_open : default_max_open()) {}
 
 RankLogFiles::~RankLogFiles() {
   flush();

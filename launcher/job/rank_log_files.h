@@ -21,8 +21,8 @@ namespace dlaunch {
 
 class RankLogFiles {
  public:
-  explicit RankLogFiles(std::string job_dir,  // empty: no files
-                        std::size_t max_open = default_max_open());
+  explicit RankLogFiles(std::string job_dir,        // empty: no files
+                        std::size_t max_open = 0);  // 0: default_max_open()
   // A quarter of this process's descriptor limit, 64 to 65,536.
   static std::size_t default_max_open();
   ~RankLogFiles();
