@@ -181,42 +181,70 @@ void JobPolicy::start_probe() {
   }
   probe_.emplace(probe);
   // A window, not a burst: each probing node opens one connection per
-  // candidate to node 0's probe listener, and beyond the listener's accept
-  // queue (4,096 on Linux by default) the kernel drops SYNs, which the
-  // prober's kernel resends only after a second. Each report lets the next
-  // node probe.
-  const std::size_t window =
-      std::max<std::size_t>(1, kProbeConnectionsInFlight / candidates_.size());
-  while (next_probe_ < nodes_.size() && next_probe_ < window) send_next_probe();
+  // candidate it tries to node 0's probe listener, and beyond the listener's
+  // accept queue (4,096 on Linux by default) the kernel drops SYNs, which the
+  // prober's kernel resends only after a second. A big job goes in rounds
+  // (probe_rounds.h).
+  probe_rounds_.emplace(nodes_.size(), candidates_.size(), kProbeConnectionsInFlight);
+  send_probes(probe_rounds_->start());
+  if (probe_rounds_->in_rounds()) {
+    emit(log_line(log::Level::debug, "probing in rounds: ", ProbeRounds::kScouts,
+                  " scout nodes try every address, then the others try the first every scout "
+                  "reached"));
+  }
 }
 
-void JobPolicy::send_next_probe() {
-  const Node& node = nodes_[next_probe_++];
-  if (node.conn) emit(job_action::Send{*node.conn, *probe_});
+void JobPolicy::send_probes(const std::vector<ProbeRounds::Request>& requests) {
+  for (const auto& request : requests) {
+    const Node& node = nodes_[request.node];
+    if (!node.conn) continue;
+    if (request.candidates.size() == candidates_.size()) {
+      emit(job_action::Send{*node.conn, *probe_});
+      continue;
+    }
+    auto probe = *probe_;
+    probe.addresses.clear();
+    for (auto c : request.candidates) probe.addresses.push_back(candidates_[c].address);
+    emit(job_action::Send{*node.conn, std::move(probe)});
+  }
 }
 
 JobActions JobPolicy::on_probe_report(ConnId conn, const proto::ProbeReport& report) {
   const auto index = node_of(conn);
-  if (finished_ || !index || !probe_sent_ || rendezvous_.assigned() || phase_ != Phase::starting)
+  if (finished_ || !index || !probe_rounds_ || probe_rounds_->complete() ||
+      rendezvous_.assigned() || phase_ != Phase::starting)
     return {};
-  auto& node = nodes_[static_cast<std::size_t>(*index)];
-  if (node.probe) return {};
-  if (report.outcomes.size() != candidates_.size()) {
-    emit(log_line(log::Level::warn, node.setup.label, " answered the probe of ", candidates_.size(),
-                  " addresses with ", report.outcomes.size(),
-                  " results; counted as reaching none"));
+  const auto node_index = static_cast<std::size_t>(*index);
+  auto reply = probe_rounds_->on_report(node_index, report.outcomes);
+  if (reply.malformed) {
+    emit(log_line(log::Level::warn, nodes_[node_index].setup.label, " answered the probe with ",
+                  report.outcomes.size(),
+                  " results for a different number of addresses; counted as reaching none"));
   }
-  node.probe = report.outcomes;
-  if (next_probe_ < nodes_.size()) send_next_probe();
-  if (++probe_reports_ == nodes_.size()) choose_master();
+  if (reply.fell_back) {
+    const auto choice = probe_rounds_->scouts_choice();
+    emit(log_line(log::Level::info,
+                  choice ? nodes_[node_index].setup.label + " did not reach " +
+                               candidates_[*choice].address +
+                               ", which every scout reached: every node now tries every address"
+                         : std::string("no address of node 0 was reached by every scout: every "
+                                       "node now tries every address")));
+  }
+  send_probes(reply.next);
+  if (probe_rounds_->complete()) choose_master();
   return take();
 }
 
 void JobPolicy::choose_master() {
+  std::vector<std::vector<net::ProbeOutcome>> outcomes;
+  if (probe_rounds_) outcomes = probe_rounds_->take_outcomes();
   std::vector<net::NodeProbe> probes;
   probes.reserve(nodes_.size());
-  for (auto& n : nodes_) {  // interfaces and reports are not needed after this
-    probes.push_back(net::node_probe(n.setup.label, std::move(n.interfaces), std::move(n.probe),
+  for (std::size_t i = 0; i < nodes_.size(); ++i) {  // interfaces are not needed after this
+    auto& n = nodes_[i];
+    std::optional<std::vector<net::ProbeOutcome>> reported;
+    if (i < outcomes.size()) reported = std::move(outcomes[i]);
+    probes.push_back(net::node_probe(n.setup.label, std::move(n.interfaces), std::move(reported),
                                      candidates_.size()));
   }
   const auto result = net::choose_master(candidates_, config_.master_sources, probes);
@@ -496,33 +524,35 @@ JobActions JobPolicy::on_timer(JobTimer timer) {
 }
 
 // Names at most `at_most` of the nodes `missing` picks, and how many more.
-std::string JobPolicy::names_of(bool (*missing)(const Node&), std::size_t at_most) const {
+std::string JobPolicy::names_of(const std::function<bool(std::size_t)>& missing,
+                                std::size_t at_most) const {
   std::string names;
   std::size_t count = 0;
-  for (const auto& n : nodes_) {
-    if (!missing(n)) continue;
-    if (++count <= at_most) names += (names.empty() ? "" : ", ") + n.setup.label;
+  for (std::size_t i = 0; i < nodes_.size(); ++i) {
+    if (!missing(i)) continue;
+    if (++count <= at_most) names += (names.empty() ? "" : ", ") + nodes_[i].setup.label;
   }
   if (count > at_most) names += " and " + std::to_string(count - at_most) + " more";
   return names;
 }
 
 std::string JobPolicy::missing_nodes(std::size_t at_most) const {
-  return names_of([](const Node& n) { return !n.conn.has_value(); }, at_most);
+  return names_of([this](std::size_t i) { return !nodes_[i].conn.has_value(); }, at_most);
 }
 
 std::string JobPolicy::missing_probe_reports(std::size_t at_most) const {
-  return names_of([](const Node& n) { return !n.probe.has_value(); }, at_most);
+  return names_of([this](std::size_t i) { return probe_rounds_ && !probe_rounds_->reported(i); },
+                  at_most);
 }
 
 std::string JobPolicy::missing_syncs(std::size_t at_most) const {
-  return names_of([](const Node& n) { return !n.synced; }, at_most);
+  return names_of([this](std::size_t i) { return !nodes_[i].synced; }, at_most);
 }
 
 // Every node joined and the probe (if any) is answered: only --sync is left.
 bool JobPolicy::waiting_for_sync() const {
   return config_.sync && rendezvous_.all_joined() && synced_ < nodes_.size() &&
-         (!probe_sent_ || probe_reports_ == nodes_.size());
+         (!probe_sent_ || (probe_rounds_ && probe_rounds_->complete()));
 }
 
 void JobPolicy::report_waiting() {
@@ -535,7 +565,7 @@ void JobPolicy::report_waiting() {
     return;
   }
   if (probe_sent_) {
-    note("waiting for " + std::to_string(nodes_.size() - probe_reports_) +
+    note("waiting for " + std::to_string(probe_rounds_ ? probe_rounds_->reports_missing() : 0) +
          " nodes to report their probe of node 0's addresses: " + missing_probe_reports(20));
     emit(job_action::ArmTimer{JobTimer::waiting_report, kWaitingReport});
     return;

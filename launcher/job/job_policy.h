@@ -23,6 +23,7 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <map>
 #include <optional>
 #include <set>
@@ -34,6 +35,7 @@
 #include "common/log.h"
 #include "launcher/job/agent_link.h"
 #include "launcher/job/job_record.h"
+#include "launcher/job/probe_rounds.h"
 #include "net/candidates.h"
 #include "net/choice.h"
 #include "protocol/messages.h"
@@ -164,7 +166,6 @@ class JobPolicy {
     std::int64_t agent_pid = 0;   // from its Join
     std::int32_t probe_port = 0;  // from its Join; node 0's is the one probed
     net::Interfaces interfaces;   // from its Join
-    std::optional<std::vector<net::ProbeOutcome>> probe;
     bool sync_started = false;
     bool synced = false;
   };
@@ -172,13 +173,13 @@ class JobPolicy {
 
   void send_all(const std::vector<Outbound>& out);
   void start_probe();
-  void send_next_probe();
+  void send_probes(const std::vector<ProbeRounds::Request>& requests);
   void choose_master();
   void maybe_assign();
   void on_assigned();
   void warn_about_ranks_filter();
   void report_waiting();
-  std::string names_of(bool (*missing)(const Node&), std::size_t at_most) const;
+  std::string names_of(const std::function<bool(std::size_t)>& missing, std::size_t at_most) const;
   std::string missing_nodes(std::size_t at_most) const;
   std::string missing_probe_reports(std::size_t at_most) const;
   std::string missing_syncs(std::size_t at_most) const;
@@ -217,9 +218,8 @@ class JobPolicy {
   JobActions out_;
   std::vector<net::Candidate> candidates_;  // sent in the Probe; empty until then
   bool probe_sent_ = false;
-  std::size_t probe_reports_ = 0;
-  std::optional<proto::Probe> probe_;  // the one Probe every node gets
-  std::size_t next_probe_ = 0;         // nodes before it have been sent the Probe
+  std::optional<proto::Probe> probe_;  // every candidate; a round may send fewer
+  std::optional<ProbeRounds> probe_rounds_;
   // Connections to node 0's probe listener in flight at once, at most: half
   // of Linux's default accept queue (net.core.somaxconn, 4,096).
   static constexpr std::size_t kProbeConnectionsInFlight = 2048;

@@ -426,31 +426,84 @@ TEST_CASE("no address reached by every node fails the job before any rank starts
   CHECK(job.exit_code == 1);
 }
 
-TEST_CASE("a big job probes node 0 in a window, not all at once") {
-  // 3,000 nodes, 2 candidates: 2,048 connections in flight at most, so 1,024
-  // nodes probe at first and each report lets one more start.
+namespace {
+std::vector<std::string> probe_addresses(FakeJob& job, int node) {
+  const auto probes = job.received_of<proto::Probe>(node);
+  return probes.empty() ? std::vector<std::string>{} : probes.back().addresses;
+}
+int nodes_probed(FakeJob& job, int nodes) {
+  int count = 0;
+  for (int node = 0; node < nodes; ++node) count += !job.received_of<proto::Probe>(node).empty();
+  return count;
+}
+}  // namespace
+
+TEST_CASE("a big job probes in rounds: scouts try every address, the rest only their choice") {
+  // 3,000 nodes, 2 candidates: 64 scouts (node 0 and the last among them) try
+  // both; then the others try the scouts' choice, 2,048 connections in flight
+  // at most, each report letting one more node start.
   FakeJob job({.nodes = 3000, .nproc = 1, .probe = true});
   job.start();
   job.join_all();
-  const auto probed = [&job] {
-    int count = 0;
-    for (int node = 0; node < 3000; ++node) count += !job.received_of<proto::Probe>(node).empty();
-    return count;
-  };
-  CHECK(probed() == 1024);
-  CHECK(job.received_of<proto::Probe>(1024).empty());
-  job.probe_report(5, {true, true});
-  CHECK(probed() == 1025);
-  CHECK(job.received_of<proto::Probe>(1024).size() == 1);
-  for (int node = 0; node < 3000; ++node) {
-    if (node != 5) job.probe_report(node, {false, true});
+  CHECK(nodes_probed(job, 3000) == 64);
+  const std::vector<std::string> both{"198.19.0.2", "198.18.1.10"};
+  CHECK(probe_addresses(job, 0) == both);
+  CHECK(probe_addresses(job, 2999) == both);
+  CHECK(probe_addresses(job, 1).empty());
+  std::vector<int> scouts;
+  for (int node = 0; node < 3000; ++node)
+    if (!job.received_of<proto::Probe>(node).empty()) scouts.push_back(node);
+  for (int node : scouts) job.probe_report(node, {false, true});
+  CHECK(nodes_probed(job, 3000) == 64 + 2048);
+  CHECK(probe_addresses(job, 1) == std::vector<std::string>{"198.18.1.10"});
+  int first_waiting = -1;
+  for (int node = 0; node < 3000 && first_waiting < 0; ++node)
+    if (job.received_of<proto::Probe>(node).empty()) first_waiting = node;
+  REQUIRE(first_waiting > 0);
+  job.probe_report(1, {true});
+  CHECK(nodes_probed(job, 3000) == 64 + 2049);
+  CHECK(probe_addresses(job, first_waiting) == std::vector<std::string>{"198.18.1.10"});
+  for (int node = 2; node < 3000; ++node) {
+    if (std::find(scouts.begin(), scouts.end(), node) == scouts.end())
+      job.probe_report(node, {true});
   }
-  CHECK(probed() == 3000);
-  for (int node : {0, 1024, 2999}) {
+  CHECK(nodes_probed(job, 3000) == 3000);
+  for (int node : {0, 1, 1024, 2999}) {
     const auto assigns = job.received_of<proto::Assign>(node);
     REQUIRE(assigns.size() == 1);
     CHECK(assigns[0].master_addr == "198.18.1.10");
+    CHECK(assigns[0].socket_ifname == (node == 0 ? "ens5" : "eth" + std::to_string(node)));
   }
+}
+
+TEST_CASE("a node that misses the scouts' choice makes every node try every address") {
+  FakeJob job({.nodes = 300, .nproc = 1, .probe = true});
+  job.start();
+  job.join_all();
+  std::vector<int> scouts;
+  for (int node = 0; node < 300; ++node)
+    if (!job.received_of<proto::Probe>(node).empty()) scouts.push_back(node);
+  REQUIRE(scouts.size() == 64);
+  for (int node : scouts) job.probe_report(node, {true, true});
+  CHECK(probe_addresses(job, 1) == std::vector<std::string>{"198.19.0.2"});
+  job.probe_report(1, {true});
+  job.probe_report(2, {false});
+  CHECK(
+      job.has_log("info: host2 did not reach 198.19.0.2, which every scout reached: every node "
+                  "now tries every address"));
+  const std::vector<std::string> both{"198.19.0.2", "198.18.1.10"};
+  CHECK(probe_addresses(job, 1) == both);
+  CHECK(probe_addresses(job, 2) == both);
+  CHECK(job.received_of<proto::Probe>(scouts[1]).size() == 1);  // scouts are not asked again
+  job.probe_report(3, {true});  // its answer to the first round: too late to count
+  for (int node = 1; node < 300; ++node) {
+    if (std::find(scouts.begin(), scouts.end(), node) != scouts.end()) continue;
+    CHECK(job.received_of<proto::Assign>(0).empty());
+    job.probe_report(node, {node == 2 ? false : true, true});
+  }
+  const auto assigns = job.received_of<proto::Assign>(2);
+  REQUIRE(assigns.size() == 1);
+  CHECK(assigns[0].master_addr == "198.18.1.10");
 }
 
 TEST_CASE("a node that never answers the probe is named when the rendezvous times out") {

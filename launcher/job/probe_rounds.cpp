@@ -1,0 +1,164 @@
+#include "launcher/job/probe_rounds.h"
+
+#include <algorithm>
+
+namespace dlaunch {
+
+ProbeRounds::ProbeRounds(std::size_t nodes, std::size_t candidates,
+                         std::size_t connections_in_flight)
+    : candidates_(candidates),
+      window_(std::max<std::size_t>(1, connections_in_flight)),
+      nodes_(nodes) {}
+
+std::vector<ProbeRounds::Request> ProbeRounds::start() {
+  const std::size_t n = nodes_.size();
+  in_rounds_ = n >= kRoundsFromNodes && candidates_ >= 2;
+  if (!in_rounds_) {
+    stage_ = Stage::everyone;
+    for (std::size_t i = 0; i < n; ++i) queue(i, true);
+  } else {
+    stage_ = Stage::scouts;
+    for (std::size_t k = 0; k < kScouts; ++k) scouts_.push_back(k * (n - 1) / (kScouts - 1));
+    for (auto i : scouts_) queue(i, true);
+  }
+  complete_ = n == 0;
+  return drain();
+}
+
+void ProbeRounds::queue(std::size_t node, bool all) {
+  auto& state = all ? nodes_[node].all : nodes_[node].one;
+  state = Ask::queued;
+  queue_.emplace_back(node, all);
+  ++stage_waiting_;
+}
+
+// Sends what the window allows; a request a fallback overtook is skipped.
+std::vector<ProbeRounds::Request> ProbeRounds::drain() {
+  std::vector<Request> out;
+  while (queue_head_ < queue_.size()) {
+    const auto [node, all] = queue_[queue_head_];
+    auto& state = all ? nodes_[node].all : nodes_[node].one;
+    if (state != Ask::queued) {
+      ++queue_head_;
+      continue;
+    }
+    const std::size_t size = all ? candidates_ : 1;
+    if (in_flight_ > 0 && in_flight_ + size > window_) break;
+    ++queue_head_;
+    in_flight_ += size;
+    state = Ask::sent;
+    Request request{node, {}};
+    if (all) {
+      for (std::size_t c = 0; c < candidates_; ++c) request.candidates.push_back(c);
+    } else {
+      request.candidates.push_back(*scouts_choice_);
+    }
+    out.push_back(std::move(request));
+  }
+  if (queue_head_ == queue_.size()) {
+    queue_.clear();
+    queue_head_ = 0;
+  }
+  return out;
+}
+
+std::vector<net::ProbeOutcome> ProbeRounds::not_tried() const {
+  net::ProbeOutcome outcome;
+  outcome.error = "not tried";
+  return std::vector<net::ProbeOutcome>(candidates_, outcome);
+}
+
+void ProbeRounds::record(std::size_t node, std::vector<net::ProbeOutcome> outcomes, bool all) {
+  auto& n = nodes_[node];
+  if (!n.result) ++reported_;
+  n.result = std::move(outcomes);
+  n.tried_all = all;
+}
+
+ProbeRounds::Reply ProbeRounds::on_report(std::size_t node,
+                                          std::vector<net::ProbeOutcome> outcomes) {
+  Reply reply;
+  if (node >= nodes_.size() || complete_) return reply;
+  auto& n = nodes_[node];
+  // The scouts' choice alone is one outcome; every candidate is two or more.
+  if (n.one == Ask::sent && outcomes.size() == 1 && candidates_ > 1) {
+    n.one = Ask::none;
+    in_flight_ -= 1;
+    if (stage_ == Stage::confirm) {
+      const bool reached = outcomes.front().reached;
+      auto full = not_tried();
+      full[*scouts_choice_] = std::move(outcomes.front());
+      record(node, std::move(full), false);
+      --stage_waiting_;
+      if (!reached) {
+        fall_back(reply);
+      } else if (stage_waiting_ == 0) {
+        complete_ = true;
+      }
+    }
+  } else if (n.all == Ask::sent) {
+    n.all = Ask::none;
+    in_flight_ -= candidates_;
+    if (outcomes.size() != candidates_) {
+      reply.malformed = true;
+      outcomes = not_tried();
+      for (auto& o : outcomes) o.error = "no valid answer";
+    }
+    record(node, std::move(outcomes), true);
+    if (--stage_waiting_ == 0) {
+      if (stage_ == Stage::scouts) {
+        on_scouts_done(reply);
+      } else {
+        complete_ = true;
+      }
+    }
+  }
+  auto next = drain();
+  reply.next.insert(reply.next.end(), std::make_move_iterator(next.begin()),
+                    std::make_move_iterator(next.end()));
+  return reply;
+}
+
+void ProbeRounds::on_scouts_done(Reply& reply) {
+  for (std::size_t c = 0; c < candidates_ && !scouts_choice_; ++c) {
+    const bool all = std::all_of(scouts_.begin(), scouts_.end(),
+                                 [&](std::size_t i) { return (*nodes_[i].result)[c].reached; });
+    if (all) scouts_choice_ = c;
+  }
+  if (!scouts_choice_) {
+    // No candidate works even for the scouts: the rule's report needs every
+    // node's every outcome.
+    fall_back(reply);
+    return;
+  }
+  stage_ = Stage::confirm;
+  for (std::size_t i = 0; i < nodes_.size(); ++i)
+    if (!nodes_[i].tried_all) queue(i, false);
+  if (stage_waiting_ == 0) complete_ = true;
+}
+
+void ProbeRounds::fall_back(Reply& reply) {
+  reply.fell_back = true;
+  stage_ = Stage::fallback;
+  stage_waiting_ = 0;
+  for (std::size_t i = 0; i < nodes_.size(); ++i) {
+    auto& n = nodes_[i];
+    if (n.tried_all) continue;
+    if (n.one == Ask::queued) n.one = Ask::none;  // overtaken; a sent one is ignored
+    if (n.result) {
+      n.result.reset();
+      --reported_;
+    }
+    queue(i, true);
+  }
+  if (stage_waiting_ == 0) complete_ = true;
+}
+
+std::vector<std::vector<net::ProbeOutcome>> ProbeRounds::take_outcomes() {
+  std::vector<std::vector<net::ProbeOutcome>> out;
+  out.reserve(nodes_.size());
+  for (auto& n : nodes_) out.push_back(n.result ? std::move(*n.result) : not_tried());
+  return out;
+}
+
+}  // namespace dlaunch

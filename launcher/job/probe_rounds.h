@@ -1,0 +1,92 @@
+// Which nodes try which of node 0's candidate MASTER_ADDRs, and when.
+//
+// The rule (net/choice.h) takes the first candidate that every node reached,
+// so every node must try the one chosen. A small job asks every node to try
+// every candidate at once. A big job would open nodes x candidates
+// connections to node 0's probe listener (30,000 for 10,000 nodes and three
+// addresses), so it goes in rounds: a few scouts spread over the node list
+// try every candidate, then the other nodes try only the first candidate that
+// every scout reached. If one of them misses it, every node that tried only
+// that one tries them all, and the rule sees every outcome as in a small job:
+// the result never depends on the rounds, only the time does.
+//
+// Connections in flight stay within a window (node 0's accept queue), and
+// each report lets the next nodes go.
+#pragma once
+
+#include <cstddef>
+#include <optional>
+#include <vector>
+
+#include "net/choice.h"
+
+namespace dlaunch {
+
+class ProbeRounds {
+ public:
+  // Rounds are used from this many nodes on (and two or more candidates).
+  static constexpr std::size_t kRoundsFromNodes = 256;
+  // Scouts: this many nodes spread evenly over the node list, node 0 and the
+  // last node among them.
+  static constexpr std::size_t kScouts = 64;
+
+  struct Request {
+    std::size_t node = 0;
+    std::vector<std::size_t> candidates;  // indexes into the candidates, in order
+  };
+  struct Reply {
+    std::vector<Request> next;  // send these now
+    bool malformed = false;     // the report had a number of outcomes nobody asked for
+    bool fell_back = false;     // a node missed the scouts' choice: every node tries everything
+  };
+
+  ProbeRounds(std::size_t nodes, std::size_t candidates, std::size_t connections_in_flight);
+
+  std::vector<Request> start();
+  // A node's report: one outcome per candidate it was asked to try, in the
+  // request's order. A report nobody is waiting for changes nothing.
+  Reply on_report(std::size_t node, std::vector<net::ProbeOutcome> outcomes);
+
+  bool complete() const { return complete_; }
+  bool reported(std::size_t node) const { return nodes_[node].result.has_value(); }
+  std::size_t reports_missing() const { return nodes_.size() - reported_; }
+  bool in_rounds() const { return in_rounds_; }
+  // The first candidate every scout reached, once the scouts have reported.
+  std::optional<std::size_t> scouts_choice() const { return scouts_choice_; }
+  // Once complete: per node, one outcome per candidate; those a node was not
+  // asked to try read "not tried".
+  std::vector<std::vector<net::ProbeOutcome>> take_outcomes();
+
+ private:
+  enum class Ask { none, queued, sent };
+  struct Node {
+    Ask all = Ask::none;     // a request for every candidate
+    Ask one = Ask::none;     // a request for the scouts' choice only
+    bool tried_all = false;  // result holds an outcome for every candidate
+    std::optional<std::vector<net::ProbeOutcome>> result;
+  };
+  enum class Stage { everyone, scouts, confirm, fallback };
+
+  void queue(std::size_t node, bool all);
+  std::vector<Request> drain();
+  void record(std::size_t node, std::vector<net::ProbeOutcome> outcomes, bool all);
+  void on_scouts_done(Reply& reply);
+  void fall_back(Reply& reply);
+  std::vector<net::ProbeOutcome> not_tried() const;
+
+  std::size_t candidates_;
+  std::size_t window_;
+  std::vector<Node> nodes_;
+  std::vector<std::size_t> scouts_;
+  std::vector<std::pair<std::size_t, bool>> queue_;  // node, all candidates
+  std::size_t queue_head_ = 0;
+  std::size_t in_flight_ = 0;  // connections of the requests that are out
+  std::size_t reported_ = 0;
+  std::size_t stage_waiting_ = 0;  // requests of this stage not yet answered
+  Stage stage_ = Stage::everyone;
+  bool in_rounds_ = false;
+  bool complete_ = false;
+  std::optional<std::size_t> scouts_choice_;
+};
+
+}  // namespace dlaunch

@@ -1,0 +1,120 @@
+#include "launcher/job/probe_rounds.h"
+
+#include <doctest/doctest.h>
+
+#include <set>
+
+using namespace dlaunch;
+
+namespace {
+
+std::vector<net::ProbeOutcome> outcomes(const std::vector<bool>& reached) {
+  std::vector<net::ProbeOutcome> out;
+  for (bool r : reached) out.push_back({r, r ? 100 : 0, "eth0", r ? "" : "refused"});
+  return out;
+}
+
+std::set<std::size_t> nodes_of(const std::vector<ProbeRounds::Request>& requests) {
+  std::set<std::size_t> out;
+  for (const auto& r : requests) out.insert(r.node);
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("a small job: every node tries every candidate, within the window") {
+  ProbeRounds rounds(10, 3, 12);  // 4 nodes x 3 connections fit
+  const auto first = rounds.start();
+  CHECK_FALSE(rounds.in_rounds());
+  REQUIRE(first.size() == 4);
+  CHECK(first[0].candidates == std::vector<std::size_t>{0, 1, 2});
+  auto reply = rounds.on_report(2, outcomes({false, true, true}));
+  REQUIRE(reply.next.size() == 1);
+  CHECK(reply.next[0].node == 4);
+  CHECK(rounds.reported(2));
+  CHECK_FALSE(rounds.reported(0));
+  CHECK(rounds.reports_missing() == 9);
+  // The same node again, or one never asked: nothing changes.
+  CHECK(rounds.on_report(2, outcomes({true, true, true})).next.empty());
+  CHECK(rounds.on_report(9, outcomes({true, true, true})).next.empty());
+  CHECK(rounds.reports_missing() == 9);
+}
+
+TEST_CASE("a report with the wrong number of outcomes counts as reaching nothing") {
+  ProbeRounds rounds(2, 2, 100);
+  rounds.start();
+  CHECK(rounds.on_report(0, outcomes({true, true, true})).malformed);
+  rounds.on_report(1, outcomes({true, true}));
+  REQUIRE(rounds.complete());
+  const auto all = rounds.take_outcomes();
+  CHECK_FALSE(all[0][0].reached);
+  CHECK_FALSE(all[0][1].reached);
+  CHECK(all[1][1].reached);
+}
+
+TEST_CASE("a big job: scouts spread over the list, then one connection per node") {
+  ProbeRounds rounds(1000, 3, 2048);
+  const auto scouts = rounds.start();
+  CHECK(rounds.in_rounds());
+  const auto scout_nodes = nodes_of(scouts);
+  REQUIRE(scout_nodes.size() == ProbeRounds::kScouts);
+  CHECK(scout_nodes.count(0) == 1);
+  CHECK(scout_nodes.count(999) == 1);
+  CHECK(*std::next(scout_nodes.begin()) < 20);  // spread, not the first 64
+  std::vector<ProbeRounds::Request> confirm;
+  for (auto node : scout_nodes) {
+    auto reply = rounds.on_report(node, outcomes({false, true, true}));
+    confirm.insert(confirm.end(), reply.next.begin(), reply.next.end());
+  }
+  REQUIRE(rounds.scouts_choice() == std::size_t{1});
+  CHECK(confirm.size() == 1000 - ProbeRounds::kScouts);
+  CHECK(confirm[0].candidates == std::vector<std::size_t>{1});
+  for (const auto& r : confirm) {
+    CHECK_FALSE(rounds.complete());
+    rounds.on_report(r.node, outcomes({true}));
+  }
+  REQUIRE(rounds.complete());
+  const auto all = rounds.take_outcomes();
+  CHECK(all[5][1].reached);
+  CHECK(all[5][0].error == "not tried");
+  CHECK(all[5][2].error == "not tried");
+}
+
+TEST_CASE("no candidate reached by every scout: everyone tries everything") {
+  ProbeRounds rounds(300, 2, 2048);
+  const auto scout_nodes = nodes_of(rounds.start());
+  std::vector<ProbeRounds::Request> next;
+  bool fell_back = false;
+  for (auto node : scout_nodes) {
+    auto reply = rounds.on_report(node, outcomes({node != 0, node == 0}));
+    fell_back = fell_back || reply.fell_back;
+    next.insert(next.end(), reply.next.begin(), reply.next.end());
+  }
+  CHECK(fell_back);
+  CHECK_FALSE(rounds.scouts_choice().has_value());
+  REQUIRE(next.size() == 300 - ProbeRounds::kScouts);
+  CHECK(next[0].candidates == std::vector<std::size_t>{0, 1});
+  for (const auto& r : next) rounds.on_report(r.node, outcomes({true, true}));
+  CHECK(rounds.complete());
+}
+
+TEST_CASE("a fallback keeps the window: confirmations still out hold their connections") {
+  ProbeRounds rounds(400, 2, 200);
+  auto pending = rounds.start();
+  std::vector<ProbeRounds::Request> confirm;
+  for (std::size_t i = 0; i < pending.size(); ++i) {
+    auto reply = rounds.on_report(pending[i].node, outcomes({true, true}));
+    confirm.insert(confirm.end(), reply.next.begin(), reply.next.end());
+  }
+  // 64 scouts x 2 connections fit the window of 200 at once.
+  REQUIRE(rounds.scouts_choice() == std::size_t{0});
+  REQUIRE(confirm.size() == 200);
+  auto reply = rounds.on_report(confirm[0].node, outcomes({false}));
+  CHECK(reply.fell_back);
+  // 199 confirmations are still out; no room for a request of 2 until some answer.
+  CHECK(reply.next.empty());
+  const auto late = rounds.on_report(confirm[1].node, outcomes({true}));
+  REQUIRE(late.next.size() == 1);
+  CHECK(late.next[0].candidates.size() == 2);
+  CHECK_FALSE(rounds.reported(confirm[1].node));  // its first-round answer no longer counts
+}
