@@ -66,6 +66,13 @@ class RendezvousScaleTest(DlaunchTestCase):
         self.assertEqual(load["stop_codes"], {"0": NODES - 1})
         # Every load node got one rank, the one after node 0's, in node order.
         self.assertEqual(load["assigned"], [[n, n, 1, NODES, NODES] for n in range(1, NODES)])
+        # The MASTER_ADDR probe went in rounds: 64 scouts tried each of node
+        # 0's addresses, every other node only the one the scouts chose, so
+        # node 0 was not sent one connection per node and address.
+        self.assertIn("MASTER_ADDR", err)
+        probes = load["stats"].get("probe_connects", 0)
+        self.assertGreaterEqual(probes, NODES - 1)
+        self.assertLess(probes, NODES - 1 + 64 * 3, load["stats"])
 
     def test_failed_job_while_every_connection_closes_during_stop(self):
         # The load process holding the failing node sends the failure once all
