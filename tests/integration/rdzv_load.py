@@ -93,7 +93,7 @@ class Worker:
         self.errors = []
         self.times = {"first_welcome": None, "last_welcome": None, "first_probe": None,
                       "last_probe": None, "first_assign": None, "last_assign": None,
-                      "first_stop": None}
+                      "first_stop": None, "last_stop": None}
         self.rng = random.Random(args.seed * 1000003 + (nodes[0] if nodes else 0))
 
     # --- timers ---------------------------------------------------------
@@ -270,6 +270,7 @@ class Worker:
             agent.stop = stop
             if self.times["first_stop"] is None:
                 self.times["first_stop"] = now
+            self.times["last_stop"] = now
             if self.a.close_all_on_stop:
                 # A failed job: every agent of this process exits at once,
                 # while node 0 is still writing Stop to the others. The
