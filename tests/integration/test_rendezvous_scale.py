@@ -68,11 +68,13 @@ class RendezvousScaleTest(DlaunchTestCase):
         self.assertEqual(load["assigned"], [[n, n, 1, NODES, NODES] for n in range(1, NODES)])
         # The MASTER_ADDR probe went in rounds: 64 scouts tried each of node
         # 0's addresses, every other node only the one the scouts chose, so
-        # node 0 was not sent one connection per node and address.
+        # node 0 was not sent one connection per node and address (node 0's
+        # addresses here are this machine's, at least two, and tests running
+        # beside this one may add some: the bound holds for any number).
         self.assertIn("MASTER_ADDR", err)
         probes = load["stats"].get("probe_connects", 0)
         self.assertGreaterEqual(probes, NODES - 1)
-        self.assertLess(probes, NODES - 1 + 64 * 3, load["stats"])
+        self.assertLess(probes, 2 * (NODES - 1), load["stats"])
 
     def test_failed_job_while_every_connection_closes_during_stop(self):
         # The load process holding the failing node sends the failure once all
