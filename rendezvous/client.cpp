@@ -75,7 +75,9 @@ void RendezvousClient::retry_later(const std::string& why) {
 }
 
 void RendezvousClient::on_connected(asio::ip::tcp::socket socket) {
-  connection_ = std::make_shared<Connection>(std::move(socket), kMaxFrame);
+  enable_keepalive(socket.native_handle());
+  connection_ = std::make_shared<Connection>(std::move(socket), kMaxFrame,
+                                             options_.host + ":" + std::to_string(options_.port));
   phase_ = Phase::challenge;
   agent_nonce_ = auth::random_bytes(proto::kNonceSize);
   connection_->set_receive_timeout(std::chrono::milliseconds(10'000));

@@ -8,30 +8,22 @@
 
 namespace dlaunch {
 
-void enable_keepalive(asio::ip::tcp::socket& socket) {
-  asio::error_code ec;
-  socket.set_option(asio::socket_base::keep_alive(true), ec);
-  socket.set_option(asio::ip::tcp::no_delay(true), ec);
-  // Detect a dead peer in about 15 s + 3 * 5 s even if heartbeats are stuck
-  // behind a full send buffer.
-  const int fd = socket.native_handle();
-  int idle = 15, interval = 5, count = 3;
+void enable_keepalive(int fd) {
+  int on = 1, idle = 15, interval = 5, count = 3;
+  ::setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &on, sizeof on);
+  ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &on, sizeof on);
   ::setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof idle);
   ::setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &interval, sizeof interval);
   ::setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &count, sizeof count);
 }
 
-Connection::Connection(asio::ip::tcp::socket socket, std::size_t max_frame)
+Connection::Connection(asio::ip::tcp::socket socket, std::size_t max_frame, std::string remote)
     : socket_(std::move(socket)),
       decoder_(max_frame),
+      remote_(std::move(remote)),
       read_wanted_(std::min<std::size_t>(std::max<std::size_t>(max_frame, 4096), kReadBuffer)),
       receive_timer_(socket_.get_executor()),
-      heartbeat_timer_(socket_.get_executor()) {
-  asio::error_code ec;
-  const auto ep = socket_.remote_endpoint(ec);
-  remote_ = ec ? "unknown peer" : ep.address().to_string() + ":" + std::to_string(ep.port());
-  enable_keepalive(socket_);
-}
+      heartbeat_timer_(socket_.get_executor()) {}
 
 Connection::~Connection() = default;
 
@@ -140,7 +132,7 @@ void Connection::read_more() {
                                              : "read failed: " + ec.message());
           return;
         }
-        self->arm_receive_timer();
+        self->last_receive_ = std::chrono::steady_clock::now();
         self->decoder_.feed(std::string_view(self->read_buffer_.get(), n));
         for (;;) {
           auto result = self->decoder_.next();
@@ -193,13 +185,26 @@ void Connection::arm_receive_timer() {
     receive_timer_.cancel();
     return;
   }
-  receive_timer_.expires_after(receive_timeout_);
+  last_receive_ = std::chrono::steady_clock::now();
+  wait_for_receive(last_receive_ + receive_timeout_);
+}
+
+void Connection::wait_for_receive(std::chrono::steady_clock::time_point deadline) {
+  receive_timer_.expires_at(deadline);
   receive_timer_.async_wait([weak = weak_from_this()](const asio::error_code& ec) {
     auto self = weak.lock();
-    if (ec || !self || self->closed_) return;
-    self->close("no message for " + std::to_string(self->receive_timeout_.count() / 1000) +
-                " s (peer silent or link down)");
+    if (!ec && self) self->on_receive_deadline();
   });
+}
+
+// The deadline counted from an earlier read: wait out what is left since the
+// latest one, or give up on a peer that has been silent for the whole timeout.
+void Connection::on_receive_deadline() {
+  if (closed_ || reading_paused_ || receive_timeout_.count() <= 0) return;
+  const auto deadline = last_receive_ + receive_timeout_;
+  if (std::chrono::steady_clock::now() < deadline) return wait_for_receive(deadline);
+  close("no message for " + std::to_string(receive_timeout_.count() / 1000) +
+        " s (peer silent or link down)");
 }
 
 void Connection::enable_heartbeat(std::chrono::milliseconds interval) {

@@ -44,7 +44,11 @@ class Connection : public std::enable_shared_from_this<Connection> {
     std::function<void(const std::string& reason)> on_close;
   };
 
-  Connection(asio::ip::tcp::socket socket, std::size_t max_frame);
+  // `remote` names the peer in messages (the caller knows it: the accept's
+  // endpoint or the address it connected to, no getpeername per connection).
+  // Keepalive and no-delay are the caller's to set (enable_keepalive): a
+  // server sets them once on its listener and accepted sockets inherit them.
+  Connection(asio::ip::tcp::socket socket, std::size_t max_frame, std::string remote);
   ~Connection();
 
   void start(Handler handler);
@@ -83,6 +87,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
   bool idle() const { return !writing_ && priority_.empty() && ordered_.empty(); }
   void enqueue_ordered(std::string frame);
   void arm_receive_timer();
+  void wait_for_receive(std::chrono::steady_clock::time_point deadline);
+  void on_receive_deadline();
   void arm_heartbeat();
 
   asio::ip::tcp::socket socket_;
@@ -110,12 +116,20 @@ class Connection : public std::enable_shared_from_this<Connection> {
   std::unique_ptr<char[]> read_buffer_;
   std::size_t read_capacity_ = 0;
   std::size_t read_wanted_ = 0;
+  // The receive timeout is lazy: a read only notes its time, and the timer,
+  // armed once per timeout, re-arms itself for what is left when it fires.
+  // Re-arming on every read cost a cancelled wait and a timer-queue update
+  // per message, thousands of times a second on a busy coordinator.
   asio::steady_timer receive_timer_;
+  std::chrono::steady_clock::time_point last_receive_{};
   asio::steady_timer heartbeat_timer_;
   std::chrono::milliseconds receive_timeout_{0};
   std::chrono::milliseconds heartbeat_interval_{0};
 };
 
-void enable_keepalive(asio::ip::tcp::socket& socket);
+// Keepalive (a dead peer is found in about 15 s + 3 x 5 s even if heartbeats
+// are stuck behind a full send buffer) and no-delay, on a connected socket or
+// on a listener, whose accepted sockets inherit them on Linux.
+void enable_keepalive(int fd);
 
 }  // namespace dlaunch

@@ -34,6 +34,8 @@ RendezvousServer::RendezvousServer(asio::io_context& io, const asio::ip::tcp::en
     asio::error_code ec;
     acceptor_.set_option(asio::ip::v6_only(false), ec);
   }
+  // Accepted agents inherit these: no option calls per connection.
+  enable_keepalive(acceptor_.native_handle());
   acceptor_.bind(endpoint);
   acceptor_.listen(asio::socket_base::max_listen_connections);
   port_ = acceptor_.local_endpoint().port();
@@ -45,21 +47,23 @@ RendezvousServer::~RendezvousServer() {
 }
 
 void RendezvousServer::accept() {
-  acceptor_.async_accept([this](const asio::error_code& ec, asio::ip::tcp::socket socket) {
-    if (stopped_ || ec == asio::error::operation_aborted) return;
-    if (ec) {
-      // Out of descriptors (a flood) or a transient error: try again shortly
-      // instead of spinning on an acceptor that fails at once.
-      warn_accept_failed(ec);
-      retry_timer_.expires_after(std::chrono::milliseconds(50));
-      retry_timer_.async_wait([this](const asio::error_code& e) {
-        if (!e && !stopped_) accept();
-      });
-      return;
-    }
-    admit(std::move(socket));
-    accept();
-  });
+  // The peer's address comes with the accept itself (no getpeername).
+  acceptor_.async_accept(accept_peer_,
+                         [this](const asio::error_code& ec, asio::ip::tcp::socket socket) {
+                           if (stopped_ || ec == asio::error::operation_aborted) return;
+                           if (ec) {
+                             // Out of descriptors (a flood) or a transient error: try again shortly
+                             // instead of spinning on an acceptor that fails at once.
+                             warn_accept_failed(ec);
+                             retry_timer_.expires_after(std::chrono::milliseconds(50));
+                             retry_timer_.async_wait([this](const asio::error_code& e) {
+                               if (!e && !stopped_) accept();
+                             });
+                             return;
+                           }
+                           admit(std::move(socket));
+                           accept();
+                         });
 }
 
 // A full accept queue or descriptor table fails every accept for a while:
@@ -96,7 +100,9 @@ void RendezvousServer::admit(asio::ip::tcp::socket socket) {
   }
   auto session = std::make_shared<Session>();
   session->id = next_id_++;
-  session->connection = std::make_shared<Connection>(std::move(socket), kMaxPreAuthFrame);
+  session->connection = std::make_shared<Connection>(
+      std::move(socket), kMaxPreAuthFrame,
+      accept_peer_.address().to_string() + ":" + std::to_string(accept_peer_.port()));
   sessions_[session->id] = session;
   session->pending_list = &silent_;
   session->pending_pos = silent_.insert(silent_.end(), session->id);

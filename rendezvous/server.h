@@ -64,6 +64,7 @@ class RendezvousServer {
   void warn_accept_failed(const asio::error_code& ec);
 
   asio::ip::tcp::acceptor acceptor_;
+  asio::ip::tcp::endpoint accept_peer_;  // filled by the accept in progress
   asio::steady_timer retry_timer_;
   std::string secret_;
   Callbacks callbacks_;

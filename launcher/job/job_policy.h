@@ -28,6 +28,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <unordered_map>
 #include <utility>
 #include <variant>
 #include <vector>
@@ -204,7 +205,7 @@ class JobPolicy {
   Config config_;
   RendezvousState rendezvous_;
   std::vector<Node> nodes_;  // indexed by node rank
-  std::map<ConnId, int> node_of_conn_;
+  std::unordered_map<ConnId, int> node_of_conn_;
   Phase phase_ = Phase::starting;
   bool failed_this_round_ = false;
   int exit_code_ = 0;

@@ -1,9 +1,13 @@
 // Connection's send path over real loopback TCP: closing while a write is in
 // flight, the bounded output lane and its space callback, and control frames
-// overtaking queued output.
+// overtaking queued output; the lazy receive timeout, and the keepalive options
+// accepted sockets inherit from their listener.
 #include <doctest/doctest.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 
 #include <asio.hpp>
+#include <functional>
 #include <memory>
 #include <string>
 #include <thread>
@@ -33,7 +37,7 @@ struct Pair {
     asio::error_code ec;
     ours.set_option(asio::socket_base::send_buffer_size(16 * 1024), ec);
     peer.set_option(asio::socket_base::receive_buffer_size(16 * 1024), ec);
-    conn = std::make_shared<Connection>(std::move(ours), kMaxFrame);
+    conn = std::make_shared<Connection>(std::move(ours), kMaxFrame, "peer");
   }
 
   // Reads and decodes everything the connection sent, until it closes.
@@ -152,4 +156,56 @@ TEST_CASE("connection: heartbeats overtake queued output; a rank's exit does not
     if (const auto* l = std::get_if<proto::LogLine>(&m)) CHECK(l->rank == expected_rank++);
   }
   CHECK(expected_rank == kLines);
+}
+
+TEST_CASE("connection: the receive timeout counts from the latest message, not the first") {
+  // A peer that sends every 100 ms keeps a 600 ms timeout from ever firing,
+  // though the timer was armed only once; when it falls silent the connection
+  // closes with the reason a user reads.
+  Pair pair;
+  std::string reason;
+  int received = 0;
+  pair.conn->start(
+      {[&](proto::Message&&) { ++received; }, [&](const std::string& r) { reason = r; }});
+  pair.conn->set_receive_timeout(std::chrono::milliseconds(600));
+  const std::string frame = proto::encode(proto::Stop{});
+  asio::steady_timer ticker(pair.io);
+  int sent = 0;
+  std::function<void()> tick = [&] {
+    asio::write(pair.peer, asio::buffer(frame));
+    if (++sent == 15) return;  // 1.5 s of traffic, then silence
+    ticker.expires_after(std::chrono::milliseconds(100));
+    ticker.async_wait([&](const asio::error_code& ec) {
+      if (!ec) tick();
+    });
+  };
+  tick();
+  pair.io.run();
+  CHECK(received == 15);
+  CHECK(pair.conn->closed());
+  CHECK(reason.find("no message for") == 0);
+}
+
+TEST_CASE("connection: keepalive set on a listener reaches the sockets it accepts") {
+  // The server sets these once on its acceptor instead of five system calls
+  // per agent; this holds it to that.
+  asio::io_context io;
+  asio::ip::tcp::acceptor acceptor(io);
+  acceptor.open(asio::ip::tcp::v4());
+  enable_keepalive(acceptor.native_handle());
+  acceptor.bind({asio::ip::make_address("127.0.0.1"), 0});
+  acceptor.listen();
+  asio::ip::tcp::socket client(io), accepted(io);
+  client.connect(acceptor.local_endpoint());
+  acceptor.accept(accepted);
+  asio::socket_base::keep_alive keep_alive;
+  asio::ip::tcp::no_delay no_delay;
+  accepted.get_option(keep_alive);
+  accepted.get_option(no_delay);
+  CHECK(keep_alive.value());
+  CHECK(no_delay.value());
+  int idle = 0;
+  socklen_t size = sizeof idle;
+  ::getsockopt(accepted.native_handle(), IPPROTO_TCP, TCP_KEEPIDLE, &idle, &size);
+  CHECK(idle == 15);
 }
