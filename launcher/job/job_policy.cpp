@@ -111,8 +111,11 @@ JobActions JobPolicy::on_join(ConnId conn, const proto::Join& join) {
     node.agent_pid = join.pid;
     node.interfaces = join.interfaces;
     if (config_.label_from_join && !join.host.empty()) node.setup.label = join.host;
-    emit(log_line(log::Level::debug, "node ", member->node_rank, " (", node.setup.label,
-                  ") joined with ", join.nproc, " ranks"));
+    // Built only when shown: thousands of joins a second on a big job.
+    if (log::enabled(log::Level::debug)) {
+      emit(log_line(log::Level::debug, "node ", member->node_rank, " (", node.setup.label,
+                    ") joined with ", join.nproc, " ranks"));
+    }
     if (config_.sync && !node.sync_started && phase_ == Phase::starting) {
       node.sync_started = true;
       emit(job_action::StartSync{conn, member->node_rank});
