@@ -25,7 +25,8 @@ std::string json_quote(std::string_view text) {
         out += "\\t";
         break;
       default:
-        if (static_cast<unsigned char>(c) < 0x20) {
+        // DEL too: JSON allows it bare, TOML (the job records) does not.
+        if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) {
           char escaped[8];
           std::snprintf(escaped, sizeof escaped, "\\u%04x", static_cast<unsigned char>(c));
           out += escaped;

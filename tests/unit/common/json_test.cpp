@@ -20,6 +20,7 @@ TEST_CASE("json writer nests containers and places commas") {
 TEST_CASE("json strings escape quotes, backslashes and control bytes") {
   CHECK(json_quote("a\"b\\c\n\t\x01") == R"("a\"b\\c\n\t\u0001")");
   CHECK(json_quote("é") == "\"é\"");
+  CHECK(json_quote("\x7f") == R"("\u007f")");  // TOML needs DEL escaped
   JsonWriter j;
   j.value(1.0 / 0.0);
   CHECK(j.text() == "null");

@@ -250,3 +250,25 @@ TEST_CASE("job records: a writer killed mid-write never leaves half a file under
     CHECK((name == "job.toml" || name.starts_with(".job.toml.")));
   }
 }
+
+TEST_CASE("job records: node names that need escaping, and thousands of nodes, read back whole") {
+  // Node records are written by hand (fast for big jobs): every name an agent
+  // can report must still read back as it was, the result table beside them.
+  ScratchDir dir;
+  JobInfo info;
+  info.name = "job";
+  info.nodes = {{"quote\"back\\slash", 0, 0, 2, 11, "done"},
+                {"tab\tnew\nline\rcr", 1, 2, 2, 12, "lost"},
+                {std::string("ctl\x01\x1f del\x7f", 10), 2, 4, 2, 13, "failed"},
+                {"gpu-\xc3\xa9t\xc3\xa9 [[node]] = \"x\"", 3, 6, 2, 14, "running"},
+                {"", 4, -1, 0, 0, "pending"}};
+  for (int i = 5; i < 5000; ++i)
+    info.nodes.push_back({"n" + std::to_string(i), i, i, 1, i, "done"});
+  const JobResult result = sample_result();
+  REQUIRE(write_job_record(dir.path(), info, &result) == std::nullopt);
+  const auto read_info = read_job_info(dir.path());
+  REQUIRE(read_info.has_value());
+  CHECK(read_info->nodes == info.nodes);
+  REQUIRE(read_job_result(dir.path()).has_value());
+  CHECK(read_job_result(dir.path())->root_cause_tail == result.root_cause_tail);
+}
