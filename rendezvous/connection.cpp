@@ -4,6 +4,8 @@
 #include <netinet/tcp.h>
 #include <sys/socket.h>
 
+#include <algorithm>
+
 #include "common/log.h"
 
 namespace dlaunch {
@@ -21,7 +23,7 @@ Connection::Connection(asio::ip::tcp::socket socket, std::size_t max_frame, std:
     : socket_(std::move(socket)),
       decoder_(max_frame),
       remote_(std::move(remote)),
-      read_wanted_(std::min<std::size_t>(std::max<std::size_t>(max_frame, 4096), kReadBuffer)),
+      read_limit_(std::clamp(max_frame, kFirstRead, kReadBuffer)),
       receive_timer_(socket_.get_executor()),
       heartbeat_timer_(socket_.get_executor()) {}
 
@@ -115,7 +117,7 @@ void Connection::write_next() {
 
 void Connection::set_max_frame(std::size_t n) {
   decoder_.set_max_frame(n);
-  read_wanted_ = std::min<std::size_t>(std::max<std::size_t>(n, 4096), kReadBuffer);
+  read_limit_ = std::clamp(n, kFirstRead, kReadBuffer);
 }
 
 void Connection::read_more() {
@@ -127,12 +129,18 @@ void Connection::read_more() {
       asio::buffer(read_buffer_.get(), read_capacity_),
       [self = shared_from_this()](const asio::error_code& ec, std::size_t n) {
         if (self->closed_) return;
+        if (ec == asio::error::eof) {
+          self->peer_closed_ = true;
+          self->close("connection closed by peer");
+          return;
+        }
         if (ec) {
-          self->close(ec == asio::error::eof ? "connection closed by peer"
-                                             : "read failed: " + ec.message());
+          self->close("read failed: " + ec.message());
           return;
         }
         self->last_receive_ = std::chrono::steady_clock::now();
+        if (n == self->read_capacity_)
+          self->read_wanted_ = std::min(self->read_capacity_ * 4, self->read_limit_);
         self->decoder_.feed(std::string_view(self->read_buffer_.get(), n));
         for (;;) {
           auto result = self->decoder_.next();
@@ -243,7 +251,10 @@ void Connection::close(const std::string& reason) {
   asio::error_code ec;
   receive_timer_.cancel();
   heartbeat_timer_.cancel();
-  socket_.shutdown(asio::ip::tcp::socket::shutdown_both, ec);
+  // The shutdown sends our FIN even where a forked child still holds the
+  // descriptor; a peer that has closed already needs none (one system call
+  // less for each of thousands of agents leaving at the end of a job).
+  if (!peer_closed_) socket_.shutdown(asio::ip::tcp::socket::shutdown_both, ec);
   socket_.close(ec);
   // The write in flight, if any, still reads in_flight_: leave it alone.
   priority_.clear();

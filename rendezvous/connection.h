@@ -38,6 +38,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   static constexpr std::size_t kMaxWriteBatch = 256 * 1024;
   // The largest read buffer: one read of a busy agent's stream.
   static constexpr std::size_t kReadBuffer = 64 * 1024;
+  static constexpr std::size_t kFirstRead = 4 * 1024;
 
   struct Handler {
     std::function<void(proto::Message&&)> on_message;
@@ -77,6 +78,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void enable_heartbeat(std::chrono::milliseconds interval);
 
   bool closed() const { return closed_; }
+  std::size_t read_buffer_bytes() const { return read_capacity_; }
   const std::string& remote() const { return remote_; }
   asio::ip::tcp::socket& socket() { return socket_; }
 
@@ -107,15 +109,19 @@ class Connection : public std::enable_shared_from_this<Connection> {
   bool reading_paused_ = false;
   bool read_parked_ = false;  // a read completed while paused and was not re-armed
   bool closed_ = false;
+  bool peer_closed_ = false;  // the peer's FIN arrived
   bool closing_after_flush_ = false;
   std::string close_reason_;
   std::string remote_;
-  // Sized to the frames the peer may send: a peer still in the handshake costs
-  // 4 KiB, an agent 64 KiB. Allocated without zeroing (thousands of agents),
-  // and replaced only between reads.
+  // Every connection starts reading into kFirstRead bytes; one whose reads
+  // fill the buffer (a busy agent's stream) grows it, up to read_limit_ (the
+  // frames the peer may send, at most kReadBuffer). Thousands of agents that
+  // send a few small messages each so cost 4 KiB, not 64, and no large
+  // allocation. Allocated without zeroing, and replaced only between reads.
   std::unique_ptr<char[]> read_buffer_;
   std::size_t read_capacity_ = 0;
-  std::size_t read_wanted_ = 0;
+  std::size_t read_wanted_ = kFirstRead;
+  std::size_t read_limit_ = kFirstRead;
   // The receive timeout is lazy: a read only notes its time, and the timer,
   // armed once per timeout, re-arms itself for what is left when it fires.
   // Re-arming on every read cost a cancelled wait and a timer-queue update

@@ -209,3 +209,36 @@ TEST_CASE("connection: keepalive set on a listener reaches the sockets it accept
   ::getsockopt(accepted.native_handle(), IPPROTO_TCP, TCP_KEEPIDLE, &idle, &size);
   CHECK(idle == 15);
 }
+
+TEST_CASE("connection: reads start small and grow for a busy peer, losing no byte") {
+  // Thousands of quiet agents cost 4 KiB of read buffer each; a peer whose
+  // stream fills the buffer gets the full 64 KiB, and frames cut across
+  // reads of every size arrive whole and in order.
+  Pair pair;
+  std::vector<proto::LogLine> got;
+  std::size_t quiet_buffer = 0;
+  pair.conn->start({[&](proto::Message&& m) {
+                      if (auto* l = std::get_if<proto::LogLine>(&m)) got.push_back(*l);
+                      if (got.size() == 1) quiet_buffer = pair.conn->read_buffer_bytes();
+                    },
+                    [](const std::string&) {}});
+  asio::write(pair.peer, asio::buffer(proto::encode(line_of(100, 0))));
+  while (got.empty()) pair.io.run_one();
+  constexpr int kLines = 300;
+  std::string burst;
+  for (int i = 1; i <= kLines; ++i) burst += proto::encode(line_of(1000 + 37 * i, i));
+  std::thread writer([&] {
+    asio::write(pair.peer, asio::buffer(burst));
+    pair.peer.shutdown(asio::ip::tcp::socket::shutdown_send);
+  });
+  pair.io.run();
+  writer.join();
+  CHECK(quiet_buffer == Connection::kFirstRead);
+  CHECK(pair.conn->read_buffer_bytes() == Connection::kReadBuffer);
+  REQUIRE(got.size() == kLines + 1);
+  for (int i = 0; i <= kLines; ++i) {
+    CHECK(got[static_cast<std::size_t>(i)].rank == i);
+    CHECK(got[static_cast<std::size_t>(i)].text.size() ==
+          static_cast<std::size_t>(i == 0 ? 100 : 1000 + 37 * i));
+  }
+}
