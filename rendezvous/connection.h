@@ -38,7 +38,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   static constexpr std::size_t kMaxWriteBatch = 256 * 1024;
   // The largest read buffer: one read of a busy agent's stream.
   static constexpr std::size_t kReadBuffer = 64 * 1024;
-  static constexpr std::size_t kFirstRead = 4 * 1024;
+  static constexpr std::size_t kFirstRead = 1024;
 
   struct Handler {
     std::function<void(proto::Message&&)> on_message;
@@ -116,7 +116,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   // Every connection starts reading into kFirstRead bytes; one whose reads
   // fill the buffer (a busy agent's stream) grows it, up to read_limit_ (the
   // frames the peer may send, at most kReadBuffer). Thousands of agents that
-  // send a few small messages each so cost 4 KiB, not 64, and no large
+  // send a few small messages each so cost 1 KiB, not 64, and no large
   // allocation. Allocated without zeroing, and replaced only between reads.
   std::unique_ptr<char[]> read_buffer_;
   std::size_t read_capacity_ = 0;
