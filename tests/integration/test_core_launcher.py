@@ -199,8 +199,14 @@ env = { EXTRA = "from-hosts-file" }
         self.assertNothingLeft(job)
 
     def test_sighup_does_not_kill_the_job(self):
-        p = self.start_dlaunch(["-n", "1", "--", "sh", "-c", "sleep 1; echo survived"])
-        time.sleep(0.3)
+        job = self.job_name("hup")
+        p = self.start_dlaunch(["-n", "1", "--name", job, "--", "sh", "-c",
+                                "sleep 2; echo survived"])
+        # The terminal closes while the job runs: wait for its rank, not for a
+        # fixed time (on a loaded machine dlaunch may not have started yet).
+        deadline = time.monotonic() + 30
+        while not harness.processes_with_marker(job) and time.monotonic() < deadline:
+            time.sleep(0.05)
         p.send_signal(signal.SIGHUP)
         out, err = p.communicate(timeout=60)
         self.assertEqual(p.returncode, 0, err)
