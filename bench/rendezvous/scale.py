@@ -1,8 +1,17 @@
 #!/usr/bin/env python3
 """Rendezvous at scale: node 0 is the real `dlaunch --nnodes N --node-rank 0`,
-nodes 1..N-1 are agents of tests/integration/rdzv_load.py in load processes of
-their own (the real handshake with the real HMAC, each answering Assign with
-its rank's exit and AgentDone, reconnecting with dlaunch-agent's backoff).
+nodes 1..N-1 are simulated agents in load processes of their own (the real
+handshake with the real HMAC, each answering Assign with its rank's exit and
+AgentDone, reconnecting with dlaunch-agent's backoff).
+
+The load is dlaunch-rdzv-load (bench/rendezvous/rdzv_load.cpp, `--load cpp`),
+the default when the build being measured has it next to its dlaunch, or
+tests/integration/rdzv_load.py (`--load py`): same flags, protocol flow and
+summary. At 10,000 nodes on 2 cores the Python load costs about 3 CPU-seconds,
+taken from the cores node 0 runs on, the C++ one about 1.5 (most of it the
+kernel's loopback TCP work, node 0's receive side included). A build without
+dlaunch-rdzv-load gets the first one of the other --build directories under
+`--load cpp`. Which load ran is printed with the machine line and for each run.
 
 For each N and each build it prints: the result (dlaunch's exit code, or the
 signal that ended it), seconds from dlaunch's start to its exit, seconds until
@@ -16,6 +25,7 @@ before Welcome: a handshake eviction or a refused connect).
 Runs are one at a time: node 0 and the load share the machine's cores."""
 
 import argparse
+import json
 import os
 import platform
 import resource
@@ -103,8 +113,80 @@ def cpu_list(text):
     return cpus
 
 
+LOAD_BINARY = "dlaunch-rdzv-load"
+
+
+class CppLoad:
+    """dlaunch-rdzv-load with rdzv_load.Load's interface. Its own parent
+    process forks the workers and merges their summaries (and reaps them, so
+    their CPU time reaches this process's RUSAGE_CHILDREN)."""
+
+    def __init__(self, binary, port, secret_file, nnodes, procs=None, nproc=1, fail_node=-1,
+                 fail_code=3, close_all_on_stop=False, jitter=0.0, timeout=120.0,
+                 host="127.0.0.1", seed=0, cpus=None):
+        self.cpus = cpus
+        self.nnodes = nnodes
+        self.argv = [
+            binary, "--port", str(port), "--secret-file", secret_file, "--host", host,
+            "--nnodes", str(nnodes), "--procs", str(procs or rdzv_load.default_procs()),
+            "--nproc", str(nproc), "--fail-node", str(fail_node), "--fail-code", str(fail_code),
+            "--jitter", str(jitter), "--timeout", str(timeout), "--seed", str(seed),
+        ] + (["--close-all-on-stop"] if close_all_on_stop else [])
+        self.popen = None
+
+    def start(self):
+        self.popen = subprocess.Popen(
+            self.argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            preexec_fn=(lambda: os.sched_setaffinity(0, self.cpus)) if self.cpus else None)
+        return [self.popen]
+
+    def wait(self, timeout=None):
+        try:
+            out, err = self.popen.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.popen.kill()  # its workers die with it (PR_SET_PDEATHSIG)
+            out, err = self.popen.communicate()
+        try:
+            return json.loads(out)
+        except ValueError:
+            count = max(0, self.nnodes - 1)
+            return {"agents": count, "outcomes": {"worker_failed": count}, "stop_codes": {},
+                    "attempts": 0, "assigned": 0, "stats": {}, "times": {},
+                    "errors": [f"{LOAD_BINARY} exited with {self.popen.returncode}: "
+                               f"{err[-2000:]}"]}
+
+    def kill(self):
+        if self.popen.poll() is None:
+            self.popen.kill()
+        self.popen.communicate()
+
+
+def pick_loads(choice, builds):
+    """Per build: ("cpp", binary) or ("py", None). `choice` None: cpp where the
+    build has dlaunch-rdzv-load next to its dlaunch, else py."""
+    own = {name: os.path.join(bin_dir, LOAD_BINARY) for name, bin_dir in builds}
+    own = {name: path for name, path in own.items() if os.access(path, os.X_OK)}
+    fallback = next(iter(own.values()), None)
+    loads = {}
+    for name, _ in builds:
+        kind = choice or ("cpp" if name in own else "py")
+        if kind == "py":
+            loads[name] = ("py", None)
+        elif own.get(name) or fallback:
+            loads[name] = ("cpp", own.get(name) or fallback)
+        else:
+            sys.exit(f"scale.py: --load cpp: no {LOAD_BINARY} in any --build directory "
+                     "(ninja -C BUILD dlaunch-rdzv-load, or bench/rendezvous/build_release.sh)")
+    return loads
+
+
+def describe_load(load):
+    kind, binary = load
+    return f"cpp ({binary})" if kind == "cpp" else "py (tests/integration/rdzv_load.py)"
+
+
 def run_one(bin_dir, nodes, procs, timeout, jitter, perf_out=None, verbose=False, storm=False,
-            node0_cpus=None, load_cpus=None):
+            node0_cpus=None, load_cpus=None, load_kind=("py", None)):
     tmp = tempfile.mkdtemp(prefix="dlaunch-scale-")
     secret = os.path.join(tmp, "secret")
     with open(secret, "w") as f:
@@ -120,9 +202,13 @@ def run_one(bin_dir, nodes, procs, timeout, jitter, perf_out=None, verbose=False
            "--", "true"]
     # storm: rank N/2 exits with code 3 and every agent's connection closes
     # while node 0 writes Stop (the double free of the old send path).
-    load = rdzv_load.Load(port, secret, nodes, procs=procs, timeout=timeout + 10, jitter=jitter,
-                          fail_node=nodes // 2 if storm else -1, fail_code=3,
-                          close_all_on_stop=storm, cpus=load_cpus)
+    load_args = dict(procs=procs, timeout=timeout + 10, jitter=jitter,
+                     fail_node=nodes // 2 if storm else -1, fail_code=3, close_all_on_stop=storm,
+                     cpus=load_cpus)
+    if load_kind[0] == "cpp":
+        load = CppLoad(load_kind[1], port, secret, nodes, **load_args)
+    else:
+        load = rdzv_load.Load(port, secret, nodes, **load_args)
     perf = None
     children_before = resource.getrusage(resource.RUSAGE_CHILDREN)
     with open(err_path, "w") as err_file:
@@ -201,6 +287,7 @@ def run_one(bin_dir, nodes, procs, timeout, jitter, perf_out=None, verbose=False
         "stderr_tail": stderr[-600:],
     }
     if verbose:
+        print(f"    load: {describe_load(load_kind)}", flush=True)
         steps = ", ".join(f"{k} {v - start_wall:.2f}" for k, v in sorted(
             summary["times"].items(), key=lambda kv: kv[1] or 0) if v)
         print(f"    load timeline (s from start): {steps}", flush=True)
@@ -249,14 +336,19 @@ def main():
     ap.add_argument("--node0-cpus", default="",
                     help="pin node 0 (and its agent and rank) to these CPUs, e.g. 0-1")
     ap.add_argument("--load-cpus", default="", help="pin the load processes to these CPUs")
+    ap.add_argument("--load", choices=("cpp", "py"),
+                    help=f"the load generator: cpp ({LOAD_BINARY}) or py (rdzv_load.py); "
+                    f"default: cpp where the build has {LOAD_BINARY} next to its dlaunch")
     args = ap.parse_args()
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
     builds = [b.split("=", 1) for b in (args.build or [f"after={os.path.join(ROOT, 'build/bin')}"])]
     nodes = [int(n) for n in args.nodes.split(",")]
     node0_cpus, load_cpus = cpu_list(args.node0_cpus), cpu_list(args.load_cpus)
+    loads = pick_loads(args.load, builds)
     pinning = (f"; node 0 on CPUs {args.node0_cpus or 'any'}, load on CPUs "
-               f"{args.load_cpus or 'any'}")
+               f"{args.load_cpus or 'any'}; load: "
+               + ", ".join(f"{name}={describe_load(loads[name])}" for name, _ in builds))
     print(f"machine: {machine()}; fd limit {hard}; load processes: {args.procs}{pinning}",
           flush=True)
     print(HEADER + "\n" + RULE, flush=True)
@@ -266,7 +358,7 @@ def main():
             for _ in range(args.repeat):
                 r = run_one(bin_dir, n, args.procs, args.timeout, args.jitter, args.perf,
                             verbose=True, storm=args.storm, node0_cpus=node0_cpus,
-                            load_cpus=load_cpus)
+                            load_cpus=load_cpus, load_kind=loads[name])
                 rows.append((name, r))
                 print(fmt(name, r), flush=True)
     if args.write:
