@@ -39,6 +39,8 @@ RendezvousServer::RendezvousServer(asio::io_context& io, const asio::ip::tcp::en
   acceptor_.bind(endpoint);
   acceptor_.listen(asio::socket_base::max_listen_connections);
   port_ = acceptor_.local_endpoint().port();
+  // accept() takes connections until the queue is empty: it must not block.
+  acceptor_.non_blocking(true);
   accept();
 }
 
@@ -46,24 +48,40 @@ RendezvousServer::~RendezvousServer() {
   stop();
 }
 
+// Takes every connection the kernel has queued (up to kAcceptsPerWake) at
+// each wake-up. One accept per handler, as async_accept does, waits behind
+// every other ready handler between two accepts: when thousands of agents
+// arrive within half a second, the coordinator's handshakes then starve its
+// accepts, the kernel's accept queue (net.core.somaxconn) overflows, and each
+// SYN it drops costs its agent the kernel's one-second SYN resend. Accepted
+// early, a connection waits in its own socket instead, and admit() bounds how
+// many do.
 void RendezvousServer::accept() {
-  // The peer's address comes with the accept itself (no getpeername).
-  acceptor_.async_accept(accept_peer_,
-                         [this](const asio::error_code& ec, asio::ip::tcp::socket socket) {
-                           if (stopped_ || ec == asio::error::operation_aborted) return;
-                           if (ec) {
-                             // Out of descriptors (a flood) or a transient error: try again shortly
-                             // instead of spinning on an acceptor that fails at once.
-                             warn_accept_failed(ec);
-                             retry_timer_.expires_after(std::chrono::milliseconds(50));
-                             retry_timer_.async_wait([this](const asio::error_code& e) {
-                               if (!e && !stopped_) accept();
-                             });
-                             return;
-                           }
-                           admit(std::move(socket));
-                           accept();
-                         });
+  acceptor_.async_wait(asio::socket_base::wait_read, [this](const asio::error_code& ec) {
+    if (stopped_ || ec == asio::error::operation_aborted) return;
+    for (int taken = 0; !ec && taken < kAcceptsPerWake; ++taken) {
+      asio::error_code accept_ec;
+      // The peer's address comes with the accept itself (no getpeername).
+      auto socket = acceptor_.accept(accept_peer_, accept_ec);
+      if (accept_ec == asio::error::would_block || accept_ec == asio::error::try_again) break;
+      // A peer that reset before its turn: nothing to admit, the next may be fine.
+      if (accept_ec == asio::error::connection_aborted) continue;
+      if (accept_ec) return retry_accept_later(accept_ec);
+      admit(std::move(socket));
+    }
+    if (ec) return retry_accept_later(ec);
+    accept();
+  });
+}
+
+// Out of descriptors (a flood) or a transient error: try again shortly instead
+// of spinning on an acceptor that fails at once.
+void RendezvousServer::retry_accept_later(const asio::error_code& ec) {
+  warn_accept_failed(ec);
+  retry_timer_.expires_after(std::chrono::milliseconds(50));
+  retry_timer_.async_wait([this](const asio::error_code& e) {
+    if (!e && !stopped_) accept();
+  });
 }
 
 // A full accept queue or descriptor table fails every accept for a while:
