@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <cstring>
 #include <string>
+#include <vector>
 
 namespace dlaunch::load {
 namespace {
@@ -19,6 +20,18 @@ constexpr double kMinWait = 0.01;
 // rdzv_load.py counts connects slower than this (a dropped SYN costs 200 ms or more).
 constexpr double kSlowMs = 150;
 constexpr std::size_t kMaxError = 200;
+
+// A slot of `slots`: a freed one if any, else a new one at the end.
+template <typename T>
+std::uint32_t take_slot(std::vector<T>& slots, std::vector<std::uint32_t>& free) {
+  if (free.empty()) {
+    slots.emplace_back();
+    return static_cast<std::uint32_t>(slots.size() - 1);
+  }
+  const std::uint32_t slot = free.back();
+  free.pop_back();
+  return slot;
+}
 
 // As Python words an OSError, so that reports read the same from both loads.
 std::string os_error(int err) {
@@ -65,14 +78,7 @@ void Prober::start(std::uint32_t owner, const proto::Probe& probe) {
     done_(owner, {});
     return;
   }
-  std::uint32_t r = 0;
-  if (free_runs_.empty()) {
-    r = static_cast<std::uint32_t>(runs_.size());
-    runs_.emplace_back();
-  } else {
-    r = free_runs_.back();
-    free_runs_.pop_back();
-  }
+  const std::uint32_t r = take_slot(runs_, free_runs_);
   ++active_runs_;
   Run& run = runs_[r];
   run.used = true;
@@ -83,14 +89,7 @@ void Prober::start(std::uint32_t owner, const proto::Probe& probe) {
   const double now = monotonic_s();
   const double timeout = std::min(probe.timeout_ms / 1000.0, kMaxTimeout);
   for (std::size_t k = 0; k < probe.addresses.size(); ++k) {
-    std::uint32_t i = 0;
-    if (free_attempts_.empty()) {
-      i = static_cast<std::uint32_t>(attempts_.size());
-      attempts_.emplace_back();
-    } else {
-      i = free_attempts_.back();
-      free_attempts_.pop_back();
-    }
+    const std::uint32_t i = take_slot(attempts_, free_attempts_);
     Attempt& a = attempts_[i];
     a.used = true;
     ++a.generation;
