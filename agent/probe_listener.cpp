@@ -6,6 +6,8 @@
 #include <array>
 #include <memory>
 
+#include "rendezvous/accept_queued.h"
+
 namespace dlaunch {
 namespace {
 
@@ -57,44 +59,37 @@ ProbeListener::ProbeListener(asio::io_context& io, std::uint16_t wanted)
   // buffer zeroed per accept cost node 0's agent 64 KiB of memset for each of
   // the 20,000 probes of a 10,000-node job. The handlers run on this one
   // io_context thread, so no two reads fill it at once.
-  accept(acceptor_, acceptor_->local_endpoint(ec).protocol(),
-         std::make_shared<std::array<char, 64 * 1024>>());
+  accept(acceptor_, std::make_shared<std::array<char, 64 * 1024>>());
 }
 
-// Accepts every connection the kernel has queued at each wake-up, with plain
-// system calls, and answers each with one byte; a prober closes once it has
-// it, and the connection is read (and discarded) until then. At 10,000 nodes
-// node 0's agent accepts 20,000 or more probes within a second; when it falls
-// behind, the accept queue (net.core.somaxconn) overflows and the kernel drops
-// SYNs, which cost their prober a second each.
-void ProbeListener::accept(std::shared_ptr<asio::ip::tcp::acceptor> acceptor,
-                           asio::ip::tcp protocol, Buffer buffer) {
+// Accepts every connection the kernel has queued at each wake-up
+// (accept_queued.h) and answers each with one byte; a prober closes once it
+// has it, and the connection is read (and discarded) until then. At 10,000
+// nodes node 0's agent accepts 10,000 or more probes within a second; when it
+// falls behind, the accept queue (net.core.somaxconn) overflows and the kernel
+// drops SYNs, which cost their prober a resend.
+void ProbeListener::accept(std::shared_ptr<asio::ip::tcp::acceptor> acceptor, Buffer buffer) {
   auto& a = *acceptor;
-  a.async_wait(asio::socket_base::wait_read,
-               [acceptor = std::move(acceptor), protocol,
-                buffer = std::move(buffer)](const asio::error_code& ec) mutable {
-                 if (ec == asio::error::operation_aborted || !acceptor->is_open()) return;
-                 for (int taken = 0; taken < kAcceptsPerWake; ++taken) {
-                   const int fd = ::accept4(acceptor->native_handle(), nullptr, nullptr,
-                                            SOCK_NONBLOCK | SOCK_CLOEXEC);
-                   if (fd < 0) break;  // EAGAIN: the queue is empty (or a transient error)
-                   // The answer a prober waits for: proof that this process (not just a
-                   // kernel's SYN-ACK) took the connection, and what lets the coordinator
-                   // bound the connections queued here (JobPolicy's window). The prober
-                   // closes only once it has it; a bulk test of `dlaunch check` writes
-                   // until it is done: either way, read on until the peer closes.
-                   (void)::send(fd, &kProbeAnswer, 1, MSG_NOSIGNAL | MSG_DONTWAIT);
-                   asio::error_code assign_ec;
-                   auto socket = std::make_shared<asio::ip::tcp::socket>(acceptor->get_executor());
-                   socket->assign(protocol, fd, assign_ec);
-                   if (assign_ec) {
-                     ::close(fd);
-                     continue;
-                   }
-                   discard(std::move(socket), buffer);
-                 }
-                 accept(std::move(acceptor), protocol, std::move(buffer));
-               });
+  a.async_wait(
+      asio::socket_base::wait_read, [acceptor = std::move(acceptor), buffer = std::move(buffer)](
+                                        const asio::error_code& ec) mutable {
+        if (ec == asio::error::operation_aborted || !acceptor->is_open()) return;
+        // An error (out of descriptors, say) stops this batch only: the next
+        // wake-up tries again, and the prober's resend covers what was missed.
+        (void)accept_queued(
+            *acceptor, kAcceptsPerWake,
+            [&buffer](asio::ip::tcp::socket socket, const asio::ip::tcp::endpoint&) {
+              // The answer a prober waits for: proof that this process (not just
+              // a kernel's SYN-ACK) took the connection, and what lets the
+              // coordinator bound the connections queued here (JobPolicy's
+              // window). The prober closes only once it has it; a bulk test of
+              // `dlaunch check` writes until it is done: either way, read on
+              // until the peer closes.
+              (void)::send(socket.native_handle(), &kProbeAnswer, 1, MSG_NOSIGNAL | MSG_DONTWAIT);
+              discard(std::make_shared<asio::ip::tcp::socket>(std::move(socket)), buffer);
+            });
+        accept(std::move(acceptor), std::move(buffer));
+      });
 }
 
 void ProbeListener::close() {

@@ -37,8 +37,7 @@ class ProbeListener {
   // Shared with the pending accept's handler: a connection accepted just
   // before close() completes after this object may be gone, and its handler
   // must find a closed acceptor, not freed memory.
-  static void accept(std::shared_ptr<asio::ip::tcp::acceptor> acceptor, asio::ip::tcp protocol,
-                     Buffer buffer);
+  static void accept(std::shared_ptr<asio::ip::tcp::acceptor> acceptor, Buffer buffer);
   // Accepts per wake-up at most, so a flood of probes cannot starve the
   // agent's other work (its rendezvous connection, its ranks' output).
   static constexpr int kAcceptsPerWake = 256;

@@ -2,6 +2,7 @@
 
 #include "common/log.h"
 #include "protocol/auth.h"
+#include "rendezvous/accept_queued.h"
 
 namespace dlaunch {
 
@@ -48,28 +49,18 @@ RendezvousServer::~RendezvousServer() {
   stop();
 }
 
-// Takes every connection the kernel has queued (up to kAcceptsPerWake) at
-// each wake-up. One accept per handler, as async_accept does, waits behind
-// every other ready handler between two accepts: when thousands of agents
-// arrive within half a second, the coordinator's handshakes then starve its
-// accepts, the kernel's accept queue (net.core.somaxconn) overflows, and each
-// SYN it drops costs its agent the kernel's one-second SYN resend. Accepted
-// early, a connection waits in its own socket instead, and admit() bounds how
-// many do.
+// Every queued connection at each wake-up (accept_queued.h): accepted early,
+// a connection waits in its own socket instead of the kernel's queue, and
+// admit() bounds how many do.
 void RendezvousServer::accept() {
   acceptor_.async_wait(asio::socket_base::wait_read, [this](const asio::error_code& ec) {
     if (stopped_ || ec == asio::error::operation_aborted) return;
-    for (int taken = 0; !ec && taken < kAcceptsPerWake; ++taken) {
-      asio::error_code accept_ec;
-      // The peer's address comes with the accept itself (no getpeername).
-      auto socket = acceptor_.accept(accept_peer_, accept_ec);
-      if (accept_ec == asio::error::would_block || accept_ec == asio::error::try_again) break;
-      // A peer that reset before its turn: nothing to admit, the next may be fine.
-      if (accept_ec == asio::error::connection_aborted) continue;
-      if (accept_ec) return retry_accept_later(accept_ec);
-      admit(std::move(socket));
-    }
     if (ec) return retry_accept_later(ec);
+    auto take = [this](asio::ip::tcp::socket socket, const asio::ip::tcp::endpoint& peer) {
+      admit(std::move(socket), peer);
+    };
+    if (auto failed = accept_queued(acceptor_, kAcceptsPerWake, take))
+      return retry_accept_later(failed);
     accept();
   });
 }
@@ -101,7 +92,7 @@ void RendezvousServer::warn_accept_failed(const asio::error_code& ec) {
   accept_warnings_suppressed_ = 0;
 }
 
-void RendezvousServer::admit(asio::ip::tcp::socket socket) {
+void RendezvousServer::admit(asio::ip::tcp::socket socket, const asio::ip::tcp::endpoint& peer) {
   // Too many connections still in the handshake: drop the oldest silent one,
   // else the oldest that has not finished. A real agent finishes its handshake
   // in milliseconds, so a flood of idle or slow peers evicts itself instead of
@@ -118,9 +109,9 @@ void RendezvousServer::admit(asio::ip::tcp::socket socket) {
   }
   auto session = std::make_shared<Session>();
   session->id = next_id_++;
-  session->connection = std::make_shared<Connection>(
-      std::move(socket), kMaxPreAuthFrame,
-      accept_peer_.address().to_string() + ":" + std::to_string(accept_peer_.port()));
+  session->connection =
+      std::make_shared<Connection>(std::move(socket), kMaxPreAuthFrame,
+                                   peer.address().to_string() + ":" + std::to_string(peer.port()));
   sessions_[session->id] = session;
   session->pending_list = &silent_;
   session->pending_pos = silent_.insert(silent_.end(), session->id);

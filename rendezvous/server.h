@@ -62,17 +62,16 @@ class RendezvousServer {
   // Accepts per wake-up at most: a whole accept queue at Linux's default
   // net.core.somaxconn. Each wake-up waits behind every handler already
   // queued (the handshakes of the connections accepted at the last one), so
-  // a smaller batch let the kernel's queue fill while 10,000 agents arrived
-  // within half a second on 2 cores. The bound keeps a flood that never ends
-  // from holding up everything else.
+  // a batch of 256 still let the kernel's queue fill while 10,000 agents
+  // arrived within half a second on 2 cores. The bound keeps a flood that
+  // never ends from holding up everything else.
   static constexpr int kAcceptsPerWake = 4096;
-  void admit(asio::ip::tcp::socket socket);
+  void admit(asio::ip::tcp::socket socket, const asio::ip::tcp::endpoint& peer);
   void on_handshake_message(const std::shared_ptr<Session>& session, proto::Message&& message);
   void drop(const std::shared_ptr<Session>& session, const std::string& reason);
   void warn_accept_failed(const asio::error_code& ec);
 
   asio::ip::tcp::acceptor acceptor_;
-  asio::ip::tcp::endpoint accept_peer_;  // filled by the accept in progress
   asio::steady_timer retry_timer_;
   std::string secret_;
   Callbacks callbacks_;
