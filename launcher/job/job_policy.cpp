@@ -122,8 +122,14 @@ JobActions JobPolicy::on_join(ConnId conn, const proto::Join& join) {
     }
   }
   send_all(replies);
-  if (config_.probe_master && rendezvous_.all_joined() && !probe_sent_ && phase_ == Phase::starting)
-    start_probe();
+  if (config_.probe_master && phase_ == Phase::starting && !rendezvous_.assigned()) {
+    if (probe_rounds_) {
+      if (const auto index = node_of(conn))
+        send_probes(probe_rounds_->on_joined(static_cast<std::size_t>(*index)));
+    } else if (!probe_sent_) {
+      start_probe();
+    }
+  }
   if (rendezvous_.assigned() && phase_ == Phase::starting) on_assigned();
   return take();
 }
@@ -161,12 +167,18 @@ void JobPolicy::maybe_assign() {
 }
 
 // Every node tries node 0's candidate addresses at node 0's probe port; the
-// ranks start only once one address is known to work from everywhere.
+// ranks start only once one address is known to work from everywhere. The
+// probe starts once node 0 has joined (its addresses and probe port are known)
+// and asks each node as it joins, so on a big job it runs while the last nodes
+// arrive. Without a probe port or a candidate there is nothing to try: the
+// choice then waits for every node (their interfaces name each one's NIC).
 void JobPolicy::start_probe() {
-  probe_sent_ = true;
   const Node& node0 = nodes_.front();
+  if (!node0.conn) return;
   config_.master_sources.node0_interfaces = node0.interfaces;
   candidates_ = net::master_candidates(config_.master_sources);
+  if ((node0.probe_port == 0 || candidates_.empty()) && !rendezvous_.all_joined()) return;
+  probe_sent_ = true;
   if (node0.probe_port == 0) {
     emit(log_line(log::Level::warn, "node 0 (", node0.setup.label,
                   ") could not open a probe port; MASTER_ADDR=", rendezvous_.master_addr(),
@@ -189,6 +201,8 @@ void JobPolicy::start_probe() {
   // prober's kernel resends only after a second. A big job goes in rounds
   // (probe_rounds.h).
   probe_rounds_.emplace(nodes_.size(), candidates_.size(), kProbeConnectionsInFlight);
+  for (std::size_t i = 0; i < nodes_.size(); ++i)
+    if (nodes_[i].conn) probe_rounds_->on_joined(i);
   send_probes(probe_rounds_->start());
   if (probe_rounds_->in_rounds()) {
     emit(log_line(log::Level::debug, "probing in rounds: ", ProbeRounds::kScouts,
@@ -567,7 +581,7 @@ void JobPolicy::report_waiting() {
     emit(job_action::ArmTimer{JobTimer::waiting_report, kWaitingReport});
     return;
   }
-  if (probe_sent_) {
+  if (probe_sent_ && rendezvous_.all_joined()) {
     note("waiting for " + std::to_string(probe_rounds_ ? probe_rounds_->reports_missing() : 0) +
          " nodes to report their probe of node 0's addresses: " + missing_probe_reports(20));
     emit(job_action::ArmTimer{JobTimer::waiting_report, kWaitingReport});
@@ -591,7 +605,7 @@ void JobPolicy::on_rendezvous_timeout() {
          -1, {});
     return;
   }
-  if (probe_sent_) {
+  if (probe_sent_ && rendezvous_.all_joined()) {
     fail(kExitFailure,
          "timed out after " + std::to_string(config_.rdzv_timeout_s) +
              " s waiting for the probe of node 0's addresses from: " + missing_probe_reports(50),

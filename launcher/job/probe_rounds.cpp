@@ -28,8 +28,17 @@ std::vector<ProbeRounds::Request> ProbeRounds::start() {
 void ProbeRounds::queue(std::size_t node, bool all) {
   auto& state = all ? nodes_[node].all : nodes_[node].one;
   state = Ask::queued;
-  queue_.emplace_back(node, all);
+  if (nodes_[node].joined) queue_.emplace_back(node, all);
   ++stage_waiting_;
+}
+
+std::vector<ProbeRounds::Request> ProbeRounds::on_joined(std::size_t node) {
+  if (node >= nodes_.size() || nodes_[node].joined) return {};
+  auto& n = nodes_[node];
+  n.joined = true;
+  if (n.all == Ask::queued) queue_.emplace_back(node, true);
+  if (n.one == Ask::queued) queue_.emplace_back(node, false);
+  return drain();
 }
 
 // Sends what the window allows; a request a fallback overtook is skipped.

@@ -11,7 +11,10 @@
 // the result never depends on the rounds, only the time does.
 //
 // Connections in flight stay within a window (node 0's accept queue), and
-// each report lets the next nodes go.
+// each report lets the next nodes go. A node is asked only once it has joined
+// (on_joined): the probe can start as soon as node 0 has, and runs while the
+// last nodes of a big job are still arriving; a stage waits for the requests
+// of nodes not yet joined as for any other.
 #pragma once
 
 #include <cstddef>
@@ -43,6 +46,9 @@ class ProbeRounds {
   ProbeRounds(std::size_t nodes, std::size_t candidates, std::size_t connections_in_flight);
 
   std::vector<Request> start();
+  // The node has joined: what it was or will be asked goes out from now on.
+  // Before start() it only marks the node; after it, returns what to send now.
+  std::vector<Request> on_joined(std::size_t node);
   // A node's report: one outcome per candidate it was asked to try, in the
   // request's order. A report nobody is waiting for changes nothing.
   Reply on_report(std::size_t node, std::vector<net::ProbeOutcome> outcomes);
@@ -63,6 +69,7 @@ class ProbeRounds {
     Ask all = Ask::none;     // a request for every candidate
     Ask one = Ask::none;     // a request for the scouts' choice only
     bool tried_all = false;  // result holds an outcome for every candidate
+    bool joined = false;     // requests wait (as queued) until the node has joined
     std::optional<std::vector<net::ProbeOutcome>> result;
   };
   enum class Stage { everyone, scouts, confirm, fallback };
@@ -78,7 +85,8 @@ class ProbeRounds {
   std::size_t window_;
   std::vector<Node> nodes_;
   std::vector<std::size_t> scouts_;
-  std::vector<std::pair<std::size_t, bool>> queue_;  // node, all candidates
+  // Requests of joined nodes, in order: node, all candidates.
+  std::vector<std::pair<std::size_t, bool>> queue_;
   std::size_t queue_head_ = 0;
   std::size_t in_flight_ = 0;  // connections of the requests that are out
   std::size_t reported_ = 0;

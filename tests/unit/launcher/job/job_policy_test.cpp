@@ -506,6 +506,43 @@ TEST_CASE("a node that misses the scouts' choice makes every node try every addr
   CHECK(assigns[0].master_addr == "198.18.1.10");
 }
 
+TEST_CASE("the probe starts once node 0 has joined, each node asked as it joins") {
+  FakeJob job({.nodes = 3, .nproc = 1, .rdzv_timeout_s = 30, .probe = true});
+  job.start();
+  job.join(2);
+  CHECK(job.received_of<proto::Probe>(2).empty());  // node 0's addresses are not known yet
+  job.join(0);
+  CHECK(job.received_of<proto::Probe>(0).size() == 1);
+  CHECK(job.received_of<proto::Probe>(2).size() == 1);
+  job.probe_report(0, {true, true});
+  job.probe_report(2, {false, true});
+  // While a node is missing, the waiting report and the timeout name the join.
+  job.fire_next_timer();
+  CHECK(job.printed().find("waiting for 1 of 3 nodes to join") != std::string::npos);
+  job.join(1);
+  REQUIRE(job.received_of<proto::Probe>(1).size() == 1);
+  CHECK(job.received_of<proto::Assign>(0).empty());
+  job.probe_report(1, {true, true});
+  for (int node = 0; node < 3; ++node) {
+    const auto assigns = job.received_of<proto::Assign>(node);
+    REQUIRE(assigns.size() == 1);
+    CHECK(assigns[0].master_addr == "198.18.1.10");
+  }
+}
+
+TEST_CASE("a node that joins too late times out as a join, not as a probe") {
+  FakeJob job({.nodes = 3, .nproc = 1, .rdzv_timeout_s = 30, .probe = true});
+  job.start();
+  job.join(0);
+  job.join(2);
+  job.probe_report(0, {true, true});
+  job.probe_report(2, {true, true});
+  while (auto t = job.fire_next_timer()) {
+    if (*t == JobTimer::rendezvous) break;
+  }
+  CHECK(job.printed().find("s waiting for nodes to join: host1") != std::string::npos);
+}
+
 TEST_CASE("a node that never answers the probe is named when the rendezvous times out") {
   FakeJob job({.nodes = 3, .nproc = 1, .rdzv_timeout_s = 30, .probe = true});
   job.start();

@@ -20,10 +20,17 @@ std::set<std::size_t> nodes_of(const std::vector<ProbeRounds::Request>& requests
   return out;
 }
 
+// Rounds whose nodes have all joined.
+ProbeRounds joined_rounds(std::size_t nodes, std::size_t candidates, std::size_t window) {
+  ProbeRounds rounds(nodes, candidates, window);
+  for (std::size_t i = 0; i < nodes; ++i) CHECK(rounds.on_joined(i).empty());
+  return rounds;
+}
+
 }  // namespace
 
 TEST_CASE("a small job: every node tries every candidate, within the window") {
-  ProbeRounds rounds(10, 3, 12);  // 4 nodes x 3 connections fit
+  auto rounds = joined_rounds(10, 3, 12);  // 4 nodes x 3 connections fit
   const auto first = rounds.start();
   CHECK_FALSE(rounds.in_rounds());
   REQUIRE(first.size() == 4);
@@ -41,7 +48,7 @@ TEST_CASE("a small job: every node tries every candidate, within the window") {
 }
 
 TEST_CASE("a report with the wrong number of outcomes counts as reaching nothing") {
-  ProbeRounds rounds(2, 2, 100);
+  auto rounds = joined_rounds(2, 2, 100);
   rounds.start();
   CHECK(rounds.on_report(0, outcomes({true, true, true})).malformed);
   rounds.on_report(1, outcomes({true, true}));
@@ -53,7 +60,7 @@ TEST_CASE("a report with the wrong number of outcomes counts as reaching nothing
 }
 
 TEST_CASE("a big job: scouts spread over the list, then one connection per node") {
-  ProbeRounds rounds(1000, 3, 2048);
+  auto rounds = joined_rounds(1000, 3, 2048);
   const auto scouts = rounds.start();
   CHECK(rounds.in_rounds());
   const auto scout_nodes = nodes_of(scouts);
@@ -81,7 +88,7 @@ TEST_CASE("a big job: scouts spread over the list, then one connection per node"
 }
 
 TEST_CASE("no candidate reached by every scout: everyone tries everything") {
-  ProbeRounds rounds(300, 2, 2048);
+  auto rounds = joined_rounds(300, 2, 2048);
   const auto scout_nodes = nodes_of(rounds.start());
   std::vector<ProbeRounds::Request> next;
   bool fell_back = false;
@@ -99,7 +106,7 @@ TEST_CASE("no candidate reached by every scout: everyone tries everything") {
 }
 
 TEST_CASE("a fallback keeps the window: confirmations still out hold their connections") {
-  ProbeRounds rounds(400, 2, 200);
+  auto rounds = joined_rounds(400, 2, 200);
   auto pending = rounds.start();
   std::vector<ProbeRounds::Request> confirm;
   for (std::size_t i = 0; i < pending.size(); ++i) {
@@ -117,4 +124,46 @@ TEST_CASE("a fallback keeps the window: confirmations still out hold their conne
   REQUIRE(late.next.size() == 1);
   CHECK(late.next[0].candidates.size() == 2);
   CHECK_FALSE(rounds.reported(confirm[1].node));  // its first-round answer no longer counts
+}
+
+TEST_CASE("a node is asked once it has joined; the stage waits for it like any other") {
+  ProbeRounds rounds(300, 2, 2048);
+  for (std::size_t i = 0; i < 300; ++i)
+    if (i != 299) rounds.on_joined(i);
+  // The scouts that have joined go at once; the last node, a scout, has not joined.
+  const auto scouts = rounds.start();
+  CHECK(scouts.size() == ProbeRounds::kScouts - 1);
+  CHECK(nodes_of(scouts).count(299) == 0);
+  for (const auto& r : scouts)
+    CHECK(rounds.on_report(r.node, outcomes({false, true})).next.empty());
+  CHECK_FALSE(rounds.scouts_choice().has_value());
+  // It joins: asked every candidate at once, and its report lets the others go.
+  const auto late = rounds.on_joined(299);
+  REQUIRE(late.size() == 1);
+  CHECK(late[0].node == 299);
+  CHECK(late[0].candidates == std::vector<std::size_t>{0, 1});
+  CHECK(rounds.on_joined(299).empty());  // joining twice asks nothing more
+  const auto confirm = rounds.on_report(299, outcomes({false, true})).next;
+  CHECK(rounds.scouts_choice() == 1);
+  CHECK(confirm.size() == 300 - ProbeRounds::kScouts);
+  for (const auto& r : confirm) {
+    CHECK(r.candidates == std::vector<std::size_t>{1});
+    rounds.on_report(r.node, outcomes({true}));
+  }
+  CHECK(rounds.complete());
+}
+
+TEST_CASE("a small job completes only once the last node has joined and reported") {
+  ProbeRounds rounds(3, 2, 100);
+  rounds.on_joined(0);
+  CHECK(rounds.start().size() == 1);
+  rounds.on_report(0, outcomes({true, true}));
+  CHECK_FALSE(rounds.complete());
+  CHECK(rounds.on_joined(2).size() == 1);
+  rounds.on_report(2, outcomes({true, true}));
+  CHECK_FALSE(rounds.complete());
+  CHECK(rounds.reports_missing() == 1);
+  CHECK(rounds.on_joined(1).size() == 1);
+  rounds.on_report(1, outcomes({true, false}));
+  CHECK(rounds.complete());
 }
