@@ -98,7 +98,7 @@ void Agent::start() {
   options.port = spec_.rdzv_port;
   options.connect_deadline = std::chrono::seconds(spec_.rdzv_timeout_s);
   options.heartbeat_timeout = std::chrono::seconds(spec_.heartbeat_timeout_s);
-  options.first_connect_jitter = RendezvousClient::jitter_for(spec_.nnodes);
+  options.first_connect_jitter = RendezvousClient::jitter_for(spec_.nnodes, spec_.node_rank);
   client_ = std::make_unique<RendezvousClient>(
       io_, options, spec_.secret, join,
       RendezvousClient::Callbacks{

@@ -1,5 +1,7 @@
 #include "rendezvous/client.h"
 
+#include "net/probe_scouts.h"
+
 #include <random>
 
 #include "common/log.h"
@@ -17,8 +19,10 @@ RendezvousClient::RendezvousClient(asio::io_context& io, Options options, std::s
       resolver_(io),
       retry_timer_(io) {}
 
-std::chrono::milliseconds RendezvousClient::jitter_for(int nnodes) {
-  if (nnodes <= 1000) return std::chrono::milliseconds(0);
+std::chrono::milliseconds RendezvousClient::jitter_for(int nnodes, int node_rank) {
+  if (nnodes <= 1000 || node_rank < 0 ||
+      net::is_probe_scout(static_cast<std::size_t>(node_rank), static_cast<std::size_t>(nnodes)))
+    return std::chrono::milliseconds(0);
   return std::chrono::milliseconds(std::min(nnodes / 20, 5000));
 }
 

@@ -31,11 +31,13 @@ class RendezvousClient {
     std::chrono::milliseconds first_connect_jitter{0};
   };
 
-  // The first-connect jitter for a job of `nnodes`: none up to 1,000 nodes,
-  // then 50 us per node (0.5 s at 10,000: about the rate node 0 completes
-  // handshakes on 2 cores; a shorter spread overflows its accept queue and
-  // takes longer), at most 5 s.
-  static std::chrono::milliseconds jitter_for(int nnodes);
+  // The first-connect jitter of node `node_rank` in a job of `nnodes`: none
+  // up to 1,000 nodes, then 50 us per node (0.5 s at 10,000: about the rate
+  // node 0 completes handshakes on 2 cores; a shorter spread overflows its
+  // accept queue and takes longer), at most 5 s. None for the MASTER_ADDR
+  // probe's 64 scouts, node 0 among them (net/probe_scouts.h): they join
+  // first, so the probe's first round runs while the others arrive.
+  static std::chrono::milliseconds jitter_for(int nnodes, int node_rank);
 
   RendezvousClient(asio::io_context& io, Options options, std::string secret, proto::Join join,
                    Callbacks callbacks);

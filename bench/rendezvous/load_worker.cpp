@@ -10,6 +10,7 @@
 #include <cstring>
 #include <variant>
 
+#include "net/probe_scouts.h"
 #include "protocol/auth.h"
 
 namespace dlaunch::load {
@@ -390,7 +391,12 @@ void Worker::heartbeats(double now) {
 Summary Worker::run() {
   const double start = monotonic_s();
   for (std::uint32_t i = 0; i < agents_.size(); ++i) {
-    const double delay = o_.jitter > 0 ? rng_.uniform(0, o_.jitter) : 0;
+    double delay = o_.jitter > 0 ? rng_.uniform(0, o_.jitter) : 0;
+    // As dlaunch-agent: the probe's scouts connect at once (drawn all the same,
+    // so that the others' delays match rdzv_load.py's).
+    if (net::is_probe_scout(static_cast<std::size_t>(agents_[i].node),
+                            static_cast<std::size_t>(o_.nnodes)))
+      delay = 0;
     if (delay != 0) {
       loop_.at(start + delay, make_token(kAgentKind, 0, i));
     } else {

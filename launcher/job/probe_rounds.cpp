@@ -18,7 +18,7 @@ std::vector<ProbeRounds::Request> ProbeRounds::start() {
     for (std::size_t i = 0; i < n; ++i) queue(i, true);
   } else {
     stage_ = Stage::scouts;
-    for (std::size_t k = 0; k < kScouts; ++k) scouts_.push_back(k * (n - 1) / (kScouts - 1));
+    scouts_ = net::probe_scouts(n);
     for (auto i : scouts_) queue(i, true);
   }
   complete_ = n == 0;

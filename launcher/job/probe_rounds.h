@@ -22,16 +22,17 @@
 #include <vector>
 
 #include "net/choice.h"
+#include "net/probe_scouts.h"
 
 namespace dlaunch {
 
 class ProbeRounds {
  public:
   // Rounds are used from this many nodes on (and two or more candidates).
-  static constexpr std::size_t kRoundsFromNodes = 256;
+  static constexpr std::size_t kRoundsFromNodes = net::kProbeRoundsFromNodes;
   // Scouts: this many nodes spread evenly over the node list, node 0 and the
-  // last node among them.
-  static constexpr std::size_t kScouts = 64;
+  // last node among them (net/probe_scouts.h).
+  static constexpr std::size_t kScouts = net::kProbeScouts;
 
   struct Request {
     std::size_t node = 0;

@@ -44,6 +44,14 @@ HEARTBEAT_IDLE = 4.0
 WAITING, CONNECTING, CHALLENGE, WELCOME, JOINED, DONE = range(6)
 
 
+def is_probe_scout(node, nodes):
+    """net/probe_scouts.h: 64 nodes spread over the list from 256 nodes on."""
+    if nodes < 256 or node >= nodes:
+        return False
+    k = (node * 63 + nodes - 2) // (nodes - 1)
+    return k < 64 and k * (nodes - 1) // 63 == node
+
+
 def raise_fd_limit():
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     if soft < hard:
@@ -356,6 +364,10 @@ class Worker:
         start = time.monotonic()
         for agent in self.agents:
             delay = self.rng.uniform(0, self.a.jitter) if self.a.jitter > 0 else 0
+            # As dlaunch-agent: the probe's scouts connect at once (drawn all the
+            # same, so that the C++ load draws the same delays for the others).
+            if is_probe_scout(agent.node, self.a.nnodes):
+                delay = 0
             if delay:
                 self.at(start + delay, agent)
             else:
@@ -541,6 +553,7 @@ def main(argv=None):
     raise_fd_limit()
     if args.worker:
         start, stop, step = (int(x) for x in args.nodes.split(":"))
+        args.nnodes = stop
         summary = Worker(args, list(range(start, stop, step))).run()
         print(json.dumps(summary), flush=True)
         return 0
