@@ -11,6 +11,7 @@
 #include "agent/guardian.h"
 #include "agent/slurm_spec.h"
 #include "common/log.h"
+#include "common/posix.h"
 #include "common/version.h"
 #include "protocol/launch_spec.h"
 
@@ -41,5 +42,6 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "dlaunch-agent: %s\n", error.c_str());
     return 2;
   }
+  dlaunch::raise_descriptor_limit();
   return dlaunch::run_guarded([&spec] { return dlaunch::run_agent(std::move(*spec), 0); });
 }

@@ -43,14 +43,14 @@ void discard(std::shared_ptr<asio::ip::tcp::socket> socket, ProbeListener::Buffe
 }  // namespace
 
 ProbeListener::ProbeListener(asio::io_context& io, std::uint16_t wanted)
-    : acceptor_(std::make_shared<asio::ip::tcp::acceptor>(io)) {
+    : state_(std::make_shared<State>(io)) {
   auto open = [this](std::uint16_t port) {
-    return open_on(*acceptor_, {asio::ip::address_v6::any(), port}) ||
-           open_on(*acceptor_, {asio::ip::address_v4::any(), port});
+    return open_on(state_->acceptor, {asio::ip::address_v6::any(), port}) ||
+           open_on(state_->acceptor, {asio::ip::address_v4::any(), port});
   };
   if (!(wanted != 0 && open(wanted)) && !open(0)) return;
   asio::error_code ec;
-  port_ = acceptor_->local_endpoint(ec).port();
+  port_ = state_->acceptor.local_endpoint(ec).port();
   if (ec) {
     port_ = 0;
     return;
@@ -59,7 +59,8 @@ ProbeListener::ProbeListener(asio::io_context& io, std::uint16_t wanted)
   // buffer zeroed per accept cost node 0's agent 64 KiB of memset for each of
   // the 20,000 probes of a 10,000-node job. The handlers run on this one
   // io_context thread, so no two reads fill it at once.
-  accept(acceptor_, std::make_shared<std::array<char, 64 * 1024>>());
+  state_->buffer = std::make_shared<std::array<char, 64 * 1024>>();
+  accept(state_);
 }
 
 // Accepts every connection the kernel has queued at each wake-up
@@ -68,17 +69,14 @@ ProbeListener::ProbeListener(asio::io_context& io, std::uint16_t wanted)
 // nodes node 0's agent accepts 10,000 or more probes within a second; when it
 // falls behind, the accept queue (net.core.somaxconn) overflows and the kernel
 // drops SYNs, which cost their prober a resend.
-void ProbeListener::accept(std::shared_ptr<asio::ip::tcp::acceptor> acceptor, Buffer buffer) {
-  auto& a = *acceptor;
-  a.async_wait(
-      asio::socket_base::wait_read, [acceptor = std::move(acceptor), buffer = std::move(buffer)](
-                                        const asio::error_code& ec) mutable {
-        if (ec == asio::error::operation_aborted || !acceptor->is_open()) return;
-        // An error (out of descriptors, say) stops this batch only: the next
-        // wake-up tries again, and the prober's resend covers what was missed.
-        (void)accept_queued(
-            *acceptor, kAcceptsPerWake,
-            [&buffer](asio::ip::tcp::socket socket, const asio::ip::tcp::endpoint&) {
+void ProbeListener::accept(std::shared_ptr<State> state) {
+  auto& s = *state;
+  s.acceptor.async_wait(
+      asio::socket_base::wait_read, [state = std::move(state)](const asio::error_code& ec) mutable {
+        if (ec == asio::error::operation_aborted || !state->acceptor.is_open()) return;
+        const auto failed = accept_queued(
+            state->acceptor, kAcceptsPerWake,
+            [&state](asio::ip::tcp::socket socket, const asio::ip::tcp::endpoint&) {
               // The answer a prober waits for: proof that this process (not just
               // a kernel's SYN-ACK) took the connection, and what lets the
               // coordinator bound the connections queued here (JobPolicy's
@@ -86,15 +84,29 @@ void ProbeListener::accept(std::shared_ptr<asio::ip::tcp::acceptor> acceptor, Bu
               // `dlaunch check` writes until it is done: either way, read on
               // until the peer closes.
               (void)::send(socket.native_handle(), &kProbeAnswer, 1, MSG_NOSIGNAL | MSG_DONTWAIT);
-              discard(std::make_shared<asio::ip::tcp::socket>(std::move(socket)), buffer);
+              discard(std::make_shared<asio::ip::tcp::socket>(std::move(socket)), state->buffer);
             });
-        accept(std::move(acceptor), std::move(buffer));
+        // An error (out of descriptors, say) stops this batch: the connections
+        // left queued wait, and their probers' own timeouts cover the pause.
+        if (ec || failed) return pause_then_accept(std::move(state));
+        accept(std::move(state));
       });
+}
+
+void ProbeListener::pause_then_accept(std::shared_ptr<State> state) {
+  ++state->accept_failures;
+  auto& pause = state->pause;
+  pause.expires_after(kPauseAfterFailure);
+  pause.async_wait([state = std::move(state)](const asio::error_code& ec) mutable {
+    if (ec || !state->acceptor.is_open()) return;
+    accept(std::move(state));
+  });
 }
 
 void ProbeListener::close() {
   asio::error_code ignored;
-  acceptor_->close(ignored);
+  state_->acceptor.close(ignored);
+  state_->pause.cancel();
 }
 
 }  // namespace dlaunch

@@ -130,6 +130,14 @@ std::size_t descriptor_limit() {
   return static_cast<std::size_t>(limit.rlim_cur);
 }
 
+void raise_descriptor_limit() {
+  rlimit limit{};
+  if (::getrlimit(RLIMIT_NOFILE, &limit) == 0 && limit.rlim_cur < limit.rlim_max) {
+    limit.rlim_cur = limit.rlim_max;
+    ::setrlimit(RLIMIT_NOFILE, &limit);
+  }
+}
+
 long long process_start_ticks(pid_t pid) {
   const auto fields = proc_stat(pid);
   // A zombie has ended; only its parent has not looked yet.

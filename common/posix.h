@@ -49,6 +49,13 @@ void end_descendants();
 // large number when unlimited or unknown).
 std::size_t descriptor_limit();
 
+// Raises the soft limit on open descriptors to the hard one, which is ours to
+// take: the coordinator holds one per agent connection and rank pipe, and node
+// 0's agent one per MASTER_ADDR probe in flight (thousands in a big job, where
+// a common soft limit is 1,024). Children inherit it, as ranks do from torchrun
+// under `ulimit -n`.
+void raise_descriptor_limit();
+
 // When `pid` started, in clock ticks since boot (/proc/PID/stat field 22);
 // 0 when there is no such process, or it has ended and is a zombie. A pid and its start time name a
 // process for good: a reused pid has another start time.

@@ -13,7 +13,6 @@
 // this process and prints that worker's summary, as rdzv_load.py --worker does.
 #include <fcntl.h>
 #include <sys/prctl.h>
-#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -27,20 +26,13 @@
 #include "bench/rendezvous/load_options.h"
 #include "bench/rendezvous/load_summary.h"
 #include "bench/rendezvous/load_worker.h"
+#include "common/posix.h"
 #include "launcher/config/secret.h"
 
 namespace {
 
 using dlaunch::load::Options;
 using dlaunch::load::Summary;
-
-void raise_fd_limit() {
-  rlimit limit{};
-  if (::getrlimit(RLIMIT_NOFILE, &limit) == 0 && limit.rlim_cur < limit.rlim_max) {
-    limit.rlim_cur = limit.rlim_max;
-    ::setrlimit(RLIMIT_NOFILE, &limit);
-  }
-}
 
 bool write_all(int fd, const std::string& text) {
   std::size_t done = 0;
@@ -150,7 +142,7 @@ int main(int argc, char** argv) {
   int exit_code = 0;
   const auto options = dlaunch::load::parse_options(argc, argv, &exit_code);
   if (!options) return exit_code;
-  raise_fd_limit();
+  dlaunch::raise_descriptor_limit();
   std::signal(SIGPIPE, SIG_IGN);
   std::string error;
   std::string warning;

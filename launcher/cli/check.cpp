@@ -8,6 +8,7 @@
 
 #include "common/console.h"
 #include "common/exit_codes.h"
+#include "common/posix.h"
 #include "launcher/check/check_report.h"
 #include "launcher/check/nccl_report.h"
 #include "launcher/cli/check_agents.h"
@@ -18,7 +19,7 @@
 namespace dlaunch {
 
 int check_command(int argc, const char* const* argv) {
-  raise_fd_limit();
+  raise_descriptor_limit();
   CLI::App app{"dlaunch check: whether a job could launch on these hosts, and what to fix",
                "dlaunch check"};
   Options o;

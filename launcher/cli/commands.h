@@ -46,9 +46,6 @@ std::string find_agent_binary();
 // The hosts the options name (launcher/config/host_source.h), with the
 // sources' warnings printed; nothing after printing every diagnostic.
 std::optional<HostsFile> load_hosts_or_report(const Options& o);
-// Raises the soft limit on open descriptors to the hard one (one per agent
-// connection and per rank pipe).
-void raise_fd_limit();
 
 // What a command line's first word asks for: a command, whose argv starts at
 // argv[first_arg], or, when `command` is null, a usage error.

@@ -4,7 +4,6 @@
 // in-process.
 #include "launcher/cli/commands.h"
 
-#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -162,16 +161,6 @@ std::string find_agent_binary() {
   return "";
 }
 
-// One descriptor per agent connection and per rank pipe: a large job needs more
-// than the usual soft limit of 1024, and the hard limit is ours to take.
-void raise_fd_limit() {
-  rlimit limit{};
-  if (::getrlimit(RLIMIT_NOFILE, &limit) == 0 && limit.rlim_cur < limit.rlim_max) {
-    limit.rlim_cur = limit.rlim_max;
-    ::setrlimit(RLIMIT_NOFILE, &limit);
-  }
-}
-
 std::optional<HostsFile> load_hosts_or_report(const Options& o) {
   auto loaded = load_host_source(o);
   if (auto* diags = std::get_if<std::vector<Diagnostic>>(&loaded)) {
@@ -210,7 +199,7 @@ int run_command(int argc, const char* const* argv) {
   // From the first instant: a closed terminal or cron must not kill the job
   // while it is still being planned, claimed or detached.
   std::signal(SIGHUP, SIG_IGN);
-  raise_fd_limit();
+  raise_descriptor_limit();
   ParseResult parsed = parse_options(argc, argv, command_help());
   if (!parsed.options) {
     if (parsed.exit_code == 0) {

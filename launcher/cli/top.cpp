@@ -74,7 +74,7 @@ void add_node_options(CLI::App& app, NodeArgs& a) {
 }
 
 int top_node(NodeArgs& a) {
-  raise_fd_limit();
+  raise_descriptor_limit();
   if (auto error = resolve_host_source(a.o, true)) {
     console().error(*error);
     return kExitUsage;

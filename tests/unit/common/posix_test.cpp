@@ -2,11 +2,13 @@
 
 #include <doctest/doctest.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 
 #include <unistd.h>
 #include <csignal>
 
+#include <algorithm>
 #include <chrono>
 #include <thread>
 
@@ -51,4 +53,23 @@ TEST_CASE("proc_stat numbers the fields as proc(5) does, whatever the command na
   CHECK(fields[1] == "a) b (c");
   CHECK(fields[3] == std::to_string(::getpid()));
   CHECK(proc_stat(child).empty());
+}
+
+TEST_CASE("raise_descriptor_limit takes the hard limit as the soft one") {
+  // In a child: the limits set here (a lowered hard limit) cannot be undone.
+  const pid_t child = ::fork();
+  REQUIRE(child >= 0);
+  if (child == 0) {
+    rlimit limit{};
+    if (::getrlimit(RLIMIT_NOFILE, &limit) != 0) ::_exit(2);
+    limit.rlim_max = std::min<rlim_t>(limit.rlim_max, 4096);
+    limit.rlim_cur = 256;
+    if (::setrlimit(RLIMIT_NOFILE, &limit) != 0 || descriptor_limit() != 256) ::_exit(3);
+    raise_descriptor_limit();
+    ::_exit(descriptor_limit() == limit.rlim_max ? 0 : 1);
+  }
+  int status = 0;
+  REQUIRE(::waitpid(child, &status, 0) == child);
+  REQUIRE(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 0);
 }

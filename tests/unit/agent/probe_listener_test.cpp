@@ -1,0 +1,63 @@
+// ProbeListener out of descriptors: it pauses between tries instead of
+// spinning on a queue it cannot take, and answers the queued probe once a
+// descriptor is free again.
+#include <doctest/doctest.h>
+#include <fcntl.h>
+#include <sys/resource.h>
+
+#include "agent/probe_listener.h"
+
+using namespace dlaunch;
+
+namespace {
+
+// Lowers the soft descriptor limit to the lowest free descriptor number, so
+// the next open or accept fails with EMFILE; restores it when it goes.
+class DescriptorsExhausted {
+ public:
+  DescriptorsExhausted() {
+    REQUIRE(::getrlimit(RLIMIT_NOFILE, &saved_) == 0);
+    int lowest_free = 0;
+    while (::fcntl(lowest_free, F_GETFD) != -1) ++lowest_free;
+    rlimit lowered = saved_;
+    lowered.rlim_cur = static_cast<rlim_t>(lowest_free);
+    REQUIRE(::setrlimit(RLIMIT_NOFILE, &lowered) == 0);
+  }
+  ~DescriptorsExhausted() { restore(); }
+  void restore() { ::setrlimit(RLIMIT_NOFILE, &saved_); }
+  DescriptorsExhausted(const DescriptorsExhausted&) = delete;
+  DescriptorsExhausted& operator=(const DescriptorsExhausted&) = delete;
+
+ private:
+  rlimit saved_{};
+};
+
+}  // namespace
+
+TEST_CASE("out of descriptors, the probe listener pauses, then answers the waiting probe") {
+  asio::io_context io;
+  ProbeListener listener(io);
+  REQUIRE(listener.port() != 0);
+  asio::ip::tcp::socket prober(io);
+  prober.connect({asio::ip::address_v4::loopback(), listener.port()});
+  char answer = 0;
+  bool answered = false;
+  prober.async_read_some(asio::buffer(&answer, 1), [&](const asio::error_code& ec, std::size_t n) {
+    answered = !ec && n == 1;
+    if (answered) io.stop();
+  });
+
+  DescriptorsExhausted exhausted;
+  const auto window = ProbeListener::kPauseAfterFailure * 6;
+  io.run_for(window);
+  CHECK_FALSE(answered);
+  // One failure per pause at most: a listener that re-armed at once would
+  // have failed thousands of times in the same window.
+  CHECK(listener.accept_failures() >= 1);
+  CHECK(listener.accept_failures() <= 7);
+
+  exhausted.restore();
+  io.run_for(std::chrono::seconds(3));
+  CHECK(answered);
+  CHECK(answer == ProbeListener::kProbeAnswer);
+}
