@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "bench/rendezvous/source_address.h"
+
 namespace dlaunch::load {
 namespace {
 
@@ -73,7 +75,7 @@ Prober::~Prober() {
   }
 }
 
-void Prober::start(std::uint32_t owner, const proto::Probe& probe) {
+void Prober::start(std::uint32_t owner, int node, const proto::Probe& probe) {
   if (probe.addresses.empty()) {
     done_(owner, {});
     return;
@@ -83,6 +85,7 @@ void Prober::start(std::uint32_t owner, const proto::Probe& probe) {
   Run& run = runs_[r];
   run.used = true;
   run.owner = owner;
+  run.node = node;
   run.outcomes.assign(probe.addresses.size(), {});
   run.pending = probe.addresses.size();
   run.attempts.clear();
@@ -141,6 +144,8 @@ void Prober::connect(std::uint32_t i) {
   a.step = Step::connecting;
   a.fd = ::socket(a.address.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
   if (a.fd < 0) return finish(i, false, os_error(errno));
+  if (!bind_node_source(a.fd, reinterpret_cast<const sockaddr*>(&a.address), runs_[a.run].node))
+    return finish(i, false, os_error(errno));
   const bool now_connected =
       ::connect(a.fd, reinterpret_cast<const sockaddr*>(&a.address), a.address_len) == 0;
   if (!now_connected && errno != EINPROGRESS) return finish(i, false, os_error(errno));

@@ -45,8 +45,9 @@ class Prober {
   Prober& operator=(const Prober&) = delete;
 
   // `done` runs once for this probe (maybe before start returns) with one
-  // outcome per address, unless the owner's probes are cancelled first.
-  void start(std::uint32_t owner, const proto::Probe& probe);
+  // outcome per address, unless the owner's probes are cancelled first. The
+  // connections come from node `node`'s source address (source_address.h).
+  void start(std::uint32_t owner, int node, const proto::Probe& probe);
   void cancel(std::uint32_t owner);
 
   void on_event(Token token, std::uint32_t events);
@@ -73,6 +74,7 @@ class Prober {
   struct Run {
     bool used = false;
     std::uint32_t owner = 0;
+    int node = 0;
     std::vector<net::ProbeOutcome> outcomes;
     std::size_t pending = 0;
     std::vector<std::uint32_t> attempts;

@@ -10,6 +10,7 @@
 #include <cstring>
 #include <variant>
 
+#include "bench/rendezvous/source_address.h"
 #include "net/probe_scouts.h"
 #include "protocol/auth.h"
 
@@ -113,6 +114,10 @@ void Worker::connect(std::uint32_t i) {
     return retry(i, strerror(errno));
   }
   ++a.generation;
+  if (!bind_node_source(a.fd, reinterpret_cast<const sockaddr*>(&server_), a.node)) {
+    stats_.stats.add("connect_errors", 1);
+    return retry(i, strerror(errno));
+  }
   if (::connect(a.fd, reinterpret_cast<const sockaddr*>(&server_), sizeof server_) != 0 &&
       errno != EINPROGRESS) {
     stats_.stats.add("connect_errors", 1);
@@ -318,7 +323,7 @@ void Worker::on_joined_frame(std::uint32_t i, const Frame& frame, double now) {
       if (!m) return malformed();
       stats_.note_time(kFirstProbe, now);
       ++a.probes;
-      return prober_.start(i, *m);
+      return prober_.start(i, a.node, *m);
     }
     default:
       finish(i, "protocol_error", "unexpected message type " + type_text(frame));
