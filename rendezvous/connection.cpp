@@ -58,6 +58,11 @@ void Connection::send(const proto::Message& message) {
   enqueue_ordered(proto::encode(message));
 }
 
+void Connection::send_frame(std::string frame) {
+  if (closed_ || closing_after_flush_) return;
+  enqueue_ordered(std::move(frame));
+}
+
 void Connection::enqueue_ordered(std::string frame) {
   output_bytes_ += frame.size();
   ordered_.push_back(std::move(frame));

@@ -56,6 +56,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
   // Queues a message on its lane, past the ordered lane's limit too: a sender
   // that floods watches output_full().
   void send(const proto::Message& message);
+  // An already encoded message, on the ordered lane.
+  void send_frame(std::string frame);
   bool output_full() const { return output_bytes_ >= output_limit_; }
   std::size_t output_queued_bytes() const { return output_bytes_; }
   void set_output_limit(std::size_t bytes) { output_limit_ = bytes; }

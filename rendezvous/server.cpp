@@ -1,5 +1,7 @@
 #include "rendezvous/server.h"
 
+#include <algorithm>
+
 #include "common/log.h"
 #include "protocol/auth.h"
 #include "rendezvous/accept_queued.h"
@@ -22,25 +24,37 @@ void RendezvousServer::forget_pending(Session& session) {
   session.pending_list = nullptr;
 }
 
+asio::ip::tcp::acceptor open_rendezvous_listener(asio::io_context& io,
+                                                 const asio::ip::tcp::endpoint& endpoint) {
+  asio::ip::tcp::acceptor acceptor(io);
+  acceptor.open(endpoint.protocol());
+  acceptor.set_option(asio::socket_base::reuse_address(true));
+  if (endpoint.protocol() == asio::ip::tcp::v6()) {
+    asio::error_code ec;
+    acceptor.set_option(asio::ip::v6_only(false), ec);
+  }
+  // Accepted agents inherit these: no option calls per connection.
+  enable_keepalive(acceptor.native_handle());
+  acceptor.bind(endpoint);
+  acceptor.listen(asio::socket_base::max_listen_connections);
+  // accept() takes connections until the queue is empty: it must not block.
+  acceptor.non_blocking(true);
+  return acceptor;
+}
+
 RendezvousServer::RendezvousServer(asio::io_context& io, const asio::ip::tcp::endpoint& endpoint,
                                    std::string secret, Callbacks callbacks, Options options)
-    : acceptor_(io),
-      retry_timer_(io),
+    : RendezvousServer(open_rendezvous_listener(io, endpoint), std::move(secret),
+                       std::move(callbacks), options) {}
+
+RendezvousServer::RendezvousServer(asio::ip::tcp::acceptor listener, std::string secret,
+                                   Callbacks callbacks, Options options)
+    : acceptor_(std::move(listener)),
+      retry_timer_(acceptor_.get_executor()),
       secret_(std::move(secret)),
       callbacks_(std::move(callbacks)),
       options_(options) {
-  acceptor_.open(endpoint.protocol());
-  acceptor_.set_option(asio::socket_base::reuse_address(true));
-  if (endpoint.protocol() == asio::ip::tcp::v6()) {
-    asio::error_code ec;
-    acceptor_.set_option(asio::ip::v6_only(false), ec);
-  }
-  // Accepted agents inherit these: no option calls per connection.
-  enable_keepalive(acceptor_.native_handle());
-  acceptor_.bind(endpoint);
-  acceptor_.listen(asio::socket_base::max_listen_connections);
   port_ = acceptor_.local_endpoint().port();
-  // accept() takes connections until the queue is empty: it must not block.
   acceptor_.non_blocking(true);
   accept();
 }
@@ -53,16 +67,29 @@ RendezvousServer::~RendezvousServer() {
 // a connection waits in its own socket instead of the kernel's queue, and
 // admit() bounds how many do.
 void RendezvousServer::accept() {
+  // Holding max_sessions: the kernel keeps the next connections queued for
+  // another process on this listener, or for us once one of ours closes.
+  if (sessions_.size() >= options_.max_sessions) {
+    accept_paused_ = true;
+    return;
+  }
   acceptor_.async_wait(asio::socket_base::wait_read, [this](const asio::error_code& ec) {
     if (stopped_ || ec == asio::error::operation_aborted) return;
     if (ec) return retry_accept_later(ec);
     auto take = [this](asio::ip::tcp::socket socket, const asio::ip::tcp::endpoint& peer) {
       admit(std::move(socket), peer);
     };
-    if (auto failed = accept_queued(acceptor_, kAcceptsPerWake, take))
-      return retry_accept_later(failed);
+    const auto room = options_.max_sessions - std::min(options_.max_sessions, sessions_.size());
+    const int at_most = static_cast<int>(std::min<std::size_t>(kAcceptsPerWake, room));
+    if (auto failed = accept_queued(acceptor_, at_most, take)) return retry_accept_later(failed);
     accept();
   });
+}
+
+void RendezvousServer::resume_accepting() {
+  if (!accept_paused_ || stopped_ || sessions_.size() >= options_.max_sessions) return;
+  accept_paused_ = false;
+  accept();
 }
 
 // Out of descriptors (a flood) or a transient error: try again shortly instead
@@ -132,6 +159,7 @@ void RendezvousServer::admit(asio::ip::tcp::socket socket, const asio::ip::tcp::
                                 if (!s) return;
                                 const bool joined = s->phase == Session::Phase::joined;
                                 sessions_.erase(s->id);
+                                resume_accepting();
                                 if (joined) {
                                   if (callbacks_.on_close) callbacks_.on_close(s->id, reason);
                                 } else {
@@ -197,6 +225,16 @@ void RendezvousServer::drop(const std::shared_ptr<Session>& session, const std::
 void RendezvousServer::send(ConnId id, const proto::Message& message) {
   auto it = sessions_.find(id);
   if (it != sessions_.end()) it->second->connection->send(message);
+}
+
+void RendezvousServer::send_frame(ConnId id, std::string frame) {
+  auto it = sessions_.find(id);
+  if (it != sessions_.end()) it->second->connection->send_frame(std::move(frame));
+}
+
+bool RendezvousServer::is_open(ConnId id) const {
+  auto it = sessions_.find(id);
+  return it != sessions_.end() && !it->second->connection->closed();
 }
 
 void RendezvousServer::close(ConnId id, const std::string& reason) {

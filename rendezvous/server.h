@@ -13,52 +13,45 @@
 #include <unordered_map>
 
 #include "rendezvous/connection.h"
+#include "rendezvous/service.h"
 #include "rendezvous/state.h"
 
 namespace dlaunch {
 
-class RendezvousServer {
- public:
-  struct Callbacks {
-    // An authenticated agent asked to join.
-    std::function<void(ConnId, const proto::Join&)> on_join;
-    // Any later message of an authenticated agent.
-    std::function<void(ConnId, proto::Message&&)> on_message;
-    // An authenticated agent's connection closed.
-    std::function<void(ConnId, const std::string& reason)> on_close;
-  };
-  struct Options {
-    std::chrono::milliseconds handshake_timeout{10'000};
-    std::chrono::milliseconds heartbeat_timeout{15'000};
-    // Connections still in the handshake. The coordinator raises it to the
-    // number of nodes it expects plus a margin, so that a whole fleet arriving
-    // at once is never evicted.
-    std::size_t max_pending = 1024;
-  };
+// A listening socket for the rendezvous on `endpoint` (port 0: any), set up as
+// the server needs it: keepalive and no-delay for the sockets it accepts,
+// non-blocking, dual-stack on IPv6.
+asio::ip::tcp::acceptor open_rendezvous_listener(asio::io_context& io,
+                                                 const asio::ip::tcp::endpoint& endpoint);
 
+class RendezvousServer : public RendezvousService {
+ public:
   RendezvousServer(asio::io_context& io, const asio::ip::tcp::endpoint& endpoint,
                    std::string secret, Callbacks callbacks, Options options);
-  ~RendezvousServer();
+  // Serves on a listener opened elsewhere (a relay process's inherited one).
+  RendezvousServer(asio::ip::tcp::acceptor listener, std::string secret, Callbacks callbacks,
+                   Options options);
+  ~RendezvousServer() override;
 
-  std::uint16_t port() const { return port_; }
-  void send(ConnId id, const proto::Message& message);
-  void close(ConnId id, const std::string& reason);
-  // A bulk sender to one agent (--sync) sends while output_full() is false,
-  // then waits for on_output_space; an unknown or closed connection counts as
-  // full, and its callback never fires.
-  bool output_full(ConnId id) const;
-  void on_output_space(ConnId id, std::function<void()> callback);
-  // Stops or resumes reading from every joined agent (the terminal cannot
-  // keep up and the user asked that nothing be skipped).
-  void set_reading_paused(bool paused);
-  // Stop accepting and close every connection.
-  void stop();
+  std::uint16_t port() const override { return port_; }
+  void send(ConnId id, const proto::Message& message) override;
+  // An already encoded message (a relay forwards the coordinator's as they
+  // came), on the ordered lane.
+  void send_frame(ConnId id, std::string frame);
+  void close(ConnId id, const std::string& reason) override;
+  bool output_full(ConnId id) const override;
+  void on_output_space(ConnId id, std::function<void()> callback) override;
+  void set_reading_paused(bool paused) override;
+  void stop() override;
+  // Whether `id` is a connection still open.
+  bool is_open(ConnId id) const;
   std::size_t rejected_count() const { return rejected_; }
 
  private:
   struct Session;
   void accept();
   void retry_accept_later(const asio::error_code& ec);
+  void resume_accepting();
   // Accepts per wake-up at most: a whole accept queue at Linux's default
   // net.core.somaxconn. Each wake-up waits behind every handler already
   // queued (the handshakes of the connections accepted at the last one), so
@@ -72,6 +65,7 @@ class RendezvousServer {
   void warn_accept_failed(const asio::error_code& ec);
 
   asio::ip::tcp::acceptor acceptor_;
+  bool accept_paused_ = false;  // holding max_sessions: accept() re-arms on a close
   asio::steady_timer retry_timer_;
   std::string secret_;
   Callbacks callbacks_;

@@ -327,7 +327,10 @@ int run_command(int argc, const char* const* argv) {
   asio::io_context io;
   AgentTransports transports = make_agent_transports(
       io, o, o.rdzv_via_ssh || (hosts && hosts->rendezvous.via_ssh), plan.job);
-  Coordinator coordinator(io, {plan, o, secret, agent, job_dir, record, sync}, transports, sink);
+  Coordinator::Settings settings{plan, o, secret, agent, job_dir, record, sync};
+  settings.rendezvous_relays = descriptors.relays;
+  settings.sessions_per_relay = descriptors.sessions_per_relay;
+  Coordinator coordinator(io, std::move(settings), transports, sink);
   const int code = coordinator.run();
   sink.flush();
   // A full or failing log disk never passes unnoticed.

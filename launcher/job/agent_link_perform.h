@@ -4,29 +4,29 @@
 #pragma once
 
 #include "launcher/job/agent_link.h"
-#include "rendezvous/server.h"
+#include "rendezvous/service.h"
 
 namespace dlaunch::agent_link {
 
 // `agents`: indexed by node rank, each with a `handle` (a unique_ptr<AgentHandle>).
 template <class Agents>
-void perform(RendezvousServer& server, Agents&, const Send& a) {
+void perform(RendezvousService& server, Agents&, const Send& a) {
   server.send(a.to, a.message);
 }
 template <class Agents>
-void perform(RendezvousServer& server, Agents&, const CloseConnection& a) {
+void perform(RendezvousService& server, Agents&, const CloseConnection& a) {
   server.close(a.conn, a.reason);
 }
 template <class Agents>
-void perform(RendezvousServer&, Agents& agents, const CloseStdin& a) {
+void perform(RendezvousService&, Agents& agents, const CloseStdin& a) {
   if (auto& handle = agents[static_cast<std::size_t>(a.node)].handle) handle->close_stdin();
 }
 template <class Agents>
-void perform(RendezvousServer&, Agents& agents, const KillAgent& a) {
+void perform(RendezvousService&, Agents& agents, const KillAgent& a) {
   if (auto& handle = agents[static_cast<std::size_t>(a.node)].handle) handle->kill();
 }
 template <class Agents>
-void perform(RendezvousServer&, Agents&, const Log& a) {
+void perform(RendezvousService&, Agents&, const Log& a) {
   if (log::enabled(a.level)) log::write(a.level, a.text);
 }
 

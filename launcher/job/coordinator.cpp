@@ -17,6 +17,8 @@
 #include "launcher/job/agent_link_perform.h"
 #include "launcher/plan/launch_spec_builder.h"
 #include "protocol/launch_spec.h"
+#include "rendezvous/relayed_server.h"
+#include "rendezvous/server.h"
 
 namespace dlaunch {
 namespace {
@@ -152,14 +154,22 @@ void Coordinator::start_server() {
   // retries and strays: a whole fleet arriving together is never evicted.
   options.max_pending =
       std::max(options.max_pending, static_cast<std::size_t>(s_.plan.nnodes) + 1024);
-  server_ = std::make_unique<RendezvousServer>(
-      io_, asio::ip::tcp::endpoint(address, static_cast<std::uint16_t>(s_.plan.rdzv_port)),
-      s_.secret,
-      RendezvousServer::Callbacks{
-          [this](ConnId c, const proto::Join& j) { apply(policy_.on_join(c, j)); },
-          [this](ConnId c, proto::Message&& m) { on_message(c, std::move(m)); },
-          [this](ConnId c, const std::string& r) { apply(policy_.on_connection_closed(c, r)); }},
-      options);
+  const asio::ip::tcp::endpoint endpoint(address, static_cast<std::uint16_t>(s_.plan.rdzv_port));
+  RendezvousService::Callbacks callbacks{
+      [this](ConnId c, const proto::Join& j) { apply(policy_.on_join(c, j)); },
+      [this](ConnId c, proto::Message&& m) { on_message(c, std::move(m)); },
+      [this](ConnId c, const std::string& r) { apply(policy_.on_connection_closed(c, r)); }};
+  if (s_.rendezvous_relays > 0) {
+    options.max_sessions = s_.sessions_per_relay;
+    server_ = std::make_unique<RelayedRendezvous>(io_, endpoint, s_.secret, std::move(callbacks),
+                                                  options, s_.rendezvous_relays);
+    log::info("rendezvous: ", s_.rendezvous_relays,
+              " relay processes hold the agents' connections (this process may open ",
+              descriptor_limit(), " files)");
+  } else {
+    server_ =
+        std::make_unique<RendezvousServer>(io_, endpoint, s_.secret, std::move(callbacks), options);
+  }
   log::debug("rendezvous listening on ", s_.plan.rdzv_bind, ":", server_->port());
 }
 

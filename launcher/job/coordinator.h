@@ -26,7 +26,7 @@
 #include "launcher/job/sync_sender.h"
 #include "launcher/plan/plan.h"
 #include "launcher/transport/transport.h"
-#include "rendezvous/server.h"
+#include "rendezvous/service.h"
 
 namespace dlaunch {
 
@@ -41,6 +41,10 @@ class Coordinator {
     JobInfo record;       // the record as claimed (PENDING)
     // --sync: the directory's manifest, built before the job starts.
     std::shared_ptr<const SyncManifest> sync = {};
+    // More agents than this process may hold connections (descriptor_budget):
+    // this many relay processes hold them, up to sessions_per_relay each.
+    std::size_t rendezvous_relays = 0;
+    std::size_t sessions_per_relay = 0;
   };
 
   // `transports` must outlive the coordinator (the agents' handles point into them).
@@ -95,7 +99,7 @@ class Coordinator {
   JobPolicy policy_;
   JobRecorder recorder_;
   std::optional<FileMirror> tensorboard_;  // --tensorboard-dir, into <job dir>/tensorboard
-  std::unique_ptr<RendezvousServer> server_;
+  std::unique_ptr<RendezvousService> server_;
   std::vector<Agent> agents_;  // indexed by node rank
   std::string workdir_;
   JobResult result_;

@@ -16,14 +16,19 @@ std::string grouped(std::size_t n) {
 
 DescriptorBudget descriptor_budget(const DescriptorNeeds& needs, std::size_t limit) {
   DescriptorBudget b;
-  b.needed = needs.nnodes + needs.ssh_hosts + 3 * needs.local_agents + kOwnDescriptors;
+  const std::size_t unrelayed = needs.ssh_hosts + 3 * needs.local_agents + kOwnDescriptors;
+  b.needed = needs.nnodes + unrelayed;
+  if (b.needed + kMinRankLogFiles > limit && limit > kRelayOwnDescriptors) {
+    b.sessions_per_relay = limit - kRelayOwnDescriptors;
+    b.relays = (needs.nnodes + kRelayMargin + b.sessions_per_relay - 1) / b.sessions_per_relay;
+    b.needed = unrelayed + b.relays;
+  }
   if (b.needed + kMinRankLogFiles > limit) {
     b.problem = "a job of " + grouped(needs.nnodes) + " nodes needs about " +
-                grouped(b.needed + kMinRankLogFiles) +
-                " open files on this machine (one connection per agent" +
-                (needs.ssh_hosts > 0 ? ", one SSH session per host" : "") +
-                ", dlaunch's own and a few rank logs), but this process may open " +
-                grouped(limit) +
+                grouped(b.needed + kMinRankLogFiles) + " open files on this machine (" +
+                (b.relays > 0 ? "" : "one connection per agent, ") +
+                (needs.ssh_hosts > 0 ? "one SSH session per host, " : "") +
+                "dlaunch's own and a few rank logs), but this process may open " + grouped(limit) +
                 ": raise the hard limit (`ulimit -Hn`; LimitNOFILE= in a systemd unit, nofile in "
                 "/etc/security/limits.conf) or run fewer nodes";
     return b;

@@ -1,9 +1,12 @@
 // Node 0's open files: one rendezvous connection per agent, one SSH session
 // per host it starts an agent on over SSH, three pipes per agent it starts on
 // this machine, some of its own, and the ranks' log files with what is left.
-// A job that cannot fit its connections under the descriptor limit would wait
-// out the rendezvous timeout for agents it can never accept: it is refused at
-// once instead. Pure: the limit is passed in.
+// When the agents' connections do not fit under the descriptor limit (a hard
+// limit of 20,000 and a job of 20,000 nodes), relay processes hold them, each
+// under its own limit, and the coordinator one socket per relay. What cannot
+// be relayed (SSH sessions, local agents' pipes) must still fit: a job that
+// does not is refused at once rather than waiting out the rendezvous timeout.
+// Pure: the limit is passed in.
 #pragma once
 
 #include <cstddef>
@@ -20,11 +23,21 @@ struct DescriptorNeeds {
 struct DescriptorBudget {
   std::size_t needed = 0;          // without the rank log files
   std::size_t rank_log_files = 0;  // how many may be open at once
-  std::string problem = {};        // non-empty: the job cannot run under this limit
+  // 0: the coordinator holds every agent's connection itself. Otherwise this
+  // many relay processes share the listener, each holding at most
+  // sessions_per_relay connections (handshakes included).
+  std::size_t relays = 0;
+  std::size_t sessions_per_relay = 0;
+  std::string problem = {};  // non-empty: the job cannot run under this limit
 };
 
 // Listeners, the event loop, timers, the job record, this process's own logs.
 inline constexpr std::size_t kOwnDescriptors = 64;
+// A relay's own: its listener, its socket to the coordinator, the event loop.
+inline constexpr std::size_t kRelayOwnDescriptors = 64;
+// Relays hold room beyond the node count for retries and strays in the
+// handshake, so that the last agents are not kept waiting in the queue.
+inline constexpr std::size_t kRelayMargin = 256;
 // The fewest rank log files worth running with (they are reopened as needed).
 inline constexpr std::size_t kMinRankLogFiles = 64;
 

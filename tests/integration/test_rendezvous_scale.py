@@ -8,6 +8,7 @@ is still writing Stop to them, ends with the failing rank's code and no crash.""
 import os
 import resource
 import signal
+import subprocess
 import sys
 import unittest
 
@@ -32,13 +33,14 @@ class RendezvousScaleTest(DlaunchTestCase):
             self.skipTest(f"the descriptor limit is below {NODES + 256}")
         self.secret = self.write("secret", "scale-test-secret\n", 0o600)
 
-    def run_job(self, job, **load_options):
+    def run_job(self, job, preexec_fn=None, **load_options):
         port = free_port()
         p = self.start_dlaunch(["--nnodes", str(NODES), "--node-rank", "0",
                                 "--master-addr", "127.0.0.1", "--rdzv-port", str(port),
                                 "--secret-file", self.secret, "--nproc-per-node", "1",
                                 "--name", job, "--log-dir", os.path.join(self.tmp, "logs"),
-                                "--rdzv-timeout", str(TIMEOUT), "--", "true"])
+                                "--rdzv-timeout", str(TIMEOUT), "--", "true"],
+                               preexec_fn=preexec_fn)
         load = rdzv_load.Load(port, self.secret, NODES, procs=LOAD_PROCS, timeout=TIMEOUT,
                               **load_options)
         self.procs.extend(load.start())
@@ -94,21 +96,54 @@ class RendezvousScaleTest(DlaunchTestCase):
                          load["errors"])
         self.assertEqual(len(load["assigned"]), NODES - 1)
 
-    def test_a_job_beyond_the_descriptor_limit_is_refused_at_once(self):
+    def test_more_nodes_than_node_0_may_open_files_run_through_relays(self):
         # Node 0 limited to 1,024 open files cannot hold 2,000 agents'
-        # connections: it says so at once instead of waiting out the
-        # rendezvous timeout for agents it could never accept.
+        # connections itself (as 20,000 agents under a hard limit of 20,000):
+        # relay processes hold them, and the job runs as any other (without
+        # them it was refused: "needs about 2,131 open files").
         def limit():
             resource.setrlimit(resource.RLIMIT_NOFILE, (1024, 1024))
-        p = self.start_dlaunch(["--nnodes", str(NODES), "--node-rank", "0",
-                                "--master-addr", "127.0.0.1", "--rdzv-port", str(free_port()),
-                                "--secret-file", self.secret, "--rdzv-timeout", str(TIMEOUT),
-                                "--", "true"], preexec_fn=limit)
+        code, out, err, load = self.run_job(self.job_name("scale-relayed"), preexec_fn=limit)
+        self.assertNoCrash(code, err)
+        self.assertEqual(code, 0, f"stderr:\n{err[-3000:]}\nload: {load['errors']}")
+        self.assertEqual(load["outcomes"], {"stopped": NODES - 1}, load["errors"])
+        self.assertEqual(load["assigned"], [[n, n, 1, NODES, NODES] for n in range(1, NODES)])
+        self.assertNoRelayLeft()
+
+    def test_a_failure_under_relays_reaches_every_agent(self):
+        # One agent's rank fails: node 0 names it and every other agent, held
+        # by a relay, is sent Stop with the failing code.
+        def limit():
+            resource.setrlimit(resource.RLIMIT_NOFILE, (1024, 1024))
+        failing = NODES // 2
+        code, out, err, load = self.run_job(self.job_name("scale-relayed-fail"), fail_node=failing,
+                                            fail_code=3, preexec_fn=limit)
+        self.assertNoCrash(code, err)
+        self.assertEqual(code, 3, f"stderr:\n{err[-3000:]}\nload: {load['errors']}")
+        self.assertIn(f"rank {failing}", err)
+        self.assertEqual(load["stop_codes"], {"3": NODES - 1}, load["errors"])
+        self.assertNoRelayLeft()
+
+    def test_a_job_beyond_the_descriptor_limit_is_refused_at_once(self):
+        # What relays cannot hold still has to fit: 2,000 hosts over SSH need
+        # one SSH session each in node 0, which may open 1,024 files. It says
+        # so at once instead of starting what could never finish.
+        hosts = self.write("hosts.toml", "".join(
+            f'[[host]]\nname = "n{n}"\naddress = "198.18.{n // 250}.{n % 250 + 1}"\n'
+            for n in range(NODES)))
+        def limit():
+            resource.setrlimit(resource.RLIMIT_NOFILE, (1024, 1024))
+        p = self.start_dlaunch(["--hosts", hosts, "--", "true"], preexec_fn=limit)
         out, err = p.communicate(timeout=30)
         self.assertEqual(p.returncode, 1, err)
         self.assertIn("a job of 2,000 nodes needs about", err)
+        self.assertIn("one SSH session per host", err)
         self.assertIn("but this process may open 1,024", err)
 
+    def assertNoRelayLeft(self):
+        left = subprocess.run(["pgrep", "-f", "dlaunch-rendezvous-relay"],
+                              capture_output=True, text=True).stdout.split()
+        self.assertEqual(left, [], "relay processes outlived the job")
 
 if __name__ == "__main__":
     harness.require_binaries()

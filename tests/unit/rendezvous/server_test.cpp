@@ -116,3 +116,34 @@ TEST_CASE("many agents join over TCP, get assignments, and send lines; a wrong s
   for (auto& c : clients) c->close("done");
   io.run_for(std::chrono::milliseconds(50));
 }
+
+// A server sharing its listener with others (rendezvous relays) takes at most
+// max_sessions connections; the next one waits in the kernel's queue, for
+// whichever process has room, here this one once a connection closes.
+TEST_CASE("a server at max_sessions leaves the next connection queued until one closes") {
+  asio::io_context io;
+  RendezvousServer::Options options;
+  options.max_sessions = 2;
+  RendezvousServer server(io, asio::ip::tcp::endpoint(asio::ip::make_address("127.0.0.1"), 0),
+                          "secret", RendezvousServer::Callbacks{}, options);
+  const asio::ip::tcp::endpoint at(asio::ip::make_address("127.0.0.1"), server.port());
+  const std::string hello = proto::encode(proto::Hello{proto::kMagic, proto::kVersion,
+                                                       std::string(proto::kNonceSize, 'n')});
+  // Whether the server answered a Hello on `s` (it does once it accepted s).
+  auto answered = [&io](asio::ip::tcp::socket& s) {
+    io.run_for(std::chrono::milliseconds(100));
+    return s.available() > 0;
+  };
+  std::vector<asio::ip::tcp::socket> peers;
+  for (int i = 0; i < 3; ++i) {
+    auto& s = peers.emplace_back(io);
+    s.connect(at);
+    asio::write(s, asio::buffer(hello));
+  }
+  CHECK(answered(peers[0]));
+  CHECK(answered(peers[1]));
+  CHECK_FALSE(answered(peers[2]));
+  peers[0].close();
+  CHECK(answered(peers[2]));
+  server.stop();
+}

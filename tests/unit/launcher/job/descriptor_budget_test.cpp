@@ -11,19 +11,41 @@ TEST_CASE("descriptors: 10,000 manual-mode nodes fit under 20,000; the logs get 
   CHECK(b.rank_log_files == 20'000 - b.needed);
 }
 
-TEST_CASE("descriptors: 20,000 nodes under a limit of 20,000 are refused at once, saying why") {
-  const auto b = descriptor_budget({20'000, 0, 1}, 20'000);
-  CHECK(b.problem ==
-        "a job of 20,000 nodes needs about 20,131 open files on this machine (one connection per "
-        "agent, dlaunch's own and a few rank logs), but this process may open 20,000: raise the "
-        "hard limit (`ulimit -Hn`; LimitNOFILE= in a systemd unit, nofile in "
-        "/etc/security/limits.conf) or run fewer nodes");
-}
-
 TEST_CASE("descriptors: hosts over SSH count their sessions too") {
   CHECK(descriptor_budget({400, 400, 0}, 1024).problem.empty());  // 400 + 400 + 64 + 64
   const auto b = descriptor_budget({1000, 1000, 0}, 1024);
   CHECK(b.problem.find("one SSH session per host") != std::string::npos);
   // A generous limit caps the open log files, not the job.
   CHECK(descriptor_budget({4, 0, 4}, 1'048'576).rank_log_files == 65'536);
+}
+
+TEST_CASE("descriptors: 20,000 nodes under a limit of 20,000 go through relay processes") {
+  const auto b = descriptor_budget({20'000, 0, 1}, 20'000);
+  CHECK(b.problem.empty());
+  CHECK(b.sessions_per_relay == 20'000 - kRelayOwnDescriptors);
+  CHECK(b.relays == 2);
+  CHECK(b.relays * b.sessions_per_relay >= 20'000 + kRelayMargin);
+  // The coordinator holds one socket per relay, not one per agent.
+  CHECK(b.needed == 2 + 3 + kOwnDescriptors);
+  CHECK(b.rank_log_files == 20'000 - b.needed);
+  // 2,000 under the common 1,024: three relays of 960.
+  const auto small = descriptor_budget({2'000, 0, 1}, 1'024);
+  CHECK(small.problem.empty());
+  CHECK(small.relays == 3);
+  CHECK(small.sessions_per_relay == 960);
+}
+
+TEST_CASE("descriptors: relays hold the agents' connections, not SSH sessions") {
+  // 600 hosts over SSH under 1,024: their connections go to one relay, their
+  // sessions stay here and fit.
+  const auto fits = descriptor_budget({600, 600, 0}, 1024);
+  CHECK(fits.problem.empty());
+  CHECK(fits.relays == 1);
+  CHECK(fits.needed == 600 + kOwnDescriptors + 1);
+  const auto b = descriptor_budget({1000, 1000, 0}, 1024);
+  CHECK(b.problem ==
+        "a job of 1,000 nodes needs about 1,130 open files on this machine (one SSH session per "
+        "host, dlaunch's own and a few rank logs), but this process may open 1,024: raise the "
+        "hard limit (`ulimit -Hn`; LimitNOFILE= in a systemd unit, nofile in "
+        "/etc/security/limits.conf) or run fewer nodes");
 }

@@ -1,0 +1,146 @@
+#include "rendezvous/relay_process.h"
+
+#include <sys/socket.h>
+
+#include <asio.hpp>
+#include <csignal>
+#include <memory>
+#include <unordered_set>
+
+#include "common/log.h"
+#include "rendezvous/relay_channel.h"
+#include "rendezvous/relay_wire.h"
+#include "rendezvous/server.h"
+
+namespace dlaunch {
+namespace {
+
+class Relay {
+ public:
+  explicit Relay(asio::io_context& io)
+      : io_(io), channel_(std::make_shared<RelayChannel>(io, kRelayChannelFd, kMaxRelayFrame)) {}
+
+  void start() {
+    channel_->start({[this](Frame&& frame) { on_frame(frame); },
+                     [this](const std::string& reason) { end(reason); },
+                     [this] {
+                       channel_behind_ = false;
+                       apply_pause();
+                     }});
+  }
+
+ private:
+  void on_frame(const Frame& frame) {
+    auto relayed = decode_relay(frame);
+    if (!relayed) return fail("a malformed frame from the coordinator");
+    if (!server_) {
+      if (relayed->kind != RelayKind::setup) return fail("no setup from the coordinator");
+      return serve(relayed->body);
+    }
+    switch (relayed->kind) {
+      case RelayKind::send:
+        server_->send_frame(relayed->conn, std::string(relayed->body));
+        watch_output(relayed->conn);
+        return;
+      case RelayKind::close:
+        server_->close(relayed->conn, std::string(relayed->body));
+        return;
+      case RelayKind::pause_reading:
+      case RelayKind::resume_reading:
+        coordinator_paused_ = relayed->kind == RelayKind::pause_reading;
+        return apply_pause();
+      default:
+        return fail("an unexpected frame from the coordinator");
+    }
+  }
+
+  void serve(std::string_view body) {
+    auto setup = decode_setup(body);
+    if (!setup) return fail("a malformed setup from the coordinator");
+    log::set_level(static_cast<log::Level>(setup->log_level));
+    asio::ip::tcp::acceptor listener(io_);
+    sockaddr_storage address{};
+    socklen_t length = sizeof address;
+    if (::getsockname(kRelayListenerFd, reinterpret_cast<sockaddr*>(&address), &length) != 0)
+      return fail("no listener on descriptor 3");
+    const auto protocol = address.ss_family == AF_INET6 ? asio::ip::tcp::v6() : asio::ip::tcp::v4();
+    listener.assign(protocol, kRelayListenerFd);
+    RendezvousService::Options options;
+    options.handshake_timeout = setup->handshake_timeout;
+    options.heartbeat_timeout = setup->heartbeat_timeout;
+    options.max_pending = setup->max_pending;
+    options.max_sessions = setup->max_sessions;
+    server_ = std::make_unique<RendezvousServer>(
+        std::move(listener), std::move(setup->secret),
+        RendezvousService::Callbacks{[this](ConnId c, const proto::Join& j) {
+                                       forward(RelayKind::joined, c,
+                                               proto::encode(proto::Message{j}));
+                                     },
+                                     [this](ConnId c, proto::Message&& m) {
+                                       forward(RelayKind::message, c, proto::encode(m));
+                                     },
+                                     [this](ConnId c, const std::string& reason) {
+                                       reported_full_.erase(c);
+                                       forward(RelayKind::closed, c, reason);
+                                     }},
+        options);
+  }
+
+  void forward(RelayKind kind, ConnId conn, std::string_view body) {
+    channel_->send(encode_relay(kind, conn, body));
+    // The coordinator is behind: the agents wait in their own send queues.
+    if (!channel_behind_ && channel_->over_limit()) {
+      channel_behind_ = true;
+      apply_pause();
+    }
+  }
+
+  // Tells the coordinator when an agent's output lane is full, and when it
+  // has room again, so that a bulk sender (--sync) holds back per agent.
+  void watch_output(ConnId conn) {
+    if (!server_->is_open(conn) || !server_->output_full(conn)) return;
+    if (!reported_full_.insert(conn).second) return;
+    forward(RelayKind::full, conn, {});
+    server_->on_output_space(conn, [this, conn] {
+      if (reported_full_.erase(conn) > 0) forward(RelayKind::space, conn, {});
+    });
+  }
+
+  void apply_pause() {
+    if (server_) server_->set_reading_paused(coordinator_paused_ || channel_behind_);
+  }
+
+  void fail(const std::string& why) {
+    log::error("rendezvous relay: ", why);
+    channel_->close(why);
+  }
+
+  void end(const std::string&) {
+    if (server_) server_->stop();
+    io_.stop();
+  }
+
+  asio::io_context& io_;
+  std::shared_ptr<RelayChannel> channel_;
+  std::unique_ptr<RendezvousServer> server_;
+  std::unordered_set<ConnId> reported_full_;
+  bool coordinator_paused_ = false;
+  bool channel_behind_ = false;
+};
+
+}  // namespace
+
+int run_rendezvous_relay() {
+  // Interrupts are the coordinator's to handle: it stops the agents through
+  // this relay, which must outlive that. It ends when the coordinator does.
+  std::signal(SIGINT, SIG_IGN);
+  std::signal(SIGHUP, SIG_IGN);
+  std::signal(SIGPIPE, SIG_IGN);
+  asio::io_context io;
+  Relay relay(io);
+  relay.start();
+  io.run();
+  return 0;
+}
+
+}  // namespace dlaunch
