@@ -1,9 +1,11 @@
 #include "rendezvous/relay_process.h"
 
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include <asio.hpp>
 #include <csignal>
+#include <cstdio>
 #include <memory>
 #include <unordered_set>
 
@@ -111,7 +113,7 @@ class Relay {
   }
 
   void fail(const std::string& why) {
-    log::error("rendezvous relay: ", why);
+    log::error(why);
     channel_->close(why);
   }
 
@@ -136,6 +138,13 @@ int run_rendezvous_relay() {
   std::signal(SIGINT, SIG_IGN);
   std::signal(SIGHUP, SIG_IGN);
   std::signal(SIGPIPE, SIG_IGN);
+  // Its lines land among the coordinator's, on the same stderr and in its
+  // shape, naming which relay spoke.
+  log::set_sink([pid = ::getpid()](log::Level level, const std::string& message) {
+    static constexpr const char* names[] = {"debug", "info", "warning", "error"};
+    std::fprintf(stderr, "dlaunch: %s: rendezvous relay %d: %s\n", names[static_cast<int>(level)],
+                 static_cast<int>(pid), message.c_str());
+  });
   asio::io_context io;
   Relay relay(io);
   relay.start();

@@ -170,14 +170,17 @@ void RelayedRendezvous::give_space(Relay& relay, ConnId local) {
 void RelayedRendezvous::on_relay_closed(std::size_t index, const std::string& reason) {
   if (stopped_) return;
   auto& relay = relays_[index];
-  std::string why = "its rendezvous relay (pid " + std::to_string(relay.pid) + ") ended: " + reason;
+  std::string what = "ended: " + reason;
   int status = 0;
-  if (relay.pid > 0 && ::waitpid(relay.pid, &status, WNOHANG) == relay.pid) {
-    why = "its rendezvous relay (pid " + std::to_string(relay.pid) + ") exited with status " +
-          std::to_string(shell_status(status));
-    relay.pid = -1;
+  const bool reaped = relay.pid > 0 && ::waitpid(relay.pid, &status, WNOHANG) == relay.pid;
+  if (reaped) {
+    what = WIFSIGNALED(status) ? "was killed by " + signal_name(WTERMSIG(status))
+                               : "exited with code " + std::to_string(shell_status(status));
   }
-  log::error("rendezvous relay ", index + 1, " of ", relays_.size(), ": ", why);
+  const std::string pid = "(pid " + std::to_string(relay.pid) + ") ";
+  log::error("rendezvous relay ", index + 1, " of ", relays_.size(), " ", pid, what);
+  const std::string why = "its rendezvous relay " + pid + what;
+  if (reaped) relay.pid = -1;
   auto joined = std::move(relay.joined);
   relay.joined.clear();
   relay.full.clear();

@@ -225,6 +225,7 @@ def run_one(bin_dir, nodes, procs, timeout, jitter, perf_out=None, verbose=False
                                     stderr=subprocess.DEVNULL)
         hwm = rss_peak = cpu = None
         agent_cpu = {}  # node 0's descendants: its local agent (two processes), the rank
+        descendant_hwm = {}  # and its rendezvous relays, when it has some: their peak RSS
         status = usage = None
         killed = False
         while True:
@@ -238,6 +239,8 @@ def run_one(bin_dir, nodes, procs, timeout, jitter, perf_out=None, verbose=False
             cpu = proc_cpu_s(p.pid) or cpu
             for child in proc_descendants(p.pid):
                 agent_cpu[child] = proc_cpu_s(child) or agent_cpu.get(child, 0.0)
+                descendant_hwm[child] = (proc_status_kib(child, "VmHWM")
+                                         or descendant_hwm.get(child, 0))
             if time.monotonic() - start > timeout + 30 and not killed:
                 p.send_signal(signal.SIGKILL)
                 killed = True
@@ -292,8 +295,9 @@ def run_one(bin_dir, nodes, procs, timeout, jitter, perf_out=None, verbose=False
             summary["times"].items(), key=lambda kv: kv[1] or 0) if v)
         print(f"    load timeline (s from start): {steps}", flush=True)
         print(f"    load stats: {summary['stats']}", flush=True)
-        print(f"    node 0's agent processes, CPU s at their last sample: "
-              f"{sorted(round(v, 2) for v in agent_cpu.values())}", flush=True)
+        print(f"    node 0's descendants (agent, rank, relays), CPU s at their last sample: "
+              f"{sorted(round(v, 2) for v in agent_cpu.values())}, peak RSS MiB: "
+              f"{sorted(round(v / 1024, 1) for v in descendant_hwm.values())}", flush=True)
         print(f"    load outcomes {summary['outcomes']}, errors {summary['errors'][:3]}; "
               f"system CPU s: node 0 {usage.ru_stime:.2f}, load {load_sys:.2f}", flush=True)
         if code != 0:
