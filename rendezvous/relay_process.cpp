@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <asio.hpp>
+#include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <memory>
@@ -20,7 +21,9 @@ namespace {
 class Relay {
  public:
   explicit Relay(asio::io_context& io)
-      : io_(io), channel_(std::make_shared<RelayChannel>(io, kRelayChannelFd, kMaxRelayFrame)) {}
+      : io_(io),
+        channel_(std::make_shared<RelayChannel>(io, kRelayChannelFd, kMaxRelayFrame)),
+        coordinator_timer_(io) {}
 
   void start() {
     channel_->start({[this](Frame&& frame) { on_frame(frame); },
@@ -33,6 +36,7 @@ class Relay {
 
  private:
   void on_frame(const Frame& frame) {
+    last_from_coordinator_ = std::chrono::steady_clock::now();
     auto relayed = decode_relay(frame);
     if (!relayed) return fail("a malformed frame from the coordinator");
     if (!server_) {
@@ -46,6 +50,8 @@ class Relay {
         return;
       case RelayKind::close:
         server_->close(relayed->conn, std::string(relayed->body));
+        return;
+      case RelayKind::heartbeat:
         return;
       case RelayKind::pause_reading:
       case RelayKind::resume_reading:
@@ -86,6 +92,23 @@ class Relay {
                                        forward(RelayKind::closed, c, reason);
                                      }},
         options);
+    heartbeat_timeout_ = setup->heartbeat_timeout;
+    watch_coordinator();
+  }
+
+  // A coordinator whose loop no longer runs (stopped, hung) sends no
+  // heartbeat: after the agents' own timeout the relay ends, closing their
+  // connections, as they would have ended with a coordinator that held them.
+  void watch_coordinator() {
+    if (heartbeat_timeout_.count() <= 0) return;
+    coordinator_timer_.expires_after(heartbeat_timeout_ / 3);
+    coordinator_timer_.async_wait([this](const asio::error_code& ec) {
+      if (ec) return;
+      if (std::chrono::steady_clock::now() - last_from_coordinator_ > heartbeat_timeout_)
+        return fail("the coordinator sent nothing for " +
+                    std::to_string(heartbeat_timeout_.count() / 1000) + " s");
+      watch_coordinator();
+    });
   }
 
   void forward(RelayKind kind, ConnId conn, std::string_view body) {
@@ -118,6 +141,7 @@ class Relay {
   }
 
   void end(const std::string&) {
+    coordinator_timer_.cancel();
     if (server_) server_->stop();
     io_.stop();
   }
@@ -126,6 +150,9 @@ class Relay {
   std::shared_ptr<RelayChannel> channel_;
   std::unique_ptr<RendezvousServer> server_;
   std::unordered_set<ConnId> reported_full_;
+  asio::steady_timer coordinator_timer_;
+  std::chrono::steady_clock::time_point last_from_coordinator_ = std::chrono::steady_clock::now();
+  std::chrono::milliseconds heartbeat_timeout_{0};
   bool coordinator_paused_ = false;
   bool channel_behind_ = false;
 };

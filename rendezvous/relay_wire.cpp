@@ -25,6 +25,7 @@ std::optional<RelayFrame> decode_relay(const Frame& frame) {
     case RelayKind::close:
     case RelayKind::pause_reading:
     case RelayKind::resume_reading:
+    case RelayKind::heartbeat:
       break;
     default:
       return std::nullopt;

@@ -29,6 +29,7 @@ enum class RelayKind : std::uint8_t {
   close = 18,           // body: why; closed once what is queued is written
   pause_reading = 19,   // conn 0
   resume_reading = 20,  // conn 0
+  heartbeat = 21,       // conn 0: the coordinator is alive (its loop runs)
 };
 
 struct RelayFrame {

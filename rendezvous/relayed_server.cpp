@@ -52,7 +52,9 @@ std::uint8_t current_log_level() {
 RelayedRendezvous::RelayedRendezvous(asio::io_context& io, const asio::ip::tcp::endpoint& endpoint,
                                      const std::string& secret, Callbacks callbacks,
                                      Options options, std::size_t relays)
-    : callbacks_(std::move(callbacks)) {
+    : callbacks_(std::move(callbacks)),
+      heartbeat_timer_(io),
+      heartbeat_interval_(options.heartbeat_timeout / 3) {
   auto listener = open_rendezvous_listener(io, endpoint);
   port_ = listener.local_endpoint().port();
   RelaySetup setup;
@@ -65,9 +67,21 @@ RelayedRendezvous::RelayedRendezvous(asio::io_context& io, const asio::ip::tcp::
   const std::string setup_frame = encode_relay(RelayKind::setup, 0, encode_setup(setup));
   relays_.resize(relays);
   for (std::size_t i = 0; i < relays; ++i) spawn(io, i, listener.native_handle(), setup_frame);
+  send_heartbeats();
   // The relays hold the listener from here on; this process accepts nothing.
   log::debug("rendezvous: ", relays, " relay processes hold the agents' connections, up to ",
              options.max_sessions, " each");
+}
+
+void RelayedRendezvous::send_heartbeats() {
+  if (stopped_ || heartbeat_interval_.count() <= 0) return;
+  heartbeat_timer_.expires_after(heartbeat_interval_);
+  heartbeat_timer_.async_wait([this](const asio::error_code& ec) {
+    if (ec || stopped_) return;
+    for (auto& relay : relays_)
+      if (relay.channel) relay.channel->send(encode_relay(RelayKind::heartbeat, 0, {}));
+    send_heartbeats();
+  });
 }
 
 RelayedRendezvous::~RelayedRendezvous() {
@@ -222,6 +236,7 @@ void RelayedRendezvous::set_reading_paused(bool paused) {
 void RelayedRendezvous::stop() {
   if (stopped_) return;
   stopped_ = true;
+  heartbeat_timer_.cancel();
   for (auto& relay : relays_)
     if (relay.channel) relay.channel->close("the rendezvous stopped");
   reap();

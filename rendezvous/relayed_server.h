@@ -61,10 +61,15 @@ class RelayedRendezvous : public RendezvousService {
   void on_relay_closed(std::size_t index, const std::string& reason);
   void give_space(Relay& relay, ConnId local);
   void reap();
+  void send_heartbeats();
 
   Callbacks callbacks_;
   std::uint16_t port_ = 0;
   std::vector<Relay> relays_;
+  // Tells the relays this process's loop still runs (they end after the
+  // heartbeat timeout without it, as agents do).
+  asio::steady_timer heartbeat_timer_;
+  std::chrono::milliseconds heartbeat_interval_;
   bool stopped_ = false;
 };
 

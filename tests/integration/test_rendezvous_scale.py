@@ -10,6 +10,7 @@ import resource
 import signal
 import subprocess
 import sys
+import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
@@ -140,10 +141,48 @@ class RendezvousScaleTest(DlaunchTestCase):
         self.assertIn("one SSH session per host", err)
         self.assertIn("but this process may open 1,024", err)
 
+    def test_relayed_agents_end_when_the_coordinator_hangs(self):
+        # Relays answer the agents' heartbeats themselves; a coordinator that
+        # stops running must still not leave agents and ranks behind: the
+        # relays end after the heartbeat timeout and the agents with them, as
+        # with a coordinator that held their connections itself.
+        def limit():
+            resource.setrlimit(resource.RLIMIT_NOFILE, (200, 200))
+        job, port, nodes = self.job_name("relay-hang"), free_port(), 100
+        common = ["--nnodes", str(nodes), "--master-addr", "127.0.0.1", "--rdzv-port", str(port),
+                  "--secret-file", self.secret, "--name", job, "--heartbeat-timeout", "3",
+                  "--log-dir", os.path.join(self.tmp, "logs")]
+        node0 = self.start_dlaunch(common + ["--node-rank", "0", "--", "sleep", "60"],
+                                   preexec_fn=limit)
+        agents = [self.start_dlaunch(common + ["--node-rank", str(n), "--", "sleep", "60"])
+                  for n in (1, 2)]
+        # Both joined (the rest never come): node 0's relays hold them.
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline and len(relay_pids()) == 0:
+            time.sleep(0.1)
+        self.assertGreater(len(relay_pids()), 0, "node 0 started no relay under 200 files")
+        time.sleep(1)
+        os.kill(node0.pid, signal.SIGSTOP)
+        try:
+            for agent in agents:
+                _, err = agent.communicate(timeout=30)
+                self.assertNotEqual(agent.returncode, 0)
+                self.assertIn("lost the coordinator", err)
+            deadline = time.monotonic() + 10
+            while time.monotonic() < deadline and relay_pids():
+                time.sleep(0.1)
+            self.assertEqual(relay_pids(), [], "relays outlived a hung coordinator")
+        finally:
+            os.kill(node0.pid, signal.SIGKILL)
+            node0.communicate()
+
     def assertNoRelayLeft(self):
-        left = subprocess.run(["pgrep", "-f", "dlaunch-rendezvous-relay"],
-                              capture_output=True, text=True).stdout.split()
-        self.assertEqual(left, [], "relay processes outlived the job")
+        self.assertEqual(relay_pids(), [], "relay processes outlived the job")
+
+
+def relay_pids():
+    return subprocess.run(["pgrep", "-f", "dlaunch-rendezvous-relay"],
+                          capture_output=True, text=True).stdout.split()
 
 if __name__ == "__main__":
     harness.require_binaries()

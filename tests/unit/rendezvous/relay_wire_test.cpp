@@ -23,9 +23,9 @@ Frame decode_one(const std::string& bytes) {
 
 TEST_CASE("relay frames carry their kind, connection and body") {
   const ConnId conn = (ConnId{7} << 40) | 123'456;
-  for (auto kind :
-       {RelayKind::joined, RelayKind::message, RelayKind::closed, RelayKind::full, RelayKind::space,
-        RelayKind::send, RelayKind::close, RelayKind::pause_reading, RelayKind::resume_reading}) {
+  for (auto kind : {RelayKind::joined, RelayKind::message, RelayKind::closed, RelayKind::full,
+                    RelayKind::space, RelayKind::send, RelayKind::close, RelayKind::pause_reading,
+                    RelayKind::resume_reading, RelayKind::heartbeat}) {
     const std::string body = kind == RelayKind::full ? "" : std::string("a\0b", 3);
     const Frame frame = decode_one(encode_relay(kind, conn, body));
     auto relayed = decode_relay(frame);
