@@ -102,9 +102,8 @@ class RendezvousScaleTest(DlaunchTestCase):
         # connections itself (as 20,000 agents under a hard limit of 20,000):
         # relay processes hold them, and the job runs as any other (without
         # them it was refused: "needs about 2,131 open files").
-        def limit():
-            resource.setrlimit(resource.RLIMIT_NOFILE, (1024, 1024))
-        code, out, err, load = self.run_job(self.job_name("scale-relayed"), preexec_fn=limit)
+        code, out, err, load = self.run_job(self.job_name("scale-relayed"),
+                                            preexec_fn=limit_files(1024))
         self.assertNoCrash(code, err)
         self.assertEqual(code, 0, f"stderr:\n{err[-3000:]}\nload: {load['errors']}")
         self.assertEqual(load["outcomes"], {"stopped": NODES - 1}, load["errors"])
@@ -114,11 +113,9 @@ class RendezvousScaleTest(DlaunchTestCase):
     def test_a_failure_under_relays_reaches_every_agent(self):
         # One agent's rank fails: node 0 names it and every other agent, held
         # by a relay, is sent Stop with the failing code.
-        def limit():
-            resource.setrlimit(resource.RLIMIT_NOFILE, (1024, 1024))
         failing = NODES // 2
         code, out, err, load = self.run_job(self.job_name("scale-relayed-fail"), fail_node=failing,
-                                            fail_code=3, preexec_fn=limit)
+                                            fail_code=3, preexec_fn=limit_files(1024))
         self.assertNoCrash(code, err)
         self.assertEqual(code, 3, f"stderr:\n{err[-3000:]}\nload: {load['errors']}")
         self.assertIn(f"rank {failing}", err)
@@ -132,9 +129,7 @@ class RendezvousScaleTest(DlaunchTestCase):
         hosts = self.write("hosts.toml", "".join(
             f'[[host]]\nname = "n{n}"\naddress = "198.18.{n // 250}.{n % 250 + 1}"\n'
             for n in range(NODES)))
-        def limit():
-            resource.setrlimit(resource.RLIMIT_NOFILE, (1024, 1024))
-        p = self.start_dlaunch(["--hosts", hosts, "--", "true"], preexec_fn=limit)
+        p = self.start_dlaunch(["--hosts", hosts, "--", "true"], preexec_fn=limit_files(1024))
         out, err = p.communicate(timeout=30)
         self.assertEqual(p.returncode, 1, err)
         self.assertIn("a job of 2,000 nodes needs about", err)
@@ -146,14 +141,12 @@ class RendezvousScaleTest(DlaunchTestCase):
         # stops running must still not leave agents and ranks behind: the
         # relays end after the heartbeat timeout and the agents with them, as
         # with a coordinator that held their connections itself.
-        def limit():
-            resource.setrlimit(resource.RLIMIT_NOFILE, (200, 200))
         job, port, nodes = self.job_name("relay-hang"), free_port(), 100
         common = ["--nnodes", str(nodes), "--master-addr", "127.0.0.1", "--rdzv-port", str(port),
                   "--secret-file", self.secret, "--name", job, "--heartbeat-timeout", "3",
                   "--log-dir", os.path.join(self.tmp, "logs")]
         node0 = self.start_dlaunch(common + ["--node-rank", "0", "--", "sleep", "60"],
-                                   preexec_fn=limit)
+                                   preexec_fn=limit_files(200))
         agents = [self.start_dlaunch(common + ["--node-rank", str(n), "--", "sleep", "60"])
                   for n in (1, 2)]
         # Both joined (the rest never come): node 0's relays hold them.
@@ -178,6 +171,11 @@ class RendezvousScaleTest(DlaunchTestCase):
 
     def assertNoRelayLeft(self):
         self.assertEqual(relay_pids(), [], "relay processes outlived the job")
+
+
+def limit_files(n):
+    """A preexec_fn: node 0 may open n files, soft and hard."""
+    return lambda: resource.setrlimit(resource.RLIMIT_NOFILE, (n, n))
 
 
 def relay_pids():
