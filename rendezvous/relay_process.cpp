@@ -172,10 +172,24 @@ int run_rendezvous_relay() {
     std::fprintf(stderr, "dlaunch: %s: rendezvous relay %d: %s\n", names[static_cast<int>(level)],
                  static_cast<int>(pid), message.c_str());
   });
-  asio::io_context io;
-  Relay relay(io);
-  relay.start();
-  io.run();
+  // Run by hand (the name is only a way in), descriptors 3 and 4 are not
+  // what the coordinator passes: say so rather than fail obscurely.
+  int type = 0;
+  socklen_t length = sizeof type;
+  if (::getsockopt(kRelayChannelFd, SOL_SOCKET, SO_TYPE, &type, &length) != 0 ||
+      type != SOCK_STREAM) {
+    log::error("started without a coordinator: dlaunch starts its relays itself");
+    return 2;
+  }
+  try {
+    asio::io_context io;
+    Relay relay(io);
+    relay.start();
+    io.run();
+  } catch (const std::exception& e) {
+    log::error(e.what());
+    return 1;
+  }
   return 0;
 }
 

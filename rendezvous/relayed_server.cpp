@@ -109,8 +109,7 @@ void RelayedRendezvous::spawn(asio::io_context& io, std::size_t index, int liste
       {[this, index](Frame&& frame) { on_frame(index, frame); },
        [this, index](const std::string& reason) { on_relay_closed(index, reason); },
        [this, index] {
-         // The relay caught up: whoever waits and is not full
-         // at the relay may send again.
+         // The relay caught up: who waits and is not full there may send.
          auto& r = relays_[index];
          std::vector<ConnId> ready;
          for (const auto& [local, callback] : r.space_wanted)
