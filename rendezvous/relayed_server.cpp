@@ -69,8 +69,6 @@ RelayedRendezvous::RelayedRendezvous(asio::io_context& io, const asio::ip::tcp::
   for (std::size_t i = 0; i < relays; ++i) spawn(io, i, listener.native_handle(), setup_frame);
   send_heartbeats();
   // The relays hold the listener from here on; this process accepts nothing.
-  log::debug("rendezvous: ", relays, " relay processes hold the agents' connections, up to ",
-             options.max_sessions, " each");
 }
 
 void RelayedRendezvous::send_heartbeats() {

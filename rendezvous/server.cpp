@@ -37,8 +37,6 @@ asio::ip::tcp::acceptor open_rendezvous_listener(asio::io_context& io,
   enable_keepalive(acceptor.native_handle());
   acceptor.bind(endpoint);
   acceptor.listen(asio::socket_base::max_listen_connections);
-  // accept() takes connections until the queue is empty: it must not block.
-  acceptor.non_blocking(true);
   return acceptor;
 }
 
@@ -55,6 +53,7 @@ RendezvousServer::RendezvousServer(asio::ip::tcp::acceptor listener, std::string
       callbacks_(std::move(callbacks)),
       options_(options) {
   port_ = acceptor_.local_endpoint().port();
+  // accept() takes connections until the queue is empty: it must not block.
   acceptor_.non_blocking(true);
   accept();
 }

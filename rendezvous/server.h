@@ -20,7 +20,7 @@ namespace dlaunch {
 
 // A listening socket for the rendezvous on `endpoint` (port 0: any), set up as
 // the server needs it: keepalive and no-delay for the sockets it accepts,
-// non-blocking, dual-stack on IPv6.
+// dual-stack on IPv6. The server that accepts on it makes it non-blocking.
 asio::ip::tcp::acceptor open_rendezvous_listener(asio::io_context& io,
                                                  const asio::ip::tcp::endpoint& endpoint);
 

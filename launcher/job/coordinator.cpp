@@ -164,8 +164,8 @@ void Coordinator::start_server() {
     server_ = std::make_unique<RelayedRendezvous>(io_, endpoint, s_.secret, std::move(callbacks),
                                                   options, s_.rendezvous_relays);
     log::info("rendezvous: ", s_.rendezvous_relays,
-              " relay processes hold the agents' connections (this process may open ",
-              descriptor_limit(), " files)");
+              " relay processes hold the agents' connections, up to ", s_.sessions_per_relay,
+              " each (this process may open ", descriptor_limit(), " files)");
   } else {
     server_ =
         std::make_unique<RendezvousServer>(io_, endpoint, s_.secret, std::move(callbacks), options);
