@@ -41,7 +41,13 @@ short ChannelPump::poll_events() const {
 
 bool ChannelPump::has_pending() const {
   if (done() || channel_eof_ || !to_socket_.empty()) return false;
-  return libssh2_poll_channel_read(channel_, 0) != 0 || libssh2_channel_eof(channel_) != 0;
+  // Not libssh2_poll_channel_read: it fails (a negative "true") as soon as
+  // any packet shorter than 5 bytes waits in the session's queue, such as a
+  // server's one-byte answer to a keepalive, and a caller that trusted it
+  // would spin on that packet for the rest of the session.
+  unsigned long queued = 0;
+  libssh2_channel_window_read_ex(channel_, &queued, nullptr);
+  return queued > 0 || libssh2_channel_eof(channel_) != 0;
 }
 
 bool ChannelPump::step() {

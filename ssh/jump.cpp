@@ -63,7 +63,7 @@ void JumpTunnel::run() {
   libssh2_session_set_blocking(s, 0);
   // The host's session sends its own keepalives through the channel; these
   // keep the bastion's connection (and any NAT on the way to it) alive too.
-  libssh2_keepalive_config(s, 1, 15);
+  bastion_->start_keepalives();
   for (;;) {
     const bool progress = pump_->step();
     if (pump_->done()) break;

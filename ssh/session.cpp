@@ -348,4 +348,12 @@ int SshSession::run(const std::string& command, std::string* out, std::string* e
   return status;
 }
 
+void SshSession::start_keepalives() {
+  // No reply asked for: libssh2 1.10 never takes a server's answer off its
+  // packet queue, so each answered keepalive would stay in memory for the
+  // life of the session (and a one-byte packet there upsets
+  // libssh2_poll_channel_read). The traffic alone is what keeps the path open.
+  libssh2_keepalive_config(session_, 0, 15);
+}
+
 }  // namespace dlaunch

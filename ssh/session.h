@@ -55,6 +55,10 @@ class SshSession {
   std::string last_error() const;
   // Runs a short command and returns its exit status; stdout into `out`.
   int run(const std::string& command, std::string* out, std::string* err = nullptr);
+  // Sends a keepalive every 15 s from then on (libssh2_keepalive_send, called
+  // by whoever watches the session), so that idle NATs and firewalls keep
+  // the connection.
+  void start_keepalives();
 
  private:
   void open();

@@ -314,7 +314,7 @@ class SshTransport : public Transport {
   void watch_channel(SshSession& s, LIBSSH2_CHANNEL* channel, ReverseForward* forward,
                      const AgentEvents& events, Control& control) {
     libssh2_session_set_blocking(s.get(), 0);
-    libssh2_keepalive_config(s.get(), 1, 15);
+    s.start_keepalives();
     enum class End { exited, killed, lost } end = End::lost;
     bool eof_sent = false;
     char buffer[8192];

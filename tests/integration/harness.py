@@ -185,6 +185,13 @@ def vm_hwm_kib(pid):
     return None
 
 
+def cpu_seconds(pid):
+    """User plus system CPU seconds of a process, all its threads included."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def wait_for(predicate, timeout=30.0, interval=0.05):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:

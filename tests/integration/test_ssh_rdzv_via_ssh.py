@@ -6,9 +6,11 @@ connection it opens to the coordinator."""
 
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import sys
+import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
@@ -81,6 +83,39 @@ class RendezvousViaSshTest(unittest.TestCase):
         r = self.dlaunch(hosts_file, "--rdzv-via-ssh")
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertIn("rank 2 on h3", r.stdout + r.stderr)
+
+    def test_an_idle_job_through_a_bastion_and_via_ssh_leaves_the_coordinator_idle(self):
+        # Every forwarded connection and the bastion's tunnel wait on their
+        # sockets: with ranks that print nothing, the coordinator does no work.
+        # A spin costs about 10 CPU s in 10 s; plain SSH costs under 0.2.
+        h1, h2, h3 = self.hosts.hosts
+        job = f"idle-{os.getpid()}"
+        ready = os.path.join(self.hosts.tmp, job)
+        os.makedirs(ready, exist_ok=True)
+        rank = (f"import os, time; open(os.path.join({ready!r}, os.environ['RANK']), 'w').close();"
+                " time.sleep(300)")
+        hosts_file = self.hosts.hosts_file(
+            [1, 1], hosts=[h2, h3], host_extra={"h3": f'jump = "root@{h1["address"]}"\n'})
+        proc = subprocess.Popen(
+            [harness.DLAUNCH, "--hosts", hosts_file, "--rdzv-via-ssh", "--name", job, "--grace",
+             "2", "--", "/usr/bin/python3", "-c", rank],
+            env=self.hosts.env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        try:
+            self.assertTrue(harness.wait_for(lambda: len(os.listdir(ready)) == 2, 60),
+                            "the ranks did not start")
+            before = harness.cpu_seconds(proc.pid)
+            time.sleep(10)
+            used = harness.cpu_seconds(proc.pid) - before
+            self.assertLess(used, 1.0, f"the coordinator used {used:.2f} CPU s in 10 idle s")
+            proc.send_signal(signal.SIGINT)
+            _, err = proc.communicate(timeout=60)
+            self.assertEqual(proc.returncode, 130, err)
+            self.assertEqual(harness.wait_no_marker(job, 30), [], "ranks left behind")
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.communicate()
+            harness.kill_marker(job)
 
 
 if __name__ == "__main__":
