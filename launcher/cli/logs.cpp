@@ -1,6 +1,8 @@
 // `dlaunch logs JOB [-r R | --all-ranks] [-t N] [-f]`: a job's rank log (rank
 // 0 unless asked), or every rank's with each line prefixed by its rank; with
 // -f new lines as they come until the job ends (a detached job too).
+#include <unistd.h>
+
 #include <chrono>
 #include <cstdint>
 #include <deque>
@@ -8,6 +10,7 @@
 #include <map>
 #include <optional>
 #include <thread>
+#include <utility>
 
 #include "common/console.h"
 #include "launcher/cli/commands.h"
@@ -16,55 +19,89 @@
 namespace dlaunch {
 namespace {
 
-// Prints the last `tail` lines (all when < 0) of a file from `offset` on and
-// returns the offset after the last complete line.
+// Prints a rank log from `offset` on: every line (tail < 0) or the last
+// `tail`. A last line without a newline is held back while the job may still
+// finish it, and printed once `whole` (the job has ended, or the caller reads
+// once): it is often the crash message a user came for. Returns the offset of
+// the first byte not printed.
 std::uintmax_t print_lines(const std::string& path, std::uintmax_t offset, int tail,
-                           const std::string& prefix) {
+                           const std::string& prefix, bool whole) {
   std::ifstream in(path, std::ios::binary);
   in.seekg(static_cast<std::streamoff>(offset));
   std::deque<std::string> kept;
-  std::string line;
+  std::string partial;  // bytes after the last newline read so far
   std::uintmax_t consumed = offset;
-  while (std::getline(in, line)) {
-    if (in.eof()) break;  // an incomplete last line: wait for the rest
-    consumed += line.size() + 1;
+  auto emit = [&](std::string line) {
     if (tail < 0) {
-      console().out(prefix + line + "\n");
+      console().out(prefix + line);
     } else {
-      kept.push_back(line);
+      kept.push_back(std::move(line));
       if (static_cast<int>(kept.size()) > tail) kept.pop_front();
     }
+  };
+  std::string chunk(1 << 16, '\0');
+  while (in.read(chunk.data(), static_cast<std::streamsize>(chunk.size())) || in.gcount() > 0) {
+    const std::string_view got(chunk.data(), static_cast<std::size_t>(in.gcount()));
+    std::size_t from = 0;
+    for (std::size_t nl; (nl = got.find('\n', from)) != std::string_view::npos; from = nl + 1) {
+      partial.append(got.substr(from, nl + 1 - from));
+      consumed += partial.size();
+      emit(std::exchange(partial, {}));
+    }
+    partial.append(got.substr(from));
   }
-  for (const auto& l : kept) console().out(prefix + l + "\n");
+  if (whole && !partial.empty()) {
+    consumed += partial.size();
+    // Byte for byte into a file or pipe; on a terminal (or between prefixed
+    // ranks) a newline keeps the next line from running on from it.
+    if (!prefix.empty() || ::isatty(STDOUT_FILENO)) partial += '\n';
+    emit(std::move(partial));
+  }
+  for (const auto& l : kept) console().out(prefix + l);
   console().flush();
   return consumed;
+}
+
+// What `logs -f` says once the job has ended, as `get` would, with an exit
+// status a script can test: 0 only when the job succeeded.
+int report_end(const std::string& name, const Job& job) {
+  std::string line = "job " + name + " " + std::string(job_status_name(job.status));
+  if (job.result && job.status != JobStatus::succeeded) {
+    line += " (exit code " + std::to_string(job.result->exit_code) + ")";
+    if (!job.result->root_cause.empty()) line += ": " + job.result->root_cause;
+  }
+  if (job.status == JobStatus::lost) line += ": its coordinator is gone without a result";
+  console().note(line);
+  if (job.status == JobStatus::succeeded) return 0;
+  return job.result && job.result->exit_code != 0 ? job.result->exit_code : 1;
 }
 
 int print_logs(const std::string& name, const Job& job, const std::optional<int>& rank, int tail,
                bool follow) {
   // A PENDING job has no rank logs yet: following it waits for them.
   std::map<std::string, std::uintmax_t> offsets;
-  auto pass = [&](int lines) {
+  auto pass = [&](int lines, bool whole) {
     for (const auto& [r, path] : rank_logs(job.dir)) {
       if (rank && *rank != r) continue;
       const std::string prefix = rank ? "" : "[" + std::to_string(r) + "] ";
       const bool first = !offsets.contains(path);
       const std::uintmax_t from = first ? 0 : offsets[path];
-      offsets[path] = print_lines(path, from, first ? lines : -1, prefix);
+      offsets[path] = print_lines(path, from, first ? lines : -1, prefix, whole);
     }
   };
   if (rank && !rank_logs(job.dir).contains(*rank) && !(follow && is_active(job.status))) {
     console().error("job " + name + " has no log for rank " + std::to_string(*rank));
     return 1;
   }
-  pass(tail);
-  while (follow) {
-    const bool running = is_active(load_job(job.dir).value_or(job).status);
+  pass(tail, !follow);
+  if (!follow) return 0;
+  for (;;) {
+    const Job now = load_job(job.dir).value_or(job);
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
-    pass(-1);
-    if (!running) break;  // one last pass after the job ended
+    const bool running = is_active(now.status);
+    pass(-1, !running);
+    if (!running) return report_end(name, now);  // after one last pass
   }
-  return 0;
 }
 
 }  // namespace

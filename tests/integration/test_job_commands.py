@@ -2,6 +2,7 @@
 list, get, logs (-t, -r, -f), stop, top."""
 
 import os
+import subprocess
 import sys
 import time
 import unittest
@@ -58,11 +59,47 @@ class JobCommandsTest(DlaunchTestCase):
         self.assertEqual(r.returncode, 0, r.stderr)
         p.communicate(timeout=60)
         self.assertEqual(p.returncode, 143)
-        out, _ = follower.communicate(timeout=30)  # -f ends when the job does
+        out, err = follower.communicate(timeout=30)  # -f ends when the job does
         self.assertIn("tick 3", out)
+        self.assertIn(f"dlaunch: job {job} STOPPED", err)
+        self.assertNotEqual(follower.returncode, 0, "-f of a job that did not succeed")
         self.assertNothingLeft(job)
         r = self.run_dlaunch(["list"])
         self.assertIn("STOPPED", [l.split()[1] for l in r.stdout.splitlines() if l.startswith(job)])
+
+    def test_logs_print_a_last_line_without_a_newline(self):
+        # The crash message a user came to read is often the unfinished last line.
+        job = self.job_name("partial")
+        r = self.run_dlaunch(["-n", "1", "--name", job, "--", "sh", "-c",
+                              "printf 'line1\\nTraceback: partial'; exit 1"])
+        self.assertEqual(r.returncode, 1, r.stderr)
+        for args in ([], ["-t", "5"], ["-t", "1"], ["-f"]):
+            r = subprocess.run([harness.DLAUNCH, "logs", job, *args], capture_output=True,
+                               timeout=30, env=self.env())
+            want = b"Traceback: partial" if args == ["-t", "1"] else b"line1\nTraceback: partial"
+            self.assertEqual(r.stdout, want, args)
+        # -f of an ended job says how it ended, and fails as the job did.
+        self.assertEqual(r.returncode, 1)
+        self.assertIn(f"dlaunch: job {job} FAILED (exit code 1)", r.stderr.decode())
+        r = self.run_dlaunch(["logs", job, "--all-ranks"])
+        self.assertEqual(r.stdout, "[0] line1\n[0] Traceback: partial\n")
+
+    def test_logs_print_every_byte_of_a_large_log(self):
+        job = self.job_name("large")
+        writer = self.write("write.py", (
+            "import os, sys\n"
+            "line = b'x' * 1023 + b'\\n'\n"
+            "sys.stdout.buffer.write(line * 1030 + b'tail without a newline' * (1 + int(os.environ['RANK'])))\n"))
+        self.assertEqual(self.run_dlaunch(["-n", "3", "--name", job, "--", "/usr/bin/python3",
+                                           writer]).returncode, 0)
+        log = os.path.join(self.state, job, "rank-2.log")
+        with open(log, "rb") as f:
+            expected = f.read()
+        self.assertTrue(expected.endswith(b"tail without a newline" * 3), "the rank log is exact")
+        r = subprocess.run([harness.DLAUNCH, "logs", job, "-r", "2"], capture_output=True,
+                           timeout=60, env=self.env())
+        self.assertEqual(len(r.stdout), len(expected))
+        self.assertEqual(r.stdout, expected)
 
 
 if __name__ == "__main__":
