@@ -18,6 +18,7 @@
 #include "agent/interfaces.h"
 #include "agent/nccl_test.h"
 #include "agent/peer_test.h"
+#include "agent/port_holder.h"
 #include "agent/prober.h"
 #include "common/exit_codes.h"
 #include "common/log.h"
@@ -27,7 +28,7 @@
 
 namespace dlaunch {
 
-Agent::Agent(asio::io_context& io, LaunchSpec spec, int stdin_fd)
+Agent::Agent(asio::io_context& io, LaunchSpec spec, int stdin_fd, int pulse_fd)
     : io_(io),
       spec_(std::move(spec)),
       supervisor_(io, process_ops_,
@@ -45,7 +46,8 @@ Agent::Agent(asio::io_context& io, LaunchSpec spec, int stdin_fd)
                       }}),
       child_signals_(io, SIGCHLD),
       stop_signals_(io, SIGINT, SIGTERM),
-      drain_timer_(io) {
+      drain_timer_(io),
+      pulse_(io, pulse_fd) {
   if (stdin_fd >= 0) {
     asio::error_code ec;
     stdin_.emplace(io);
@@ -61,6 +63,9 @@ void Agent::start() {
   // coordinator's stdin and the TCP link decide that.
   std::signal(SIGHUP, SIG_IGN);
   std::signal(SIGPIPE, SIG_IGN);
+  // Ctrl-Z on dlaunch's terminal reaches local agents too; stopped, they
+  // would hold their ranks until declared dead (see Coordinator::watch_suspend).
+  std::signal(SIGTSTP, SIG_IGN);
   if (!become_subreaper())
     log::warn("cannot become a child subreaper; setsid grandchildren may escape");
   inherited_env_ = current_environment();
@@ -86,6 +91,15 @@ void Agent::start() {
   probe_listener_.emplace(io_, static_cast<std::uint16_t>(spec_.master_port));
   join.probe_port = probe_listener_->port();
   if (spec_.master_port != 0 && join.probe_port != spec_.master_port) {
+    // Rank 0 listens on MASTER_PORT on node 0: starting it there would only
+    // end in EADDRINUSE after every rank had started.
+    if (spec_.node_rank == 0 && !spec_.check) {
+      log::error("--master-port ", spec_.master_port, " cannot be used: on ", spec_.host_name,
+                 " (node 0, where rank 0 listens) ", describe_port_in_use(spec_.master_port),
+                 "; pick another port or leave --master-port out for a free one");
+      finish(kExitUsage);
+      return;
+    }
     log::warn("--master-port ", spec_.master_port, " is in use on this host (", spec_.host_name,
               "): if this is node 0, its rank 0 cannot listen there");
   }
@@ -93,6 +107,7 @@ void Agent::start() {
   join.interfaces = interfaces_;
   join.pid = ::getpid();
   join.nnodes = spec_.nnodes;
+  join.machine_id = machine_identity();
   RendezvousClient::Options options;
   options.host = spec_.rdzv_host;
   options.port = spec_.rdzv_port;
@@ -342,7 +357,14 @@ void Agent::start_round(const proto::Assign& assign) {
          SpawnRequest{spec_.argv, rank_environment(assign, local, spec_, inherited_env_),
                       spec_.workdir}});
   }
+  if (!launches.empty() && assign.round == 0) {
+    const std::string& interface =
+        !spec_.interface.empty() ? spec_.interface : assign.socket_ifname;
+    const std::string warning = socket_ifname_override(launches.front().request.env, interface);
+    if (!warning.empty()) log::warn(spec_.host_name, ": ", warning);
+  }
   supervisor_.start(launches);
+  pulse_.start();  // from here the guardian ends the ranks if this loop stops
   if (!tensorboard_ && !spec_.tensorboard_dir.empty() && assign.rank_offset == 0) {
     const std::string& dir = spec_.tensorboard_dir;
     const std::string base = spec_.workdir.empty() ? current_directory() : spec_.workdir;
@@ -377,6 +399,7 @@ void Agent::finish(int code) {
   supervisor_.cancel_timers();
   if (tensorboard_) tensorboard_->stop();
   if (stdin_) stdin_->cancel(ignored);
+  pulse_.stop();
   drain_and_stop(std::chrono::steady_clock::now() + std::chrono::seconds(3));
 }
 
@@ -391,9 +414,9 @@ void Agent::drain_and_stop(std::chrono::steady_clock::time_point deadline) {
   io_.stop();
 }
 
-int run_agent(LaunchSpec spec, int stdin_fd) {
+int run_agent(LaunchSpec spec, int stdin_fd, int pulse_fd) {
   asio::io_context io;
-  Agent agent(io, std::move(spec), stdin_fd);
+  Agent agent(io, std::move(spec), stdin_fd, pulse_fd);
   agent.start();
   io.run();
   return agent.exit_code();

@@ -14,6 +14,7 @@
 #include <string>
 
 #include "agent/agent_state.h"
+#include "agent/guardian.h"
 #include "agent/probe_listener.h"
 #include "agent/process_ops.h"
 #include "agent/rank_supervisor.h"
@@ -29,7 +30,8 @@ class Agent {
  public:
   // `stdin_fd`: the coordinator's pipe or SSH channel, watched for end-of-file;
   // -1 when there is none (manual mode runs the agent inside dlaunch).
-  Agent(asio::io_context& io, LaunchSpec spec, int stdin_fd);
+  // `pulse_fd`: the guardian's pipe (agent/guardian.h), pulsed while ranks run.
+  Agent(asio::io_context& io, LaunchSpec spec, int stdin_fd, int pulse_fd = -1);
   ~Agent();
 
   void start();
@@ -77,10 +79,11 @@ class Agent {
   asio::signal_set child_signals_;
   asio::signal_set stop_signals_;
   asio::steady_timer drain_timer_;
+  WorkerPulse pulse_;
   int exit_code_ = 0;
 };
 
 // Runs an agent to completion on its own io_context; returns its exit code.
-int run_agent(LaunchSpec spec, int stdin_fd);
+int run_agent(LaunchSpec spec, int stdin_fd, int pulse_fd);
 
 }  // namespace dlaunch

@@ -2,11 +2,17 @@
 
 #include <arpa/inet.h>
 #include <ifaddrs.h>
+#include <linux/ethtool.h>
+#include <linux/sockios.h>
 #include <net/if.h>
 #include <netinet/in.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <map>
 
@@ -34,6 +40,22 @@ bool exists(const std::string& path) {
   return ::access(path.c_str(), F_OK) == 0;
 }
 
+// The interface's driver from ethtool's driver info (as `ethtool -i` shows
+// it); empty when the ioctl is refused.
+std::string driver_of(const std::string& name) {
+  const int fd = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return {};
+  ethtool_drvinfo info{};
+  info.cmd = ETHTOOL_GDRVINFO;
+  ifreq request{};
+  std::snprintf(request.ifr_name, sizeof request.ifr_name, "%s", name.c_str());
+  request.ifr_data = reinterpret_cast<char*>(&info);
+  const bool ok = ::ioctl(fd, SIOCETHTOOL, &request) == 0;
+  ::close(fd);
+  if (!ok) return {};
+  return std::string(info.driver, ::strnlen(info.driver, sizeof info.driver));
+}
+
 net::SysfsFacts sysfs_facts(const std::string& name) {
   const std::string dir = "/sys/class/net/" + name + "/";
   net::SysfsFacts f;
@@ -44,6 +66,7 @@ net::SysfsFacts sysfs_facts(const std::string& name) {
   f.has_device = exists(dir + "device");
   f.has_bridge_dir = exists(dir + "bridge");
   f.has_tun_flags = exists(dir + "tun_flags");
+  f.driver = driver_of(name);
   std::ifstream uevent(dir + "uevent");
   for (std::string line; std::getline(uevent, line);) {
     if (line.starts_with("DEVTYPE=")) f.devtype = line.substr(8);

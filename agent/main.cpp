@@ -43,5 +43,8 @@ int main(int argc, char** argv) {
     return 2;
   }
   dlaunch::raise_descriptor_limit();
-  return dlaunch::run_guarded([&spec] { return dlaunch::run_agent(std::move(*spec), 0); });
+  const auto silence_limit = dlaunch::worker_silence_limit(spec->heartbeat_timeout_s);
+  return dlaunch::run_guarded(
+      [&spec](int pulse_fd) { return dlaunch::run_agent(std::move(*spec), 0, pulse_fd); },
+      silence_limit);
 }

@@ -20,14 +20,16 @@
 namespace dlaunch {
 namespace {
 
-void write_all(int fd, std::string_view s) {
-  while (!s.empty()) {
-    const ssize_t n = ::write(fd, s.data(), s.size());
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return;
-    s.remove_prefix(static_cast<std::size_t>(n));
-  }
-}
+// Where the child keeps the write end of the exec-status pipe while it
+// closes everything else; fds 0-2 are the rank's stdin, stdout and stderr.
+constexpr int kStatusFd = 3;
+
+// What a child that could not become the rank sends back.
+struct ExecFailure {
+  enum Stage : int { kChdir = 1, kExec = 2 };
+  int stage = 0;
+  int error = 0;
+};
 
 // PATH lookup against the rank's own PATH, done in the parent so that the
 // child does no allocation between fork and exec.
@@ -75,11 +77,21 @@ SpawnedProcess spawn_process(const SpawnRequest& request) {
   for (auto& e : env_strings) envp.push_back(e.data());
   envp.push_back(nullptr);
   const pid_t parent = ::getpid();
+  // The child's exec failure comes back on this close-on-exec pipe, and the
+  // parent waits for it (as posix_spawn does): the message is then written by
+  // the agent, whole, before anything else can happen to the job, instead of
+  // by a child that a Stop for another rank's failure may kill mid-write.
+  int status[2];
+  if (::pipe2(status, O_CLOEXEC) != 0) {
+    const int e = errno;
+    for (int fd : {out[0], out[1], err[0], err[1]}) ::close(fd);
+    throw std::runtime_error(std::strerror(e));
+  }
 
   const pid_t pid = fork_with_default_signals();
   if (pid < 0) {
     const int e = errno;
-    for (int fd : {out[0], out[1], err[0], err[1]}) ::close(fd);
+    for (int fd : {out[0], out[1], err[0], err[1], status[0], status[1]}) ::close(fd);
     throw std::runtime_error(std::string("fork failed: ") + std::strerror(e));
   }
   if (pid == 0) {
@@ -91,25 +103,37 @@ SpawnedProcess spawn_process(const SpawnRequest& request) {
     if (devnull >= 0) ::dup2(devnull, 0);
     ::dup2(out[1], 1);
     ::dup2(err[1], 2);
-    close_fds_from(3);
+    if (status[1] != kStatusFd) ::dup2(status[1], kStatusFd);
+    ::fcntl(kStatusFd, F_SETFD, FD_CLOEXEC);
+    close_fds_from(kStatusFd + 1);
+    ExecFailure failure{};
     if (!request.workdir.empty() && ::chdir(request.workdir.c_str()) != 0) {
-      const char* msg = "dlaunch: cannot change to the working directory\n";
-      write_all(2, msg);
-      ::_exit(127);
+      failure = {ExecFailure::kChdir, errno};
+    } else {
+      ::execve(program.c_str(), argv.data(), envp.data());
+      failure = {ExecFailure::kExec, errno};
     }
-    ::execve(program.c_str(), argv.data(), envp.data());
-    const int e = errno;
-    write_all(2, "dlaunch: cannot run ");
-    write_all(2, request.argv[0]);
-    write_all(2, ": ");
-    write_all(2, ::strerror(e));
-    write_all(2, "\n");
-    ::_exit(e == ENOENT ? 127 : 126);
+    (void)!::write(kStatusFd, &failure, sizeof failure);
+    ::_exit(failure.stage == ExecFailure::kExec && failure.error != ENOENT ? 126 : 127);
+  }
+  ::close(status[1]);
+  ExecFailure failure{};
+  ssize_t got;
+  do {
+    got = ::read(status[0], &failure, sizeof failure);
+  } while (got < 0 && errno == EINTR);
+  ::close(status[0]);
+  std::string failed;
+  if (got == static_cast<ssize_t>(sizeof failure)) {
+    failed = failure.stage == ExecFailure::kChdir
+                 ? "dlaunch: cannot change to the working directory " + request.workdir + ": "
+                 : "dlaunch: cannot run " + request.argv[0] + ": ";
+    failed += std::strerror(failure.error);
   }
   ::setpgid(pid, pid);  // also in the parent, so the group exists before we signal it
   ::close(out[1]);
   ::close(err[1]);
-  return {pid, out[0], err[0]};
+  return {pid, out[0], err[0], std::move(failed)};
 }
 
 }  // namespace dlaunch

@@ -17,6 +17,11 @@ struct SpawnedProcess {
   pid_t pid = -1;
   int stdout_fd = -1;
   int stderr_fd = -1;
+  // Set when the child could not exec (or change to the working directory):
+  // the one line to show as the rank's stderr. The child exits 127 (not
+  // found) or 126 (found but not runnable), like a shell, and is reaped as
+  // any rank.
+  std::string exec_failure = {};
 };
 
 struct SpawnRequest {
@@ -25,8 +30,7 @@ struct SpawnRequest {
   std::string workdir;  // empty: inherit
 };
 
-// Forks and execs. Exec failures are reported to the child's stderr pipe and the
-// child exits 127 (like a shell), so the caller sees them as rank output.
+// Forks and execs, and returns once the child has exec'd or failed to.
 SpawnedProcess spawn_process(const SpawnRequest& request);
 
 }  // namespace dlaunch

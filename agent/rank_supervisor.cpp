@@ -7,6 +7,7 @@
 #include <string>
 
 #include "agent/line_splitter.h"
+#include "agent/output_order.h"
 
 namespace dlaunch {
 
@@ -17,6 +18,7 @@ struct RankSupervisor::Rank {
   std::unique_ptr<asio::posix::stream_descriptor> err;
   LineSplitter out_lines;
   LineSplitter err_lines;
+  OutputOrder order;  // keeps a long line of one stream whole
   std::array<char, 16 * 1024> out_buffer{};
   std::array<char, 16 * 1024> err_buffer{};
   bool out_open = false;
@@ -61,6 +63,10 @@ void RankSupervisor::start(const std::vector<RankLaunch>& launches) {
       rank->out_idle = std::make_unique<asio::steady_timer>(io_);
       rank->err_idle = std::make_unique<asio::steady_timer>(io_);
       rank->out_open = rank->err_open = true;
+      if (!p.exec_failure.empty()) {
+        callbacks_.on_line(rank->global, proto::Stream::err, p.exec_failure,
+                           proto::LineEnd::newline);
+      }
     } catch (const std::exception& e) {
       callbacks_.on_line(rank->global, proto::Stream::err,
                          std::string("dlaunch: cannot start rank: ") + e.what(),
@@ -79,6 +85,12 @@ void RankSupervisor::start(const std::vector<RankLaunch>& launches) {
   for (auto& rank : ranks_) maybe_report_exit(*rank);
 }
 
+OutputOrder::Sink RankSupervisor::forward(Rank& rank) {
+  return [this, &rank](proto::Stream stream, std::string_view text, proto::LineEnd end) {
+    callbacks_.on_line(rank.global, stream, text, end);
+  };
+}
+
 void RankSupervisor::read_stream(Rank& rank, bool err) {
   auto& stream = err ? *rank.err : *rank.out;
   auto& buffer = err ? rank.err_buffer : rank.out_buffer;
@@ -87,7 +99,7 @@ void RankSupervisor::read_stream(Rank& rank, bool err) {
         auto& lines = err ? rank.err_lines : rank.out_lines;
         const auto kind = err ? proto::Stream::err : proto::Stream::out;
         auto sink = [this, &rank, kind](std::string_view text, proto::LineEnd end) {
-          callbacks_.on_line(rank.global, kind, text, end);
+          rank.order.deliver(kind, text, end, forward(rank));
         };
         if (!ec) {
           lines.feed(std::string_view((err ? rank.err_buffer : rank.out_buffer).data(), n), sink);
@@ -102,6 +114,7 @@ void RankSupervisor::read_stream(Rank& rank, bool err) {
           return;
         }
         lines.finish(sink);
+        rank.order.stream_closed(kind, forward(rank));
         (err ? rank.err_open : rank.out_open) = false;
         asio::error_code ignored;
         (err ? rank.err : rank.out)->close(ignored);
@@ -137,7 +150,7 @@ void RankSupervisor::show_partial_when_idle(Rank& rank, bool err,
     }
     const auto kind = err ? proto::Stream::err : proto::Stream::out;
     lines.flush_partial([this, &rank, kind](std::string_view text, proto::LineEnd end) {
-      callbacks_.on_line(rank.global, kind, text, end);
+      rank.order.deliver(kind, text, end, forward(rank));
     });
   });
 }
@@ -165,6 +178,7 @@ void RankSupervisor::maybe_report_exit(Rank& rank) {
     return;
   }
   if (rank.drain_timer) rank.drain_timer->cancel();
+  rank.order.flush(forward(rank));
   rank.reported = true;
   proto::RankExit exit;
   exit.rank = rank.global;

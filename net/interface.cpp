@@ -62,8 +62,11 @@ InterfaceKind classify(const SysfsFacts& f) {
   if (f.devtype == "bond" || f.devtype == "team") return InterfaceKind::bond;
   if (f.devtype == "vlan") return InterfaceKind::vlan;
   if (f.has_device) return InterfaceKind::physical;
-  // A veth's iflink is its peer; nothing else on an ethernet-type link with no
-  // device and no DEVTYPE has one.
+  // The driver says it when it can be read. Without it, a veth's iflink is its
+  // peer's index, but in the peer's namespace, where it may be the same number
+  // as this end's own: a guess that misses some veths.
+  if (f.driver == "veth") return InterfaceKind::veth;
+  if (!f.driver.empty() && f.type == 1 && f.devtype.empty()) return InterfaceKind::virtual_;
   if (f.type == 1 && f.iflink != f.ifindex && f.devtype.empty()) return InterfaceKind::veth;
   return InterfaceKind::virtual_;
 }

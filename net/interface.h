@@ -55,6 +55,9 @@ struct SysfsFacts {
   std::string devtype;          // DEVTYPE= in uevent: bridge, vlan, bond, vxlan, wireguard...
   bool has_bridge_dir = false;  // `bridge/`: a Linux bridge
   bool has_tun_flags = false;   // `tun_flags`: a TUN/TAP device
+  // The kernel driver as ethtool reports it ("veth", "virtio_net", "mlx5_core",
+  // "bridge", ...); empty when it cannot be read.
+  std::string driver;
 };
 
 InterfaceKind classify(const SysfsFacts& facts);

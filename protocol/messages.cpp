@@ -41,6 +41,7 @@ void put(wire::Writer& w, const Join& m) {
       w.u8(a.ipv6 ? 1 : 0);
     }
   }
+  w.str(m.machine_id);
 }
 void put(wire::Writer& w, const Welcome& m) {
   w.str(m.proof);
@@ -329,6 +330,7 @@ std::optional<Message> get(Type type, wire::Reader& r) {
           m.nnodes < 0 || !valid_port(m.probe_port) || !get_interfaces(r, m.interfaces)) {
         return std::nullopt;
       }
+      m.machine_id = r.str(kMaxMachineId);
       return m;
     }
     case Type::welcome: {

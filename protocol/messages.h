@@ -42,9 +42,11 @@ inline constexpr std::uint32_t kMagic = 0x444C5256;  // "DLRV"
 // 5: FileChunk (--tensorboard-dir).
 // 6: SyncOffer, SyncWant, SyncData, SyncDone (--sync).
 // 7: NcclTest, NcclReport (dlaunch check --nccl).
-inline constexpr std::uint16_t kVersion = 7;
+// 8: Join carries the machine id.
+inline constexpr std::uint16_t kVersion = 8;
 inline constexpr std::size_t kNonceSize = 32;
 inline constexpr std::size_t kMaxHostName = 255;
+inline constexpr std::size_t kMaxMachineId = 128;
 inline constexpr std::size_t kMaxLogChunk = 64 * 1024;
 // A Stop's reason is for the agents' logs: one line, not a list of nodes.
 inline constexpr std::size_t kMaxStopReason = 4096;
@@ -129,6 +131,9 @@ struct Join {
   std::int32_t nnodes = 0;      // the node count this agent was started for; 0: not given
   std::int32_t probe_port = 0;  // where this agent accepts probes (0: none)
   net::Interfaces interfaces = {};
+  // /etc/machine-id and the boot id: two agents with the same one run on one
+  // machine (listed twice under two names). Empty: unknown.
+  std::string machine_id = {};
 };
 
 struct Welcome {

@@ -46,6 +46,22 @@ EnvMap rank_environment(const proto::Assign& a, int local_rank, const LaunchSpec
   return env;
 }
 
+std::string socket_ifname_override(const EnvMap& env, const std::string& interface) {
+  if (interface.empty()) return {};
+  std::string differs;
+  for (const char* name : {"NCCL_SOCKET_IFNAME", "GLOO_SOCKET_IFNAME"}) {
+    const auto it = env.find(name);
+    if (it == env.end() || it->second == interface || it->second == "=" + interface) continue;
+    differs += (differs.empty() ? "" : ", ") + std::string(name) + "=" + it->second;
+  }
+  if (differs.empty()) return {};
+  return differs +
+         " (set for the ranks by you: forwarded or in the hosts file's env) differs from " +
+         interface +
+         ", the interface dlaunch found for this host (the hosts file's, else the "
+         "one towards MASTER_ADDR); the ranks get yours. Unset it to let dlaunch choose";
+}
+
 bool is_launcher_variable(std::string_view name) {
   for (auto v : kLauncherVariables) {
     if (v == name) return true;

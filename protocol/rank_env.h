@@ -45,4 +45,11 @@ EnvMap rank_environment(const proto::Assign& assign, int local_rank, const Launc
 // The current process environment as a map.
 EnvMap current_environment();
 
+// The ranks' environment `env` names another interface for NCCL or Gloo than
+// `interface` (the hosts file's, else the one towards MASTER_ADDR): a value the
+// user set wins, which is right when meant and a hang across regions when it
+// is not (a management NIC exported everywhere). One line saying which
+// interface the ranks get, or empty when they agree.
+std::string socket_ifname_override(const EnvMap& env, const std::string& interface);
+
 }  // namespace dlaunch

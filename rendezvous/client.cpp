@@ -27,7 +27,8 @@ std::chrono::milliseconds RendezvousClient::jitter_for(int nnodes, int node_rank
 }
 
 void RendezvousClient::start() {
-  deadline_ = std::chrono::steady_clock::now() + options_.connect_deadline;
+  started_ = std::chrono::steady_clock::now();
+  deadline_ = started_ + options_.connect_deadline;
   if (options_.first_connect_jitter.count() <= 0) {
     try_connect();
     return;
@@ -67,8 +68,17 @@ void RendezvousClient::retry_later(const std::string& why) {
          std::to_string(options_.port) + " before the timeout (" + why + ")");
     return;
   }
-  log::debug("rendezvous ", options_.host, ":", options_.port, " not reachable yet (", why,
-             "); retrying");
+  // Said once the failures have gone on for a while (a big fleet's first SYNs
+  // may be dropped and retried): on the coordinator, this line is all there is
+  // to tell an unreachable rendezvous from a slow one.
+  if (!reported_unreachable_ && now - started_ >= kReportUnreachableAfter) {
+    reported_unreachable_ = true;
+    log::warn("cannot connect to ", options_.host, ":", options_.port, ": ", why,
+              " (the rendezvous; still trying until the timeout)");
+  } else {
+    log::debug("rendezvous ", options_.host, ":", options_.port, " not reachable yet (", why,
+               "); retrying");
+  }
   auto wait = std::min<std::chrono::steady_clock::duration>(
       backoff_, std::chrono::duration_cast<std::chrono::steady_clock::duration>(deadline_ - now));
   backoff_ = std::min(backoff_ * 2, std::chrono::milliseconds(2000));

@@ -69,7 +69,10 @@ class RendezvousClient {
   Callbacks callbacks_;
   asio::ip::tcp::resolver resolver_;
   asio::steady_timer retry_timer_;
+  std::chrono::steady_clock::time_point started_;
   std::chrono::steady_clock::time_point deadline_;
+  static constexpr std::chrono::seconds kReportUnreachableAfter{3};
+  bool reported_unreachable_ = false;
   std::chrono::milliseconds backoff_{50};
   std::shared_ptr<Connection> connection_;
   std::string agent_nonce_;

@@ -46,6 +46,8 @@ JobPolicy::Config policy_config(const Plan& plan, const Options& options) {
     auto& node = config.nodes[static_cast<std::size_t>(planned.node_rank)];
     node.agent_started_here = true;
     if (!planned.host.name.empty()) node.label = planned.host.name;
+    node.behind_jump =
+        !plan.rdzv_via_ssh && !planned.host.jump.empty() && planned.host.jump != "none";
   }
   config.label_from_join = plan.mode == Mode::manual;
   config.rdzv_timeout_s = options.rdzv_timeout_s;
@@ -73,6 +75,7 @@ Coordinator::Coordinator(asio::io_context& io, Settings settings, AgentTransport
       policy_(policy_config(s_.plan, s_.options)),
       recorder_(s_.job_dir, s_.record),
       signals_(io, SIGINT, SIGTERM),
+      suspend_signals_(io, SIGTSTP),
       rdzv_timer_(io),
       waiting_timer_(io),
       stop_deadline_(io),
@@ -94,6 +97,7 @@ int Coordinator::run() {
   // Local agents' orphans come to us if an agent is killed outright.
   become_subreaper();
   watch_signals();
+  watch_suspend();
   try {
     start_server();
   } catch (const std::exception& e) {
@@ -381,6 +385,20 @@ void Coordinator::watch_signals() {
     const auto grace = signal == SIGTERM ? take_stop_request(s_.job_dir) : std::nullopt;
     apply(policy_.on_signal(signal, grace));
     watch_signals();
+  });
+}
+
+// A stopped coordinator answers no heartbeat, and its agents would stop every
+// rank after --heartbeat-timeout: Ctrl-Z cannot pause a distributed job, so
+// the job goes on and the user is told so (local agents ignore SIGTSTP too).
+void Coordinator::watch_suspend() {
+  suspend_signals_.async_wait([this](const asio::error_code& ec, int) {
+    if (ec) return;
+    console().note(
+        "Ctrl-Z does not pause a job: a stopped dlaunch answers no heartbeat, and "
+        "its agents would stop every rank after --heartbeat-timeout (" +
+        std::to_string(s_.options.heartbeat_timeout_s) + " s). The job goes on; Ctrl-C stops it");
+    watch_suspend();
   });
 }
 

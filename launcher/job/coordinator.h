@@ -82,6 +82,7 @@ class Coordinator {
                                         std::string& data);
   void show_sync_progress(bool force);
   void watch_signals();
+  void watch_suspend();
 
   void apply(const JobActions& actions);
   void perform(const job_action::ArmTimer& a);
@@ -104,8 +105,9 @@ class Coordinator {
   std::string workdir_;
   JobResult result_;
   asio::signal_set signals_;
-  bool reading_paused_ = false;    // --no-skip and the terminal is behind
-  std::map<int, NodeSync> syncs_;  // by node rank
+  asio::signal_set suspend_signals_;  // Ctrl-Z: answered, never obeyed
+  bool reading_paused_ = false;       // --no-skip and the terminal is behind
+  std::map<int, NodeSync> syncs_;     // by node rank
   std::size_t syncs_ended_ = 0;
   bool sync_progress_ = false;  // a line redrawn in place on stderr (a terminal)
   bool sync_progress_shown_ = false;

@@ -111,6 +111,7 @@ JobActions JobPolicy::on_join(ConnId conn, const proto::Join& join) {
     node.agent_pid = join.pid;
     node.interfaces = join.interfaces;
     if (config_.label_from_join && !join.host.empty()) node.setup.label = join.host;
+    if (!check_machine_listed_once(member->node_rank, join)) return take();
     // Built only when shown: thousands of joins a second on a big job.
     if (log::enabled(log::Level::debug)) {
       emit(log_line(log::Level::debug, "node ", member->node_rank, " (", node.setup.label,
@@ -132,6 +133,35 @@ JobActions JobPolicy::on_join(ConnId conn, const proto::Join& join) {
   }
   if (rendezvous_.assigned() && phase_ == Phase::starting) on_assigned();
   return take();
+}
+
+// Two agents of one machine each number its GPUs from 0: on a GPU machine
+// their ranks would share GPU 0, never what was meant, so the job stops before
+// any rank starts. CPU-only machines listed many times are how tests and
+// small runs are made: said once.
+bool JobPolicy::check_machine_listed_once(int node_rank, const proto::Join& join) {
+  if (join.machine_id.empty()) return true;
+  const auto [it, first] = node_of_machine_.try_emplace(join.machine_id, node_rank);
+  if (first || it->second == node_rank) return true;
+  const auto& other = nodes_[static_cast<std::size_t>(it->second)];
+  const auto& node = nodes_[static_cast<std::size_t>(node_rank)];
+  const std::string both = "nodes " + std::to_string(it->second) + " (" + other.setup.label +
+                           ") and " + std::to_string(node_rank) + " (" + node.setup.label +
+                           ") are the same machine (one /etc/machine-id and boot id)";
+  if (join.gpus > 0) {
+    fail(kExitUsage,
+         both +
+             ": each agent would give its ranks GPU 0 onwards, so two ranks would share a GPU;"
+             " list the machine once, with slots for all its GPUs",
+         -1, {});
+    return false;
+  }
+  if (!warned_same_machine_) {
+    warned_same_machine_ = true;
+    emit(log_line(log::Level::warn, both,
+                  ": fine on a machine without GPUs, where their ranks share its CPUs"));
+  }
+  return true;
 }
 
 JobActions JobPolicy::on_sync_done(ConnId conn, const proto::SyncDone& done) {
@@ -470,8 +500,10 @@ JobActions JobPolicy::on_agent_exited(int index, int exit_code, const std::strin
     what = "the agent on " + node.setup.label + " exited with code " + std::to_string(exit_code);
     if (!stderr_tail.empty()) what += ": " + stderr_tail;
   }
-  // A lost agent fails the job; its connection may not have noticed yet.
-  fail(kExitFailure, what, -1, {});
+  // A lost agent fails the job; its connection may not have noticed yet. One
+  // that refused its settings (a --workdir or --master-port it cannot use)
+  // exits 2, and so does the job: a usage error, not a crash.
+  fail(exit_code == kExitUsage ? kExitUsage : kExitFailure, what, -1, {});
   check_finished();
   return take();
 }
@@ -612,11 +644,17 @@ void JobPolicy::on_rendezvous_timeout() {
          -1, {});
     return;
   }
+  std::string hint = " (raise --rdzv-timeout, or check that they can reach the rendezvous port";
+  const std::string behind_jump = names_of(
+      [this](std::size_t i) { return nodes_[i].setup.behind_jump && !nodes_[i].conn; }, 50);
+  if (!behind_jump.empty()) {
+    hint += "; " + behind_jump +
+            " reached through a jump host: a network that lets only SSH in needs via = \"ssh\" "
+            "under [rendezvous] in the hosts file, or --rdzv-via-ssh";
+  }
   fail(kExitFailure,
        "timed out after " + std::to_string(config_.rdzv_timeout_s) +
-           " s waiting for nodes to join: " + missing_nodes(50) +
-           " (raise --rdzv-timeout, or check that they can reach the "
-           "rendezvous port)",
+           " s waiting for nodes to join: " + missing_nodes(50) + hint + ")",
        -1, {});
 }
 

@@ -98,6 +98,10 @@ class JobPolicy {
     // This coordinator started the node's agent (and so can close its stdin or
     // kill it); false for manual-mode nodes that start their own.
     bool agent_started_here = false;
+    // Reached through a jump host, with agents connecting to the rendezvous
+    // themselves: the likeliest reason it never joins is a network that only
+    // lets SSH in (via = "ssh" is the way through).
+    bool behind_jump = false;
   };
   struct Config {
     RendezvousState::Config rendezvous;  // its max_restarts is the job's
@@ -201,6 +205,8 @@ class JobPolicy {
   }
   void note(std::string text) { emit(job_action::Note{std::move(text)}); }
   JobActions take();
+  // False when the join ends the job: the machine is listed twice and has GPUs.
+  bool check_machine_listed_once(int node_rank, const proto::Join& join);
 
   Config config_;
   RendezvousState rendezvous_;
@@ -227,6 +233,9 @@ class JobPolicy {
   // The probe's outcome, kept until the syncs are done too.
   std::optional<std::pair<std::string, std::vector<std::string>>> network_;
   std::size_t synced_ = 0;
+  // Each machine id's first node: a second one is the same machine listed twice.
+  std::unordered_map<std::string, int> node_of_machine_;
+  bool warned_same_machine_ = false;
 };
 
 }  // namespace dlaunch

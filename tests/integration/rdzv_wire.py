@@ -8,7 +8,7 @@ import socket
 import struct
 
 MAGIC = 0x444C5256
-VERSION = 7
+VERSION = 8
 HELLO, CHALLENGE, JOIN, WELCOME, ASSIGN, LOG_LINE, RANK_EXIT = 1, 2, 3, 4, 5, 6, 7
 
 
@@ -94,7 +94,7 @@ def welcome_proof(secret, server_nonce, agent_nonce):
 
 
 def join_full(proof, node_rank, nproc=1, gpus=0, host=b"load", master_port=0, pid=None,
-              nnodes=0, probe_port=0, interfaces=()):
+              nnodes=0, probe_port=0, interfaces=(), machine_id=b""):
     """A Join with every field chosen by the caller (protocol/messages.cpp).
     `interfaces`: (name, kind, mtu, up, [(address, prefix, ipv6)]) tuples."""
     body = (string(proof) + struct.pack(">iii", node_rank, nproc, gpus) + string(host)
@@ -105,7 +105,7 @@ def join_full(proof, node_rank, nproc=1, gpus=0, host=b"load", master_port=0, pi
         body += string(name) + struct.pack(">BiBI", kind, mtu, 1 if up else 0, len(addresses))
         for address, prefix, ipv6 in addresses:
             body += string(address) + struct.pack(">BB", prefix, 1 if ipv6 else 0)
-    return frame(JOIN, body)
+    return frame(JOIN, body + string(machine_id))
 
 
 def probe_report(outcomes):

@@ -5,6 +5,7 @@ processes, a hosts file with two local hosts, exit codes, logs and cleanup."""
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -83,6 +84,22 @@ class CoreLauncherTest(DlaunchTestCase):
         envs = self.read_envs(out)
         self.assertEqual({e["MASTER_PORT"] for e in envs.values()}, {str(port)})
         self.assertEqual({e["OMP_NUM_THREADS"] for e in envs.values()}, {"3"})
+
+    def test_master_port_in_use_on_node_0_is_refused_before_any_rank_starts(self):
+        # Rank 0 would die of EADDRINUSE once every rank had started.
+        hosts = self.write("hosts.toml", '[[host]]\nname = "alpha"\naddress = "127.0.0.1"\n'
+                           'slots = 1\n[[host]]\nname = "beta"\naddress = "localhost"\n')
+        with socket.socket() as holder:
+            holder.bind(("0.0.0.0", 0))
+            holder.listen()
+            port = holder.getsockname()[1]
+            for where in (["-n", "2"], ["--hosts", hosts]):
+                r = self.run_dlaunch(where + ["--master-port", str(port), "--", "sh", "-c",
+                                              "echo rank $RANK started"])
+                self.assertEqual(r.returncode, 2, r.stderr)
+                self.assertNotIn("started", r.stdout + r.stderr)
+                self.assertIn(f"--master-port {port} cannot be used", r.stderr)
+                self.assertIn(f"port {port} is held by pid {os.getpid()}", r.stderr)
 
     def test_manual_mode_three_nodes_uneven(self):
         rdzv = free_port()
@@ -186,6 +203,20 @@ env = { EXTRA = "from-hosts-file" }
         self.assertEqual(r.returncode, 127)
         self.assertIn("cannot run /nonexistent/prog", r.stderr)
 
+    def test_every_rank_that_cannot_run_says_so_whole_in_its_log(self):
+        # Both ranks fail at exec at once; the first failure stops the job, and
+        # that must not cut or lose the other rank's message. A race, so a few runs.
+        script = self.write("noexec.sh", "#!/bin/sh\necho never\n", 0o644)
+        want = f"dlaunch: cannot run {script}: Permission denied"
+        for attempt in range(6):
+            job = self.job_name("noexec")
+            r = self.run_dlaunch(["--nproc-per-node", "2", "--name", job, "--", script])
+            self.assertEqual(r.returncode, 126, r.stderr)
+            for rank in (0, 1):
+                with open(os.path.join(self.state, job, f"rank-{rank}.log")) as f:
+                    self.assertEqual(f.read(), want + "\n", f"run {attempt}, rank {rank}")
+                self.assertIn(f"{rank}] {want}\n", r.stdout + r.stderr, f"run {attempt}")
+
     def test_ctrl_c_stops_everything_and_exits_130(self):
         job = self.job_name("int")
         p = self.start_dlaunch(["-n", "3", "--name", job, "--", "sh", "-c",
@@ -197,6 +228,20 @@ env = { EXTRA = "from-hosts-file" }
         _, err = p.communicate(timeout=60)
         self.assertEqual(p.returncode, 130, err)
         self.assertNothingLeft(job)
+
+    def test_ctrl_z_says_it_cannot_pause_the_job_and_the_job_goes_on(self):
+        # Ctrl-Z reaches the terminal's foreground group: dlaunch and its local
+        # agents (the ranks have groups of their own). Stopped, they would miss
+        # heartbeats and the job would die.
+        job = self.job_name("tstp")
+        p = self.start_dlaunch(["-n", "1", "--name", job, "--heartbeat-timeout", "2", "--", "sh",
+                                "-c", "sleep 5; echo survived"], process_group=0)
+        self.assertTrue(harness.wait_for(lambda: harness.processes_with_marker(job), 30))
+        os.killpg(p.pid, signal.SIGTSTP)
+        out, err = p.communicate(timeout=60)
+        self.assertEqual(p.returncode, 0, err)
+        self.assertIn("survived", out)
+        self.assertIn("Ctrl-Z does not pause a job", err)
 
     def test_sighup_does_not_kill_the_job(self):
         job = self.job_name("hup")
@@ -226,6 +271,31 @@ env = { EXTRA = "from-hosts-file" }
         self.assertEqual("".join(shown), "x" * 150000)
         self.assertTrue(all(len(l) <= 65536 for l in shown))
         self.assertIn("[0] last-no-newline", r.stdout)
+
+    def test_long_lines_are_not_torn_by_the_other_stream(self):
+        # 100 KB lines on stdout while a thread writes short lines to stderr:
+        # every long line reaches the rank log whole, the short ones beside it.
+        job = self.job_name("torn")
+        script = self.write("both.py", (
+            "import sys, threading, time\n"
+            "def chatter():\n"
+            "    for i in range(2000):\n"
+            "        sys.stderr.write(f'E{i}\\n'); sys.stderr.flush(); time.sleep(0.0005)\n"
+            "t = threading.Thread(target=chatter); t.start()\n"
+            "for i in range(150):\n"
+            "    sys.stdout.write(f'L{i}:' + 'x' * 100000 + '\\n'); sys.stdout.flush()\n"
+            "t.join()\n"))
+        r = self.run_dlaunch(["-n", "1", "--name", job, "--", "/usr/bin/python3", script])
+        self.assertEqual(r.returncode, 0, r.stderr)
+        with open(os.path.join(self.state, job, "rank-0.log")) as f:
+            lines = f.read().split("\n")
+        self.assertEqual(lines.pop(), "")
+        long_lines = [l for l in lines if l.startswith("L")]
+        torn = [l[:20] for l in lines if not (l.startswith("E") and l[1:].isdigit())
+                and not (l.startswith("L") and l.endswith(":" + "x" * 100000))]
+        self.assertEqual(torn, [], "lines torn apart in the rank log")
+        self.assertEqual(len(long_lines), 150)
+        self.assertEqual(len(lines), 2150)
 
     def test_ranks_filter_limits_terminal_not_files(self):
         job = self.job_name("filter")

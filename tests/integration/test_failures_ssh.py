@@ -82,6 +82,26 @@ class SshFailureTest(unittest.TestCase):
         self.assertIn("lost the agent", err)
         self.assertNothingLeft()
 
+    def test_a_stopped_agent_does_not_leave_its_ranks_running(self):
+        # SIGSTOP on one host's agent: the coordinator declares the node dead
+        # after the heartbeat timeout, and the ranks there must end too, while
+        # the agent stays stopped (its guardian watches it).
+        self.start()
+        workers = harness.agent_workers_of(self.job)
+        self.assertEqual(len(workers), 3)
+        stopped = workers[1]
+        os.kill(stopped, signal.SIGSTOP)
+        try:
+            code, err = self.finish()
+            self.assertNotEqual(code, 0)
+            self.assertIn("no message for 4 s", err)
+            self.assertNothingLeft()
+        finally:
+            try:
+                os.kill(stopped, signal.SIGKILL)
+            except OSError:
+                pass
+
     def test_kill_9_of_the_coordinator(self):
         self.start()
         os.kill(self.proc.pid, signal.SIGKILL)

@@ -49,6 +49,21 @@ TEST_CASE("interfaces are classified from what /sys/class/net says") {
   CHECK(classify(facts("dummy0")) == InterfaceKind::virtual_);
 }
 
+TEST_CASE("a veth is told by its driver, whatever its peer's index") {
+  // The peer's index lives in the other namespace and may equal this end's.
+  auto same_index = facts("enp3s0");
+  same_index.driver = "veth";
+  CHECK(classify(same_index) == InterfaceKind::veth);
+  auto dummy = facts("eth9");
+  dummy.iflink = 9;
+  dummy.driver = "dummy";
+  CHECK(classify(dummy) == InterfaceKind::virtual_);
+  auto nic = facts("ens5");
+  nic.has_device = true;
+  nic.driver = "virtio_net";
+  CHECK(classify(nic) == InterfaceKind::physical);
+}
+
 TEST_CASE("the interface holding a connection's source address is found") {
   const Interfaces itfs{{"lo", InterfaceKind::loopback, 65536, true, {{"127.0.0.1", 8, false}}},
                         {"ens5",

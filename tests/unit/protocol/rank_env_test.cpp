@@ -52,3 +52,16 @@ TEST_CASE("the launcher's variables are exactly the ones every rank gets") {
   for (const auto& [k, v] : env) CHECK(is_launcher_variable(k));
   CHECK_FALSE(is_launcher_variable("NCCL_DEBUG"));
 }
+
+TEST_CASE("an interface the user set for NCCL or Gloo that differs from dlaunch's is said") {
+  CHECK(socket_ifname_override({{"NCCL_SOCKET_IFNAME", "=ens5"}}, "ens5").empty());
+  CHECK(socket_ifname_override({{"GLOO_SOCKET_IFNAME", "ens5"}}, "ens5").empty());
+  CHECK(socket_ifname_override({{"NCCL_SOCKET_IFNAME", "eth0"}}, "").empty());
+  const std::string both = socket_ifname_override(
+      {{"NCCL_SOCKET_IFNAME", "eth0"}, {"GLOO_SOCKET_IFNAME", "eth0"}}, "ens5");
+  CHECK(
+      both.starts_with("NCCL_SOCKET_IFNAME=eth0, GLOO_SOCKET_IFNAME=eth0 (set for the ranks by "
+                       "you"));
+  CHECK(both.find("differs from ens5") != std::string::npos);
+  CHECK(both.find("the ranks get yours") != std::string::npos);
+}

@@ -35,7 +35,8 @@ class FakeJob {
     // by 198.19.0.2 (a management address) and also has 198.18.1.10 on ens5;
     // node N's interface is ethN.
     bool probe = false;
-    bool sync = false;  // --sync: the assignment waits for every node's SyncDone
+    bool sync = false;               // --sync: the assignment waits for every node's SyncDone
+    std::set<int> behind_jump = {};  // nodes reached through a jump host, without via = "ssh"
   };
   using ms = std::chrono::milliseconds;
 
@@ -76,9 +77,12 @@ class FakeJob {
     }
     apply(policy_.start());
   }
-  void join(int node) {
+  // `machine_id` and `gpus` as the agent reports them (default: unknown, none).
+  void join(int node, const std::string& machine_id = "", int gpus = 0) {
     proto::Join join;
     join.node_rank = node;
+    join.machine_id = machine_id;
+    join.gpus = gpus;
     join.nproc = setup_.nproc;
     join.host = host(node);
     join.master_port = 29500 + node;
@@ -231,7 +235,7 @@ class FakeJob {
     c.rendezvous.master_addr = "10.0.0.1";
     for (int node = 0; node < setup.nodes; ++node) {
       c.rendezvous.node_names.push_back(host(node));
-      c.nodes.push_back({host(node), true});
+      c.nodes.push_back({host(node), true, setup.behind_jump.contains(node)});
     }
     c.rdzv_timeout_s = setup.rdzv_timeout_s;
     c.grace_s = setup.grace_s;

@@ -348,6 +348,49 @@ TEST_CASE("--verbose notes every rank's exit") {
         "dlaunch: job job failed: rank 3 on host1 was killed by signal SIGSEGV\n");
 }
 
+TEST_CASE("a node behind a jump host that never joins: the timeout suggests via = ssh") {
+  FakeJob job({.nodes = 3, .rdzv_timeout_s = 20, .behind_jump = {1, 2}});
+  job.start();
+  job.join(0);
+  job.join(2);
+  while (job.fire_next_timer() == JobTimer::waiting_report) {
+  }
+  CHECK(job.printed().find("waiting for nodes to join: host1 (raise --rdzv-timeout, or check "
+                           "that they can reach the rendezvous port; host1 reached through a "
+                           "jump host: a network that lets only SSH in needs via = \"ssh\" "
+                           "under [rendezvous] in the hosts file, or --rdzv-via-ssh)") !=
+        std::string::npos);
+}
+
+TEST_CASE("one GPU machine listed twice is refused before any rank starts, naming both") {
+  FakeJob job({.nodes = 3});
+  job.start();
+  job.join(0, "m0/b0", 2);
+  job.join(1, "m1/b1", 2);
+  job.join(2, "m1/b1", 2);  // host2 is host1 under another name
+  for (int node = 0; node < 3; ++node) CHECK(job.received_of<proto::Assign>(node).empty());
+  job.all_agents_stop();
+  REQUIRE(job.exit_code == 2);
+  const std::string printed = job.printed();
+  CHECK(printed.find("nodes 1 (host1) and 2 (host2) are the same machine") != std::string::npos);
+  CHECK(printed.find("two ranks would share a GPU") != std::string::npos);
+}
+
+TEST_CASE("a CPU-only machine listed twice is said once, and the job runs") {
+  FakeJob job({.nodes = 3});
+  job.start();
+  job.join(0, "m/b");
+  job.join(1, "m/b");
+  job.join(2, "m/b");
+  CHECK(job.received_of<proto::Assign>(2).size() == 1);
+  CHECK(job.has_log(
+      "warn: nodes 0 (host0) and 1 (host1) are the same machine (one /etc/machine-id and boot "
+      "id): fine on a machine without GPUs, where their ranks share its CPUs"));
+  CHECK_FALSE(job.has_log(
+      "warn: nodes 0 (host0) and 2 (host2) are the same machine (one /etc/machine-id and boot "
+      "id): fine on a machine without GPUs, where their ranks share its CPUs"));
+}
+
 TEST_CASE("a refused agent is told why and dropped; exits of foreign ranks are ignored") {
   FakeJob job({.nodes = 2});
   job.start();
