@@ -250,6 +250,10 @@ CheckActions CheckPolicy::on_agent_exited(int index, int exit_code, const std::s
     return take();
   }
   std::string why = error;
+  // The report names the host before its error; transports' errors start
+  // with it already.
+  if (const std::string named = node_label(index) + ": "; why.starts_with(named))
+    why.erase(0, named.size());
   if (why.empty()) {
     why = "its agent exited with code " + std::to_string(exit_code);
     if (!stderr_tail.empty()) why += ": " + stderr_tail;

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstdint>
 #include <deque>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <optional>
@@ -80,13 +81,30 @@ int print_logs(const std::string& name, const Job& job, const std::optional<int>
                bool follow) {
   // A PENDING job has no rank logs yet: following it waits for them.
   std::map<std::string, std::uintmax_t> offsets;
+  // Each restart round has its own files (rank-<R>.<N>.log); they are shown
+  // in order, each new one announced on stderr so that stdout stays byte for
+  // byte what the rank wrote. With -t, only the newest round's tail.
   auto pass = [&](int lines, bool whole) {
-    for (const auto& [r, path] : rank_logs(job.dir)) {
+    for (const auto& [r, rounds] : rank_log_rounds(job.dir)) {
       if (rank && *rank != r) continue;
       const std::string prefix = rank ? "" : "[" + std::to_string(r) + "] ";
-      const bool first = !offsets.contains(path);
-      const std::uintmax_t from = first ? 0 : offsets[path];
-      offsets[path] = print_lines(path, from, first ? lines : -1, prefix, whole);
+      const int newest = rounds.rbegin()->first;
+      for (const auto& [round, path] : rounds) {
+        const bool first = !offsets.contains(path);
+        if (first && lines >= 0 && round != newest) {
+          std::error_code ec;
+          offsets[path] = std::filesystem::file_size(path, ec);
+          continue;
+        }
+        if (first && round > 0) {
+          console().note("rank " + std::to_string(r) + ", restart " + std::to_string(round) + ": " +
+                         path);
+        }
+        const std::uintmax_t from = first ? 0 : offsets[path];
+        // An earlier round's file is complete: its last line is not waited for.
+        offsets[path] =
+            print_lines(path, from, first ? lines : -1, prefix, whole || round != newest);
+      }
     }
   };
   if (rank && !rank_logs(job.dir).contains(*rank) && !(follow && is_active(job.status))) {

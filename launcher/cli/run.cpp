@@ -49,13 +49,20 @@ std::string this_host_name() {
   return name[0] ? name : "localhost";
 }
 
-bool valid_job_name(const std::string& name) {
-  if (name.empty() || name.size() > 200 || name[0] == '.' || name[0] == '-') return false;
-  for (char c : name) {
-    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '_' && c != '.')
-      return false;
+// Why `name` cannot name a job (its directory under the state dir), or
+// nothing when it can.
+std::optional<std::string> job_name_problem(const std::string& name) {
+  constexpr std::size_t kMaxJobName = 200;
+  if (name.size() > kMaxJobName) {
+    return "is " + std::to_string(name.size()) + " characters long; at most " +
+           std::to_string(kMaxJobName);
   }
-  return true;
+  bool ok = !name.empty() && name[0] != '.' && name[0] != '-';
+  for (char c : name) {
+    ok = ok && (std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.');
+  }
+  if (!ok) return std::string("use letters, digits, '-', '_' and '.' (not first)");
+  return std::nullopt;
 }
 
 std::optional<std::string> manual_secret(const Options& o) {
@@ -83,7 +90,9 @@ int run_manual_worker(const Plan& plan, const Options& o, std::string secret) {
   context.rdzv_port = static_cast<std::uint16_t>(plan.rdzv_port);
   context.local_workdir = current_directory();
   LaunchSpec spec = make_launch_spec(plan, plan.nodes.front(), o, context);
-  return run_guarded([&spec] { return run_agent(std::move(spec), -1); });
+  const auto silence_limit = worker_silence_limit(spec.heartbeat_timeout_s);
+  return run_guarded([&spec](int pulse_fd) { return run_agent(std::move(spec), -1, pulse_fd); },
+                     silence_limit);
 }
 
 // Whether two descriptors are the same terminal device: only then can a bar
@@ -108,9 +117,10 @@ struct Claim {
 // exit code when the name belongs to an active job or the dir is unusable.
 std::variant<Claim, int> claim(const Plan& plan, const Options& o, bool exact) {
   JobInfo info;
-  info.mode = o.mode == Mode::standalone ? "standalone"
-              : o.mode == Mode::hosts    ? "hosts"
-                                         : "manual";
+  info.mode = o.mode == Mode::standalone           ? "standalone"
+              : o.host_source == HostSource::slurm ? "slurm"
+              : o.mode == Mode::hosts              ? "hosts"
+                                                   : "manual";
   info.nnodes = plan.nnodes;
   info.command = plan.command;
   info.coordinator_pid = ::getpid();
@@ -150,8 +160,12 @@ std::variant<Claim, int> claim(const Plan& plan, const Options& o, bool exact) {
 
 // dlaunch-agent sits next to dlaunch (build/bin, /usr/bin) or in ../lib/dlaunch.
 std::string find_agent_binary() {
-  if (const char* env = std::getenv("DLAUNCH_AGENT"); env && *env) return env;
   std::error_code ec;
+  if (const char* env = std::getenv("DLAUNCH_AGENT"); env && *env) {
+    // Absolute, so that every message about it names the file itself.
+    const auto absolute = std::filesystem::absolute(env, ec);
+    return ec ? env : absolute.lexically_normal().string();
+  }
   const auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
   if (ec) return "dlaunch-agent";
   for (const auto& candidate : {self.parent_path() / "dlaunch-agent",
@@ -220,8 +234,9 @@ int run_command(int argc, const char* const* argv) {
   }
 
   std::string job = o.name.empty() ? default_job_name(o.command[0], std::time(nullptr)) : o.name;
-  if (!valid_job_name(job)) {
-    console().error("--name '" + job + "': use letters, digits, '-', '_' and '.' (not first)");
+  if (auto problem = job_name_problem(job)) {
+    const std::string shown = job.size() > 40 ? job.substr(0, 40) + "..." : job;
+    console().error("--name '" + shown + "': " + *problem);
     return kExitUsage;
   }
   Plan plan = make_plan(o, hosts ? &*hosts : nullptr, job);
@@ -316,8 +331,10 @@ int run_command(int argc, const char* const* argv) {
   plan.job = job_name;
   detacher.started(job_name, job_dir + "/coordinator.log");
 
-  LogSink::Settings sink_settings{job_dir,  plan.hosts_in_prefix, o.ranks_filter, o.quiet, 20,
-                                  o.no_skip};
+  // A detached job has no terminal: its stderr is coordinator.log, which holds
+  // the coordinator's own messages; the ranks' output is in their logs only.
+  LogSink::Settings sink_settings{
+      job_dir, plan.hosts_in_prefix, o.ranks_filter, o.quiet || o.detach, 20, o.no_skip};
   sink_settings.terminal_is_tty = ::isatty(1) && ::isatty(2) && same_terminal(1, 2);
   sink_settings.color_out = color_allowed_for_fd(1);
   sink_settings.color_err = color_allowed_for_fd(2);

@@ -470,20 +470,53 @@ std::optional<toml::table> parse_toml(const std::string& text, Diagnostics& diag
   }
 }
 
+// The length of the well-formed UTF-8 sequence `text` starts with, or 0.
+std::size_t utf8_sequence_length(std::string_view text) {
+  const auto byte = [&text](std::size_t i) { return static_cast<unsigned char>(text[i]); };
+  const unsigned char lead = byte(0);
+  std::size_t length = 0;
+  if (lead < 0x80) return 1;
+  if (lead >= 0xc2 && lead <= 0xdf) length = 2;
+  if (lead >= 0xe0 && lead <= 0xef) length = 3;
+  if (lead >= 0xf0 && lead <= 0xf4) length = 4;
+  if (length == 0 || text.size() < length) return 0;
+  for (std::size_t i = 1; i < length; ++i) {
+    if ((byte(i) & 0xc0) != 0x80) return 0;
+  }
+  // Overlong forms and surrogates, as RFC 3629 excludes them.
+  if (lead == 0xe0 && byte(1) < 0xa0) return 0;
+  if (lead == 0xed && byte(1) > 0x9f) return 0;
+  if (lead == 0xf0 && byte(1) < 0x90) return 0;
+  if (lead == 0xf4 && byte(1) > 0x8f) return 0;
+  return length;
+}
+
 }  // namespace
 
 std::string quoted(std::string_view text) {
   constexpr std::size_t kMaxShown = 64;
   std::string out = "'";
-  for (std::size_t i = 0; i < text.size() && i < kMaxShown; ++i) {
+  auto escape = [&out](unsigned char c) {
+    char escaped[8];
+    std::snprintf(escaped, sizeof escaped, "\\x%02x", c);
+    out += escaped;
+  };
+  for (std::size_t i = 0; i < text.size() && i < kMaxShown;) {
     const auto c = static_cast<unsigned char>(text[i]);
     if (c < 0x20 || c == 0x7f) {
-      char escaped[8];
-      std::snprintf(escaped, sizeof escaped, "\\x%02x", c);
-      out += escaped;
-    } else {
-      out += static_cast<char>(c);
+      escape(c);
+      ++i;
+      continue;
     }
+    // Bytes that are not UTF-8 (a stray 0xff) would reach the terminal raw.
+    const std::size_t length = utf8_sequence_length(text.substr(i));
+    if (length == 0) {
+      escape(c);
+      ++i;
+      continue;
+    }
+    out += text.substr(i, length);
+    i += length;
   }
   if (text.size() > kMaxShown) out += "...";
   return out + "'";

@@ -4,10 +4,14 @@
 
 #include "common/version.h"
 
+#include <sys/stat.h>
+
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cctype>
+#include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <map>
 #include <utility>
@@ -46,6 +50,16 @@ std::optional<std::set<int>> parse_rank_list(const std::string& text) {
 }
 
 namespace {
+
+// CLI::ExistingDirectory says "Directory does not exist" of an existing file.
+const CLI::Validator existing_directory(
+    [](std::string& path) -> std::string {
+      struct stat st {};
+      if (::stat(path.c_str(), &st) != 0) return path + ": " + std::strerror(errno);
+      if (!S_ISDIR(st.st_mode)) return path + " is a file, not a directory";
+      return {};
+    },
+    "DIR");
 
 // "Commands:" and "Examples:" after the options, each in two aligned columns.
 std::string help_footer(std::span<const CommandHelp> commands) {
@@ -250,7 +264,7 @@ ParseResult parse_options(int argc, const char* const* argv,
                  "copy this local directory into the ranks' working directory on every host "
                  "before the ranks start: changed files only, modes and symlinks kept, .git and "
                  ".dlaunchignore patterns skipped (default --workdir: ~/<its name>, created)")
-      ->check(CLI::ExistingDirectory);
+      ->check(existing_directory);
   app.add_flag("--sync-delete", o.sync_delete,
                "with --sync: also delete files in the working directory that the local "
                "directory lacks (ignored ones stay)");

@@ -158,11 +158,23 @@ HostlistExpansion expand_hostlist(std::string_view text, std::size_t max_hosts) 
   std::vector<Pattern> patterns;
   std::uint64_t total = 0;
   std::size_t pos = 0;
+  std::size_t items = 0;
+  bool comma_last = false;  // the last separator was a comma, and no item has followed it
+  const auto empty_item = [&] {
+    return fail("empty host at position " + std::to_string(items + 1) +
+                " (two commas with no host between them, or one at either end)");
+  };
   while (pos < text.size()) {
     if (is_separator(text[pos])) {
+      if (text[pos] == ',') {
+        if (comma_last || items == 0) return empty_item();
+        comma_last = true;
+      }
       ++pos;
       continue;
     }
+    comma_last = false;
+    ++items;
     // An item runs to the next separator outside brackets.
     std::size_t end = pos;
     bool inside = false;
@@ -187,6 +199,7 @@ HostlistExpansion expand_hostlist(std::string_view text, std::size_t max_hosts) 
     patterns.push_back(std::move(pattern));
     pos = end;
   }
+  if (comma_last) return empty_item();
   if (patterns.empty()) return fail("names no host");
   result.hosts.reserve(total);
   std::string name;

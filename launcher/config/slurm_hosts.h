@@ -16,8 +16,9 @@
 //   r[1-2]n[01-02]        several groups give every combination, the first
 //                         group outermost: r1n01 r1n02 r2n01 r2n02
 //
-// Empty items between separators are skipped, as Slurm skips them. Refused,
-// with the reason and where: a list naming no host, a '[' without ']' or
+// Refused, with the reason and where: an empty item (two commas with no host
+// between them, or one at either end: a typo, refused as -H refuses it; Slurm
+// itself never writes one), a list naming no host, a '[' without ']' or
 // a ']' without '[', brackets inside brackets, empty groups or ranges,
 // anything but digits, '-' and ',' inside brackets, a range whose end is below
 // its start, numbers of more than 18 digits, and an expression naming more than

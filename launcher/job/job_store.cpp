@@ -5,6 +5,7 @@
 #include <signal.h>
 
 #include <algorithm>
+#include <charconv>
 #include <filesystem>
 #include <fstream>
 #include <tuple>
@@ -66,17 +67,30 @@ std::optional<Job> find_job(const std::string& log_dir, const std::string& name)
   return load_job(log_dir + "/" + name);
 }
 
-std::map<int, std::string> rank_logs(const std::string& job_dir) {
-  std::map<int, std::string> logs;
+std::map<int, std::map<int, std::string>> rank_log_rounds(const std::string& job_dir) {
+  std::map<int, std::map<int, std::string>> logs;
   std::error_code ec;
   for (const auto& entry : fs::directory_iterator(job_dir, ec)) {
     const std::string name = entry.path().filename().string();
+    // rank-<R>.log, or rank-<R>.<N>.log for restart N.
     if (!name.starts_with("rank-") || !name.ends_with(".log")) continue;
-    try {
-      logs[std::stoi(name.substr(5))] = entry.path().string();
-    } catch (const std::exception&) {
-    }
+    const std::string_view middle = std::string_view(name).substr(5, name.size() - 9);
+    const auto dot = middle.find('.');
+    int rank = -1, round = 0;
+    const auto number = [](std::string_view text, int& out) {
+      const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), out);
+      return error == std::errc() && end == text.data() + text.size() && !text.empty();
+    };
+    if (!number(middle.substr(0, dot), rank)) continue;
+    if (dot != std::string_view::npos && !number(middle.substr(dot + 1), round)) continue;
+    logs[rank][round] = entry.path().string();
   }
+  return logs;
+}
+
+std::map<int, std::string> rank_logs(const std::string& job_dir) {
+  std::map<int, std::string> logs;
+  for (const auto& [rank, rounds] : rank_log_rounds(job_dir)) logs[rank] = rounds.begin()->second;
   return logs;
 }
 

@@ -157,7 +157,7 @@ void LogSink::flush() {
 }
 
 void LogSink::mark_round(int round) {
-  files_.append_all("--- dlaunch: restart " + std::to_string(round) + " ---\n");
+  files_.start_round(round);
   for (auto& [rank, tail] : tails_) tail.clear();
 }
 

@@ -64,7 +64,8 @@ class LogSink {
   // Writes the rank files' buffers out; says so when skipped terminal lines
   // have been caught up with.
   void flush();
-  // Marks the start of a restart round in every open rank file.
+  // Restart round `round` begins: its output goes to files of its own
+  // (rank-<R>.<round>.log), and the failure summary forgets the last round.
   void mark_round(int round);
 
   bool terminal_backlogged() const { return terminal_.over_bound(); }

@@ -32,7 +32,11 @@ RankLogFiles::~RankLogFiles() {
 }
 
 std::string RankLogFiles::path_of(int rank) const {
-  return job_dir_ + "/rank-" + std::to_string(rank) + ".log";
+  return job_dir_ + "/" + rank_log_name(rank, round_);
+}
+
+std::string rank_log_name(int rank, int round) {
+  return "rank-" + std::to_string(rank) + (round > 0 ? "." + std::to_string(round) : "") + ".log";
 }
 
 RankLogFiles::File& RankLogFiles::file_for(int rank) {
@@ -83,10 +87,15 @@ void RankLogFiles::append(int rank, std::string_view bytes, std::string_view end
   if (f.pending.size() >= kFileBuffer) write_or_count(rank, f);
 }
 
-void RankLogFiles::append_all(std::string_view bytes) {
+void RankLogFiles::start_round(int round) {
+  flush();
+  past_losses_ = losses();
   for (auto& [rank, f] : files_) {
-    if (!f.path.empty() && !f.open_failed) f.pending.append(bytes);
+    if (f.fd >= 0) ::close(f.fd);
   }
+  files_.clear();
+  open_.clear();
+  round_ = round;
 }
 
 void RankLogFiles::flush() {
@@ -127,7 +136,7 @@ void RankLogFiles::write_out(File& f) {
 }
 
 std::vector<std::string> RankLogFiles::losses() const {
-  std::vector<std::string> out;
+  std::vector<std::string> out = past_losses_;
   for (const auto& [rank, f] : files_) {
     if (f.lost == 0) continue;
     out.push_back(f.path + ": " + std::to_string(f.lost) + " bytes not written (" + f.error + ")");

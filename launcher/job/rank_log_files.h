@@ -1,5 +1,7 @@
 // The per-rank log files of a job, <job dir>/rank-<R>.log: every byte a rank
-// wrote, in order. Buffered per rank and written with write(2), so that a
+// wrote, in order, and nothing else. Each restart round has files of its own,
+// rank-<R>.<N>.log for restart N, so that every file is exactly what one
+// process wrote. Buffered per rank and written with write(2), so that a
 // failed write is known exactly: the first failure of a file is reported once
 // with its path and the reason, the job goes on, and the bytes that did not
 // reach the file are counted for the end-of-job summary.
@@ -19,6 +21,9 @@
 
 namespace dlaunch {
 
+// "rank-3.log" for the first run, "rank-3.2.log" for restart 2.
+std::string rank_log_name(int rank, int round);
+
 class RankLogFiles {
  public:
   explicit RankLogFiles(std::string job_dir,        // empty: no files
@@ -31,8 +36,8 @@ class RankLogFiles {
 
   // `bytes` then `end` (a line's "\n", say), without joining them first.
   void append(int rank, std::string_view bytes, std::string_view end = {});
-  // To every rank's file written so far (restart markers).
-  void append_all(std::string_view bytes);
+  // From now on, the files of restart round `round` (0: the first run).
+  void start_round(int round);
   void flush();
 
   std::string path_of(int rank) const;
@@ -58,6 +63,8 @@ class RankLogFiles {
 
   std::string job_dir_;
   std::size_t max_open_;
+  int round_ = 0;
+  std::vector<std::string> past_losses_;  // of earlier rounds' files
   std::map<int, File> files_;
   std::list<int> open_;  // ranks whose file is open, least recently written first
 };

@@ -135,9 +135,12 @@ std::optional<std::string> check_ranks_filter(const Plan& plan, const std::set<i
 
 std::string describe_plan(const Plan& plan, const Options& o) {
   std::ostringstream out;
-  const char* mode = plan.mode == Mode::standalone ? "one machine"
-                     : plan.mode == Mode::hosts    ? "hosts file"
-                                                   : "manual";
+  const char* mode = plan.mode == Mode::standalone            ? "one machine"
+                     : o.host_source == HostSource::slurm     ? "Slurm allocation"
+                     : o.host_source == HostSource::hostfile  ? "hostfile"
+                     : o.host_source == HostSource::host_list ? "host list"
+                     : plan.mode == Mode::hosts               ? "hosts file"
+                                                              : "manual";
   out << "job " << plan.job << " (" << mode << ", " << plan.nnodes << " node"
       << (plan.nnodes == 1 ? "" : "s") << ")\n";
   out << "command:";

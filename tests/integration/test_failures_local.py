@@ -4,6 +4,7 @@ DLAUNCH_JOB marker."""
 
 import os
 import signal
+import subprocess
 import sys
 import time
 import unittest
@@ -143,10 +144,18 @@ class LocalFailureTest(DlaunchTestCase):
         self.assertIn("[0] round 1", r.stdout)
         self.assertIn("[1] round 1", r.stdout)
         self.assertIn("restarting all ranks (restart 1 of 1)", r.stderr)
-        with open(os.path.join(self.state, job, "rank-1.log")) as f:
-            log = f.read()
-        self.assertIn("round 0", log)
-        self.assertIn("round 1", log)
+        # Each round's log holds exactly what that round's process wrote.
+        for rank in (0, 1):
+            for round_, name in ((0, f"rank-{rank}.log"), (1, f"rank-{rank}.1.log")):
+                with open(os.path.join(self.state, job, name)) as f:
+                    self.assertEqual(f.read(), f"round {round_}\n", name)
+        r = subprocess.run([harness.DLAUNCH, "logs", job, "-r", "1"], capture_output=True,
+                           text=True, env=self.env(), timeout=30)
+        self.assertEqual(r.stdout, "round 0\nround 1\n")
+        self.assertIn(f"rank 1, restart 1: {os.path.join(self.state, job, 'rank-1.1.log')}",
+                      r.stderr)
+        r = self.run_dlaunch(["logs", job, "--all-ranks", "-t", "5"])
+        self.assertEqual(sorted(r.stdout.splitlines()), ["[0] round 1", "[1] round 1"])
 
 
 if __name__ == "__main__":

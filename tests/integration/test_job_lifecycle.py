@@ -48,6 +48,23 @@ class JobLifecycleTest(DlaunchTestCase):
         self.assertTrue(record["detached"])
         self.assertTrue(os.path.exists(os.path.join(record["dir"], "coordinator.log")))
 
+    def test_a_detached_jobs_rank_stderr_stays_out_of_coordinator_log(self):
+        # Trainers log to stderr (Python's logging, tqdm): copying it into the
+        # coordinator's own log would double every rank log, without limit.
+        job = self.job_name("deterr")
+        r = self.run_dlaunch(["-d", "--name", job, "-n", "2", "--", "sh", "-c",
+                              "for i in 1 2 3; do echo err-line-$i >&2; echo out-line-$i; done"],
+                             stdin=subprocess.DEVNULL)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertTrue(wait_for(lambda: self.status(job) == "SUCCEEDED", 60))
+        record = self.get(job)
+        with open(os.path.join(record["dir"], "coordinator.log")) as f:
+            coordinator_log = f.read()
+        self.assertNotIn("line-", coordinator_log)
+        with open(os.path.join(record["dir"], "rank-1.log")) as f:
+            self.assertEqual(sorted(f.read().split()), sorted(
+                [f"err-line-{i}" for i in (1, 2, 3)] + [f"out-line-{i}" for i in (1, 2, 3)]))
+
     def test_json_has_the_documented_fields(self):
         job = self.job_name("json")
         self.assertEqual(self.run_dlaunch(["--name", job, "-n", "2", "--", "echo", "x"]).returncode,

@@ -123,6 +123,9 @@ TEST_CASE("hostfile: malformed lines name the line and column") {
   check_hostfile_error("-oProxyCommand=x\n", 1, 1, "expected a host name first");
   check_hostfile_error("-x slots=1\n", 1, 1, "must not start with '-'");
   CHECK(errors(parse_hostfile("a\nb x\nc slots=0\n", "hostfile")).size() == 2);
+  // Bytes that are not UTF-8 are escaped, never echoed raw; UTF-8 stays as written.
+  check_hostfile_error("a slots=\xff\n", 1, 3, "not '\\xff'");
+  check_hostfile_error("a slots=\xc3\xa9\xe2\x82\n", 1, 3, "not '\xc3\xa9\\xe2\\x82'");
 }
 
 TEST_CASE("hostfile: a duplicate host names both lines") {

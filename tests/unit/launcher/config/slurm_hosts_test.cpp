@@ -67,8 +67,7 @@ TEST_CASE("hostlist: plain names, comma and whitespace lists") {
   CHECK(expand_ok("gpu01") == Names{"gpu01"});
   CHECK(expand_ok("a,b,c") == Names{"a", "b", "c"});
   CHECK(expand_ok("a b\tc\nd") == Names{"a", "b", "c", "d"});
-  // Empty items are skipped, as Slurm skips them.
-  CHECK(expand_ok(",a,,b,") == Names{"a", "b"});
+  CHECK(expand_ok("a, b ,\nc") == Names{"a", "b", "c"});
   CHECK(expand_ok("node-1.cluster.example") == Names{"node-1.cluster.example"});
 }
 
@@ -101,7 +100,13 @@ TEST_CASE("hostlist: commas inside brackets belong to the group, outside they se
 
 TEST_CASE("hostlist: malformed expressions are refused with the reason") {
   check_refused("", "names no host");
-  check_refused(" , ", "names no host");
+  check_refused(" ", "names no host");
+  // An empty item is a typo, refused as -H refuses it.
+  check_refused(" , ", "empty host at position 1");
+  check_refused("a,,b", "empty host at position 2");
+  check_refused("a, ,b", "empty host at position 2");
+  check_refused(",a", "empty host at position 1");
+  check_refused("a,b,", "empty host at position 3");
   check_refused("gpu[01-04", "'[' at position 4 has no ']'");
   check_refused("gpu01-04]", "']' at position 9 has no '['");
   check_refused("a,gpu]", "']' at position 6");

@@ -27,11 +27,29 @@ TEST_CASE("rank log files: bytes are kept exactly, across buffer flushes") {
       files.append(3, piece);
       expected += piece;
     }
-    files.append_all("--- marker ---\n");
-    expected += "--- marker ---\n";
     CHECK(files.losses().empty());
   }
   CHECK(read_file(dir.dir() / "rank-3.log") == expected);
+}
+
+TEST_CASE("rank log files: each restart round writes files of its own, nothing added") {
+  ScratchDir dir;
+  {
+    RankLogFiles files(dir.dir().string(), 1);
+    files.append(0, "first run\n");
+    files.append(1, "first run of 1");
+    files.start_round(1);
+    files.append(0, "restart 1\n");
+    files.start_round(2);
+    files.append(1, "restart 2");
+  }
+  CHECK(read_file(dir.dir() / "rank-0.log") == "first run\n");
+  CHECK(read_file(dir.dir() / "rank-1.log") == "first run of 1");
+  CHECK(read_file(dir.dir() / "rank-0.1.log") == "restart 1\n");
+  CHECK_FALSE(fs::exists(dir.dir() / "rank-1.1.log"));
+  CHECK(read_file(dir.dir() / "rank-1.2.log") == "restart 2");
+  CHECK(rank_log_name(7, 0) == "rank-7.log");
+  CHECK(rank_log_name(7, 12) == "rank-7.12.log");
 }
 
 TEST_CASE("rank log files: a full disk is reported with path, reason and bytes lost") {
@@ -75,8 +93,6 @@ TEST_CASE("rank log files: many ranks, few descriptors, every byte kept in order
       if (round % 10 == 9) files.flush();
       most = std::max(most, open_descriptors() - before);
     }
-    files.append_all("--- restart ---\n");
-    for (auto& e : expected) e += "--- restart ---\n";
     files.flush();
     most = std::max(most, open_descriptors() - before);
     CHECK(files.losses().empty());

@@ -52,6 +52,20 @@ TEST_CASE("plan for hosts: contiguous ranks, local detection, master address") {
   CHECK(text.find("NCCL_SOCKET_IFNAME==<towards MASTER_ADDR>") != std::string::npos);
 }
 
+TEST_CASE("the plan names where its hosts came from") {
+  Options o = hosts_mode();
+  HostsFile hosts = two_hosts("10.0.0.5", "10.0.0.6");
+  const std::pair<HostSource, const char*> sources[] = {
+      {HostSource::hosts_file, "(hosts file, 2 nodes)"},
+      {HostSource::hostfile, "(hostfile, 2 nodes)"},
+      {HostSource::host_list, "(host list, 2 nodes)"},
+      {HostSource::slurm, "(Slurm allocation, 2 nodes)"}};
+  for (const auto& [source, named] : sources) {
+    o.host_source = source;
+    CHECK(describe_plan(make_plan(o, &hosts, "job"), o).find(named) != std::string::npos);
+  }
+}
+
 TEST_CASE("master_address and --master-addr come first among the candidates") {
   Options o = hosts_mode();
   HostsFile hosts = two_hosts("198.19.0.2", "198.19.0.6");
