@@ -186,7 +186,8 @@ void Agent::watch_stdin() {
         if (ec) {
           handle(agent_event::CoordinatorLost{
               "the coordinator closed this agent's input (dlaunch exited or its SSH connection "
-              "dropped)"});
+              "dropped)",
+              true});
           return;
         }
         watch_stdin();

@@ -178,7 +178,8 @@ void AgentStateMachine::on_event(const CoordinatorLost& e, Actions& out) {
   if (!final_stop_decided()) {
     // Without a coordinator the job cannot succeed; an exit code it already
     // sent (a final Stop) is kept.
-    emit(out, LogError{e.why + (round_active() ? "; stopping this node's ranks" : "")});
+    if (!e.input_closed)
+      emit(out, LogError{e.why + (round_active() ? "; stopping this node's ranks" : "")});
     final_code_ = 1;
   }
   emit(out, DropCoordinator{});

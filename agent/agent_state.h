@@ -53,6 +53,10 @@ struct StopSignalled {
 };
 struct CoordinatorLost {
   std::string why;  // the link dropped, or the coordinator closed our stdin
+  // Our stdin closed: only a live coordinator that chose to stop this agent
+  // can read our stderr then (a dead one, or a dropped SSH connection, reads
+  // nothing), so saying it would only look like one more failure.
+  bool input_closed = false;
 };
 struct RanksEnded {};      // every rank of the round has had its exit reported
 struct LeftoversSwept {};  // no descendant is left (or the sweep gave up)

@@ -1,5 +1,6 @@
 #include "common/terminal_writer.h"
 
+#include <malloc.h>
 #include <poll.h>
 #include <pthread.h>
 #include <unistd.h>
@@ -21,6 +22,16 @@ TerminalWriter::~TerminalWriter() {
   thread_.join();
 }
 
+// What a queued chunk holds in memory: the bytes, the heap block around them
+// (glibc's header and rounding), and its place in the queue. Counting bytes
+// alone let a stall of short lines hold twice the stated bound.
+std::size_t TerminalWriter::memory_cost(const std::string& bytes) {
+  constexpr std::size_t kInline = 15;      // libstdc++ keeps this many bytes in the string
+  constexpr std::size_t kHeapHeader = 16;  // and a heap block costs its header and rounding
+  const std::size_t heap = bytes.capacity() > kInline ? bytes.capacity() + 1 + kHeapHeader : 0;
+  return sizeof(Chunk) + heap;
+}
+
 bool TerminalWriter::offer(Stream stream, std::string bytes) {
   {
     std::lock_guard lock(mutex_);
@@ -28,8 +39,9 @@ bool TerminalWriter::offer(Stream stream, std::string bytes) {
       was_over_ = true;
       return false;
     }
-    buffered_ += bytes.size();
-    queue_.push_back({stream, std::move(bytes)});
+    const std::size_t cost = memory_cost(bytes);
+    buffered_ += cost;
+    queue_.push_back({stream, std::move(bytes), cost});
   }
   wake_.notify_one();
   return true;
@@ -38,9 +50,10 @@ bool TerminalWriter::offer(Stream stream, std::string bytes) {
 void TerminalWriter::write(Stream stream, std::string bytes) {
   {
     std::lock_guard lock(mutex_);
-    buffered_ += bytes.size();
+    const std::size_t cost = memory_cost(bytes);
+    buffered_ += cost;
     if (buffered_ >= settings_.max_buffered) was_over_ = true;
-    queue_.push_back({stream, std::move(bytes)});
+    queue_.push_back({stream, std::move(bytes), cost});
   }
   wake_.notify_one();
 }
@@ -75,10 +88,12 @@ void TerminalWriter::run() {
     }
     // Take everything queued for one stream in a row: one write per batch.
     const Stream stream = queue_.front().stream;
+    std::size_t cost = queue_.front().cost;
     std::string batch = std::move(queue_.front().bytes);
     queue_.pop_front();
     while (!queue_.empty() && queue_.front().stream == stream && batch.size() < 256 * 1024) {
       batch += queue_.front().bytes;
+      cost += queue_.front().cost;
       queue_.pop_front();
     }
     writing_ = true;
@@ -86,11 +101,21 @@ void TerminalWriter::run() {
     write_fd(stream, batch);
     lock.lock();
     writing_ = false;
-    buffered_ -= batch.size();
+    buffered_ -= cost;
     std::function<void()> space;
     if (was_over_ && buffered_ <= settings_.max_buffered / 2) {
       was_over_ = false;
       space = on_space_;
+      trim_after_backlog_ = true;
+    }
+    if (trim_after_backlog_ && queue_.empty()) {
+      // A backlog of up to the bound was freed in small blocks that malloc
+      // keeps for reuse; give them back, or a stall's memory stays for good.
+      trim_after_backlog_ = false;
+      batch = std::string();
+      lock.unlock();
+      ::malloc_trim(0);
+      lock.lock();
     }
     if (space) {
       lock.unlock();

@@ -24,8 +24,9 @@ class TerminalWriter {
   struct Settings {
     int out_fd = 1;
     int err_fd = 2;
-    // Bytes queued before offer() refuses: a few seconds of a fast terminal,
-    // and a bound on what a stalled one costs in memory.
+    // Memory queued before offer() refuses (the bytes and what holding them
+    // costs): a few seconds of a fast terminal, and a bound on what a stalled
+    // one costs.
     std::size_t max_buffered = 8 * 1024 * 1024;
   };
 
@@ -43,6 +44,7 @@ class TerminalWriter {
   // and output the user asked never to skip.
   void write(Stream stream, std::string bytes);
 
+  // Memory held by what is queued (see Settings::max_buffered).
   std::size_t buffered() const;
   bool over_bound() const { return buffered() >= settings_.max_buffered; }
   std::size_t max_buffered() const { return settings_.max_buffered; }
@@ -57,7 +59,9 @@ class TerminalWriter {
   struct Chunk {
     Stream stream;
     std::string bytes;
+    std::size_t cost;  // memory_cost(bytes) when queued
   };
+  static std::size_t memory_cost(const std::string& bytes);
   void run();
   void write_fd(Stream stream, const std::string& bytes);
 
@@ -69,6 +73,7 @@ class TerminalWriter {
   std::size_t buffered_ = 0;
   bool writing_ = false;
   bool was_over_ = false;
+  bool trim_after_backlog_ = false;  // once the queue empties after a backlog
   bool stopping_ = false;
   bool out_closed_ = false;  // EPIPE or another hard error: output there is dropped
   bool err_closed_ = false;

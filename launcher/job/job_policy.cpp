@@ -143,11 +143,11 @@ bool JobPolicy::check_machine_listed_once(int node_rank, const proto::Join& join
   if (join.machine_id.empty()) return true;
   const auto [it, first] = node_of_machine_.try_emplace(join.machine_id, node_rank);
   if (first || it->second == node_rank) return true;
-  const auto& other = nodes_[static_cast<std::size_t>(it->second)];
-  const auto& node = nodes_[static_cast<std::size_t>(node_rank)];
-  const std::string both = "nodes " + std::to_string(it->second) + " (" + other.setup.label +
-                           ") and " + std::to_string(node_rank) + " (" + node.setup.label +
-                           ") are the same machine (one /etc/machine-id and boot id)";
+  const int a = std::min(it->second, node_rank), b = std::max(it->second, node_rank);
+  const std::string both =
+      "nodes " + std::to_string(a) + " (" + nodes_[static_cast<std::size_t>(a)].setup.label +
+      ") and " + std::to_string(b) + " (" + nodes_[static_cast<std::size_t>(b)].setup.label +
+      ") are the same machine (one /etc/machine-id and boot id)";
   if (join.gpus > 0) {
     fail(kExitUsage,
          both +
@@ -263,16 +263,32 @@ JobActions JobPolicy::on_probe_report(ConnId conn, const proto::ProbeReport& rep
     return {};
   const auto node_index = static_cast<std::size_t>(*index);
   auto reply = probe_rounds_->on_report(node_index, report.outcomes);
+  const std::string& label = nodes_[node_index].setup.label;
   if (reply.malformed) {
-    emit(log_line(log::Level::warn, nodes_[node_index].setup.label, " answered the probe with ",
-                  report.outcomes.size(),
+    emit(log_line(log::Level::warn, label, " answered the probe with ", report.outcomes.size(),
                   " results for a different number of addresses; counted as reaching none"));
+  }
+  if (reply.retrying) {
+    emit(log_line(log::Level::info, label,
+                  " reached none of node 0's addresses; it tries them once more"));
+  }
+  if (reply.reached_nothing) {
+    std::string why = "no MASTER_ADDR can be reached by every node: " + label +
+                      " reached none of node 0's addresses, twice:";
+    for (std::size_t c = 0; c < reply.outcomes.size() && c < candidates_.size(); ++c) {
+      why += "\n  " + candidates_[c].address + ": " +
+             (reply.outcomes[c].error.empty() ? "not reached" : reply.outcomes[c].error);
+    }
+    why +=
+        "\n(check its firewall and routes towards node 0, or name an address every node "
+        "reaches with --master-addr)";
+    fail(kExitFailure, why, -1, {});
+    return take();
   }
   if (reply.fell_back) {
     const auto choice = probe_rounds_->scouts_choice();
     emit(log_line(log::Level::info,
-                  choice ? nodes_[node_index].setup.label + " did not reach " +
-                               candidates_[*choice].address +
+                  choice ? label + " did not reach " + candidates_[*choice].address +
                                ", which every scout reached: every node now tries every address"
                          : std::string("no address of node 0 was reached by every scout: every "
                                        "node now tries every address")));

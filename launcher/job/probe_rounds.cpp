@@ -113,6 +113,24 @@ ProbeRounds::Reply ProbeRounds::on_report(std::size_t node,
       outcomes = not_tried();
       for (auto& o : outcomes) o.error = "no valid answer";
     }
+    const bool reached_any =
+        std::any_of(outcomes.begin(), outcomes.end(), [](const auto& o) { return o.reached; });
+    if (!reached_any && !reply.malformed && !n.retried) {
+      // Still counted as waited for: the same request goes out again.
+      n.retried = true;
+      n.all = Ask::queued;
+      if (n.joined) queue_.emplace_back(node, true);
+      reply.retrying = true;
+      reply.next = drain();
+      return reply;
+    }
+    if (!reached_any && in_rounds_) {
+      complete_ = true;  // nothing more to ask: the job cannot have a MASTER_ADDR
+      reply.reached_nothing = node;
+      reply.outcomes = outcomes;
+      record(node, std::move(outcomes), true);
+      return reply;
+    }
     record(node, std::move(outcomes), true);
     if (--stage_waiting_ == 0) {
       if (stage_ == Stage::scouts) {

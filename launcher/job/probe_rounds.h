@@ -11,10 +11,11 @@
 // the result never depends on the rounds, only the time does.
 //
 // Connections in flight stay within a window (node 0's accept queue), and
-// each report lets the next nodes go. A node is asked only once it has joined
-// (on_joined): the probe can start as soon as node 0 has, and runs while the
-// last nodes of a big job are still arriving; a stage waits for the requests
-// of nodes not yet joined as for any other.
+// each report lets the next nodes go. A node that reaches none of the
+// candidates is asked once more; in rounds, a second miss ends the probe. A node is asked only once
+// it has joined (on_joined): the probe can start as soon as node 0 has, and runs while the last
+// nodes of a big job are still arriving; a stage waits for the requests of nodes not yet joined as
+// for any other.
 #pragma once
 
 #include <cstddef>
@@ -42,6 +43,16 @@ class ProbeRounds {
     std::vector<Request> next;  // send these now
     bool malformed = false;     // the report had a number of outcomes nobody asked for
     bool fell_back = false;     // a node missed the scouts' choice: every node tries everything
+    // The node reached none of the candidates and is asked once more (a
+    // lost SYN, a host slow for a moment).
+    bool retrying = false;
+    // In rounds: the node reached none of the candidates twice. No candidate
+    // can then be reached by every node, so the job fails now, naming it,
+    // instead of sending every node to every address first (at 20,000 nodes
+    // and 8 addresses, 160,000 connections for a result known already).
+    // `outcomes` is its second answer.
+    std::optional<std::size_t> reached_nothing;
+    std::vector<net::ProbeOutcome> outcomes;
   };
 
   ProbeRounds(std::size_t nodes, std::size_t candidates, std::size_t connections_in_flight);
@@ -71,6 +82,7 @@ class ProbeRounds {
     Ask one = Ask::none;     // a request for the scouts' choice only
     bool tried_all = false;  // result holds an outcome for every candidate
     bool joined = false;     // requests wait (as queued) until the node has joined
+    bool retried = false;    // it reached nothing once and was asked again
     std::optional<std::vector<net::ProbeOutcome>> result;
   };
   enum class Stage { everyone, scouts, confirm, fallback };

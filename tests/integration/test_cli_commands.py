@@ -4,6 +4,7 @@ suggestion, and programs (also one named like a command, after --) still run."""
 
 import os
 import re
+import subprocess
 import sys
 import unittest
 
@@ -92,6 +93,26 @@ class CliCommandsTest(DlaunchTestCase):
         r = self.run_dlaunch(["-n", "1", sys.executable, "-c", "print('from python')"])
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertIn("from python\n", r.stdout)
+
+    def test_bad_values_are_refused_with_the_real_reason(self):
+        r = self.run_dlaunch(["--name", "n" * 300, "--", "true"])
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("is 300 characters long; at most 200", r.stderr)
+        a_file = self.write("data.txt", "not a directory\n")
+        r = self.run_dlaunch(["--sync", a_file, "--", "true"])
+        self.assertEqual(r.returncode, 2)
+        self.assertIn(f"{a_file} is a file, not a directory", r.stderr)
+        self.assertNotIn("Directory does not exist", r.stderr)
+        r = self.run_dlaunch(["--sync", os.path.join(self.tmp, "none"), "--", "true"])
+        self.assertIn("No such file or directory", r.stderr)
+        hostfile = os.path.join(self.tmp, "hostfile")
+        with open(hostfile, "wb") as f:
+            f.write(b"a slots=\xff\n")
+        r = subprocess.run([harness.DLAUNCH, "--hostfile", hostfile, "--", "true"],
+                           capture_output=True, env=self.env(), timeout=30)
+        self.assertEqual(r.returncode, 2)
+        self.assertNotIn(b"\xff", r.stderr)
+        self.assertIn(b"'\\xff'", r.stderr)
 
 
 if __name__ == "__main__":

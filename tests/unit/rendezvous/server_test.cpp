@@ -127,8 +127,8 @@ TEST_CASE("a server at max_sessions leaves the next connection queued until one 
   RendezvousServer server(io, asio::ip::tcp::endpoint(asio::ip::make_address("127.0.0.1"), 0),
                           "secret", RendezvousServer::Callbacks{}, options);
   const asio::ip::tcp::endpoint at(asio::ip::make_address("127.0.0.1"), server.port());
-  const std::string hello = proto::encode(proto::Hello{proto::kMagic, proto::kVersion,
-                                                       std::string(proto::kNonceSize, 'n')});
+  const std::string hello = proto::encode(
+      proto::Hello{proto::kMagic, proto::kVersion, std::string(proto::kNonceSize, 'n')});
   // Whether the server answered a Hello on `s` (it does once it accepted s).
   auto answered = [&io](asio::ip::tcp::socket& s) {
     io.run_for(std::chrono::milliseconds(100));

@@ -456,6 +456,10 @@ TEST_CASE("no address reached by every node fails the job before any rank starts
   job.probe_report(0, {true, true});
   job.probe_report(1, {false, true});
   job.probe_report(2, {false, false});
+  // Reaching nothing may be a lost SYN: host2 is asked once more.
+  CHECK(job.received_of<proto::Probe>(2).size() == 2);
+  CHECK(job.received_of<proto::Stop>(2).empty());
+  job.probe_report(2, {false, false});
   for (int node = 0; node < 3; ++node) {
     CHECK(job.received_of<proto::Assign>(node).empty());
     CHECK(job.received_of<proto::Stop>(node).size() == 1);
@@ -547,6 +551,31 @@ TEST_CASE("a node that misses the scouts' choice makes every node try every addr
   const auto assigns = job.received_of<proto::Assign>(2);
   REQUIRE(assigns.size() == 1);
   CHECK(assigns[0].master_addr == "198.18.1.10");
+}
+
+TEST_CASE("a scout that reaches no address twice fails the job at once, named") {
+  FakeJob job({.nodes = 300, .nproc = 1, .probe = true});
+  job.start();
+  job.join_all();
+  std::vector<int> scouts;
+  for (int node = 0; node < 300; ++node)
+    if (!job.received_of<proto::Probe>(node).empty()) scouts.push_back(node);
+  REQUIRE(scouts.size() == 64);
+  const int slow = scouts[7];
+  for (int node : scouts)
+    if (node != slow) job.probe_report(node, {true, true});
+  job.probe_report(slow, {false, false});
+  CHECK(job.has_log("info: " + FakeJob::host(slow) +
+                    " reached none of node 0's addresses; it tries them once more"));
+  CHECK(job.received_of<proto::Probe>(slow).size() == 2);
+  job.probe_report(slow, {false, false});
+  const std::string printed = job.printed();
+  CHECK(printed.find("no MASTER_ADDR can be reached by every node: " + FakeJob::host(slow) +
+                     " reached none of node 0's addresses, twice:\n  198.19.0.2: timed out\n"
+                     "  198.18.1.10: timed out\n") != std::string::npos);
+  for (int node = 0; node < 300; ++node) CHECK(job.received_of<proto::Assign>(node).empty());
+  job.all_agents_stop();
+  CHECK(job.exit_code == 1);
 }
 
 TEST_CASE("the probe starts once node 0 has joined, each node asked as it joins") {

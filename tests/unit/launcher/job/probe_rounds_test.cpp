@@ -59,6 +59,64 @@ TEST_CASE("a report with the wrong number of outcomes counts as reaching nothing
   CHECK(all[1][1].reached);
 }
 
+TEST_CASE("a node that reaches nothing is asked once more; a small job keeps its second answer") {
+  auto rounds = joined_rounds(2, 2, 100);
+  rounds.start();
+  auto reply = rounds.on_report(1, outcomes({false, false}));
+  CHECK(reply.retrying);
+  REQUIRE(reply.next.size() == 1);
+  CHECK(reply.next[0].node == 1);
+  CHECK(reply.next[0].candidates == std::vector<std::size_t>{0, 1});
+  CHECK_FALSE(rounds.reported(1));
+  rounds.on_report(0, outcomes({true, true}));
+  CHECK_FALSE(rounds.complete());
+  reply = rounds.on_report(1, outcomes({false, false}));
+  CHECK_FALSE(reply.retrying);
+  CHECK_FALSE(reply.reached_nothing.has_value());  // the rule's full table says it
+  CHECK(rounds.complete());
+}
+
+TEST_CASE("a big job: a scout that reaches nothing twice ends the probe at once, named") {
+  auto rounds = joined_rounds(1000, 3, 2048);
+  const auto scouts = nodes_of(rounds.start());
+  const std::size_t slow = *std::next(scouts.begin(), 5);
+  std::size_t asked_again = 0;
+  for (auto node : scouts) {
+    if (node == slow) continue;
+    rounds.on_report(node, outcomes({false, true, true}));
+  }
+  auto reply = rounds.on_report(slow, outcomes({false, false, false}));
+  CHECK(reply.retrying);
+  for (const auto& r : reply.next) asked_again += r.node == slow;
+  CHECK(asked_again == 1);
+  reply = rounds.on_report(slow, outcomes({false, false, false}));
+  REQUIRE(reply.reached_nothing == slow);
+  CHECK(reply.outcomes.size() == 3);
+  CHECK(reply.outcomes[2].error == "refused");
+  CHECK(reply.next.empty());  // nobody is sent to every address
+  CHECK(rounds.complete());
+}
+
+TEST_CASE("a big job: a scout that reaches something on its second try goes on as usual") {
+  auto rounds = joined_rounds(300, 2, 2048);
+  const auto scouts = nodes_of(rounds.start());
+  std::vector<ProbeRounds::Request> confirm;
+  for (auto node : scouts) {
+    if (node == 0) {
+      const auto first = rounds.on_report(0, outcomes({false, false}));  // a lost SYN, say
+      CHECK(first.retrying);
+      CHECK(rounds.scouts_choice() == std::nullopt);
+    }
+    auto reply = rounds.on_report(node, outcomes({false, true}));
+    CHECK_FALSE(reply.retrying);
+    CHECK_FALSE(reply.reached_nothing.has_value());
+    confirm.insert(confirm.end(), reply.next.begin(), reply.next.end());
+  }
+  REQUIRE(rounds.scouts_choice() == std::size_t{1});
+  CHECK(confirm.size() == 300 - ProbeRounds::kScouts);
+  CHECK_FALSE(rounds.on_report(confirm[0].node, outcomes({true})).fell_back);
+}
+
 TEST_CASE("a big job: scouts spread over the list, then one connection per node") {
   auto rounds = joined_rounds(1000, 3, 2048);
   const auto scouts = rounds.start();
