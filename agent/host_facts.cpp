@@ -138,6 +138,7 @@ void nvml_facts(proto::HostFacts& facts) {
 constexpr const char* kPythonSnippet =
     "import sys\n"
     "print(sys.version.split()[0])\n"
+    "print(sys.executable)\n"
     "try:\n"
     "    import torch\n"
     "    print(torch.__version__)\n"
@@ -235,14 +236,13 @@ std::string parse_os_release(std::string_view text) {
   return fact_text(version.empty() ? name : name + " " + version);
 }
 
-void parse_python_output(std::string_view text, std::string& python, std::string& torch) {
-  python.clear();
-  torch.clear();
-  const auto newline = text.find('\n');
-  python = fact_text(trim(text.substr(0, newline)));
-  if (newline != std::string_view::npos) {
-    const auto rest = text.substr(newline + 1);
-    torch = fact_text(trim(rest.substr(0, rest.find('\n'))));
+void parse_python_output(std::string_view text, std::string& python, std::string& path,
+                         std::string& torch) {
+  std::string* fields[] = {&python, &path, &torch};
+  for (std::string* field : fields) {
+    const auto newline = text.find('\n');
+    *field = fact_text(trim(text.substr(0, newline)));
+    text.remove_prefix(newline == std::string_view::npos ? text.size() : newline + 1);
   }
 }
 
@@ -281,7 +281,8 @@ proto::HostFacts collect_host_facts(std::chrono::milliseconds python_timeout) {
   const char* tmp = std::getenv("TMPDIR");
   facts.tmp_free = free_bytes(tmp && *tmp ? tmp : "/tmp");
   facts.shm_size = size_bytes("/dev/shm");
-  parse_python_output(run_python(python_timeout), facts.python_version, facts.torch_version);
+  parse_python_output(run_python(python_timeout), facts.python_version, facts.python_path,
+                      facts.torch_version);
   return facts;
 }
 

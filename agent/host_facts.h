@@ -32,9 +32,11 @@ std::string machine_identity();
 // PRETTY_NAME of an os-release file ("Debian GNU/Linux 12 (bookworm)"), quotes
 // and escapes removed; else NAME and VERSION_ID; empty when neither is there.
 std::string parse_os_release(std::string_view text);
-// The two lines the python3 snippet prints: its version, then torch's or an
-// empty line. Strips whitespace, cuts to proto::kMaxFactText.
-void parse_python_output(std::string_view text, std::string& python, std::string& torch);
+// The three lines the python3 snippet prints: its version, its path
+// (sys.executable), then torch's version or an empty line. Strips whitespace,
+// cuts to proto::kMaxFactText.
+void parse_python_output(std::string_view text, std::string& python, std::string& path,
+                         std::string& torch);
 // NVML's CUDA driver version (12040) as "12.4".
 std::string cuda_version_text(int version);
 // Cuts `text` to proto::kMaxFactText bytes.

@@ -108,19 +108,23 @@ void TerminalWriter::run() {
       space = on_space_;
       trim_after_backlog_ = true;
     }
+    if (space) {
+      writing_ = true;  // drain() returns only after the callback
+      lock.unlock();
+      space();
+      lock.lock();
+      writing_ = false;
+    }
     if (trim_after_backlog_ && queue_.empty()) {
       // A backlog of up to the bound was freed in small blocks that malloc
       // keeps for reuse; give them back, or a stall's memory stays for good.
       trim_after_backlog_ = false;
       batch = std::string();
+      writing_ = true;  // drain() waits for the trim too
       lock.unlock();
       ::malloc_trim(0);
       lock.lock();
-    }
-    if (space) {
-      lock.unlock();
-      space();
-      lock.lock();
+      writing_ = false;
     }
     // After the callback: drain() returning means everything it says is done.
     if (queue_.empty() && !writing_) drained_.notify_all();

@@ -116,6 +116,7 @@ void put(wire::Writer& w, const HostFacts& m) {
   w.i64(m.wall_clock_us);
   w.str(m.python_version);
   w.str(m.torch_version);
+  w.str(m.python_path);
 }
 void put(wire::Writer& w, const FileChunk& m) {
   w.str(m.path);
@@ -450,6 +451,7 @@ std::optional<Message> get(Type type, wire::Reader& r) {
       m.wall_clock_us = r.i64();
       m.python_version = r.str(kMaxFactText);
       m.torch_version = r.str(kMaxFactText);
+      m.python_path = r.str(kMaxFactText);
       if (m.home_free < -1 || m.tmp_free < -1 || m.shm_size < -1) return std::nullopt;
       return m;
     }

@@ -42,7 +42,7 @@ inline constexpr std::uint32_t kMagic = 0x444C5256;  // "DLRV"
 // 5: FileChunk (--tensorboard-dir).
 // 6: SyncOffer, SyncWant, SyncData, SyncDone (--sync).
 // 7: NcclTest, NcclReport (dlaunch check --nccl).
-// 8: Join carries the machine id.
+// 8: Join carries the machine id; HostFacts the python3's path.
 inline constexpr std::uint16_t kVersion = 8;
 inline constexpr std::size_t kNonceSize = 32;
 inline constexpr std::size_t kMaxHostName = 255;
@@ -235,6 +235,7 @@ struct HostFacts {
   std::int64_t wall_clock_us = 0;  // the host's time of day as it answered FactsRequest
   std::string python_version;      // python3 on PATH; empty: none
   std::string torch_version;       // torch importable by that python3; empty: none
+  std::string python_path;         // that python3's sys.executable; empty: none
 };
 
 // dlaunch check: open a TCP connection to each target (a peer's probe port on

@@ -181,6 +181,7 @@ std::string format_check_json(const CheckResult& r) {
       j.key("shm_bytes").value(static_cast<std::int64_t>(f.shm_size));
       j.key("python").value(f.python_version);
       j.key("torch").value(f.torch_version);
+      j.key("python_path").value(f.python_path);
     }
     if (h.clock_skew_us) {
       j.key("clock_skew_us").value(static_cast<std::int64_t>(*h.clock_skew_us));

@@ -92,7 +92,18 @@ std::vector<CheckWarning> check_warnings(const CheckResult& result) {
                                  " from this machine's: log times will not line up (run "
                                  "chrony or systemd-timesyncd)"});
     }
-    if (f.python_version.empty()) out.push_back({h.name, "no python3 on PATH"});
+    if (f.python_version.empty()) {
+      out.push_back({h.name, "no python3 on the PATH of a non-interactive SSH login"});
+    } else if (f.torch_version.empty()) {
+      // `torch none` alone sent users looking for a missing package that was
+      // installed, for another python3 than the one a login finds first.
+      out.push_back({h.name, "torch is not importable by " +
+                                 (f.python_path.empty() ? std::string("python3") : f.python_path) +
+                                 " (python " + f.python_version +
+                                 "), the first python3 on the PATH of a non-interactive SSH "
+                                 "login; a rank that runs another python (/usr/bin/python3, a "
+                                 "virtualenv's) may still have it"});
+    }
   }
   differing(
       result, "python3",

@@ -87,6 +87,11 @@ class CheckTest(unittest.TestCase):
             # Every host is a namespace on a veth alike: none is told apart as
             # "virtual" by the accident of its peer's index.
             self.assertFalse([w for w in row["warnings"] if "virtual interface" in w], row)
+            # Which python3 a login finds, and where torch was looked for.
+            if row["python"]:
+                self.assertTrue(os.path.isabs(row["python_path"]), row)
+                if not row["torch"]:
+                    self.assertTrue([w for w in row["warnings"] if row["python_path"] in w], row)
         self.assertTrue(doc["master"]["chosen"], detail)
         self.assertEqual(doc["master"]["address"], h0["addr"], detail)
         pairs = {(p["from"], p["to"]): p for p in doc["matrix"]}

@@ -12,16 +12,19 @@ TEST_CASE("os-release: PRETTY_NAME, unquoted; else NAME and VERSION_ID") {
   CHECK(parse_os_release("# nothing\n") == "");
 }
 
-TEST_CASE("python output: version line, then torch's or an empty line") {
-  std::string python, torch;
-  parse_python_output("3.11.2\n2.1.0+cpu\n", python, torch);
+TEST_CASE("python output: version line, its path, then torch's or an empty line") {
+  std::string python, path, torch;
+  parse_python_output("3.11.2\n/usr/bin/python3\n2.1.0+cpu\n", python, path, torch);
   CHECK(python == "3.11.2");
+  CHECK(path == "/usr/bin/python3");
   CHECK(torch == "2.1.0+cpu");
-  parse_python_output("3.11.2\n\n", python, torch);
-  CHECK(python == "3.11.2");
+  parse_python_output("3.11.7\n/root/.pyenv/shims/python3\n\n", python, path, torch);
+  CHECK(python == "3.11.7");
+  CHECK(path == "/root/.pyenv/shims/python3");
   CHECK(torch == "");
-  parse_python_output("", python, torch);
+  parse_python_output("", python, path, torch);
   CHECK(python == "");
+  CHECK(path == "");
   CHECK(torch == "");
 }
 

@@ -89,6 +89,18 @@ TEST_CASE("python or torch versions that differ are one warning naming the hosts
   CHECK(has_warning(ws, "", "python3 differs between hosts: 3.10.12 on h2; 3.11.2 on h0, h1"));
 }
 
+TEST_CASE("a python3 without torch is named with its path: another python may have it") {
+  auto r = healthy();
+  r.hosts[1].facts->torch_version = "";
+  r.hosts[1].facts->python_path = "/root/.pyenv/versions/3.11.7/bin/python3";
+  const auto ws = check_warnings(r);
+  CHECK(has_warning(ws, "h1",
+                    "torch is not importable by /root/.pyenv/versions/3.11.7/bin/python3 (python "
+                    "3.11.2), the first python3 on the PATH of a non-interactive SSH login; a "
+                    "rank that runs another python (/usr/bin/python3, a virtualenv's) may still "
+                    "have it"));
+}
+
 TEST_CASE("a clock off by more than a second beyond the uncertainty is warned about") {
   auto r = healthy();
   r.hosts[1].clock_skew_us = -1'500'000;
