@@ -359,9 +359,8 @@ void Agent::start_round(const proto::Assign& assign) {
                       spec_.workdir}});
   }
   if (!launches.empty() && assign.round == 0) {
-    const std::string& interface =
-        !spec_.interface.empty() ? spec_.interface : assign.socket_ifname;
-    const std::string warning = socket_ifname_override(launches.front().request.env, interface);
+    const std::string warning =
+        socket_ifname_override(launches.front().request.env, rank_interface(assign, spec_));
     if (!warning.empty()) log::warn(spec_.host_name, ": ", warning);
   }
   supervisor_.start(launches);

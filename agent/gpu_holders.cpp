@@ -1,11 +1,11 @@
 #include "agent/gpu_holders.h"
 
-#include <dirent.h>
-
 #include <charconv>
 #include <cstdlib>
 #include <fstream>
 #include <iterator>
+
+#include "common/posix.h"
 
 namespace dlaunch {
 namespace {
@@ -88,13 +88,8 @@ std::map<int, std::string> gpu_holders(const std::vector<RankEnvironment>& ranks
 
 std::vector<RankEnvironment> dlaunch_ranks_here() {
   std::vector<RankEnvironment> out;
-  DIR* d = ::opendir("/proc");
-  if (d == nullptr) return out;
-  while (dirent* e = ::readdir(d)) {
-    char* end = nullptr;
-    const long pid = std::strtol(e->d_name, &end, 10);
-    if (*end != '\0' || pid <= 0) continue;
-    std::ifstream in(std::string("/proc/") + e->d_name + "/environ", std::ios::binary);
+  for (const pid_t pid : process_ids()) {
+    std::ifstream in("/proc/" + std::to_string(pid) + "/environ", std::ios::binary);
     if (!in) continue;
     const std::string block{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
     auto env = parse_rank_environment(block);
@@ -102,7 +97,6 @@ std::vector<RankEnvironment> dlaunch_ranks_here() {
     env.pid = static_cast<int>(pid);
     out.push_back(std::move(env));
   }
-  ::closedir(d);
   return out;
 }
 

@@ -26,11 +26,12 @@ void forward_signal(int signal) {
 // and look at the time.
 constexpr auto kPulseInterval = std::chrono::seconds(1);
 
-// Reaps every child that has ended; true once the worker is among them.
-bool reap(pid_t worker, int* code) {
+// Reaps children until the worker is among them (true), or, with WNOHANG,
+// until none has ended yet (false). Orphaned descendants are reaped on the way.
+bool reap(pid_t worker, int* code, int options) {
   for (;;) {
     int status = 0;
-    const pid_t pid = ::waitpid(-1, &status, WNOHANG);
+    const pid_t pid = ::waitpid(-1, &status, options);
     if (pid < 0 && errno == EINTR) continue;
     if (pid <= 0) return pid < 0;  // no children left at all: the worker is gone too
     if (pid == worker) {
@@ -88,7 +89,7 @@ int run_guarded(const std::function<int(int pulse_fd)>& work,
         last_pulse = std::chrono::steady_clock::now();
       }
     }
-    worker_gone = reap(worker, &code);
+    worker_gone = reap(worker, &code, WNOHANG);
     const auto silent = std::chrono::steady_clock::now() - last_pulse;
     if (!worker_gone && pulsing && silent >= silence_limit) {
       log::error("this agent (pid ", worker, ") gave no sign of life for ",
@@ -98,16 +99,7 @@ int run_guarded(const std::function<int(int pulse_fd)>& work,
       pulsing = false;
     }
   }
-  while (!worker_gone) {
-    int status = 0;
-    const pid_t pid = ::waitpid(-1, &status, 0);
-    if (pid < 0 && errno == EINTR) continue;
-    if (pid < 0) break;
-    if (pid == worker) {
-      code = shell_status(status);
-      worker_gone = true;
-    }
-  }
+  if (!worker_gone) reap(worker, &code, 0);
   if (pulse[0] >= 0) ::close(pulse[0]);
   g_worker = 0;
   end_descendants();

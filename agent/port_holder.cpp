@@ -9,6 +9,8 @@
 #include <iterator>
 #include <sstream>
 
+#include "common/posix.h"
+
 namespace dlaunch {
 namespace {
 
@@ -17,22 +19,7 @@ std::string read_file(const std::string& path) {
   return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
 }
 
-// Every process directory's pid under /proc.
-std::vector<int> pids() {
-  std::vector<int> out;
-  DIR* dir = ::opendir("/proc");
-  if (dir == nullptr) return out;
-  while (const dirent* entry = ::readdir(dir)) {
-    int pid = 0;
-    const std::string_view name = entry->d_name;
-    const auto [end, error] = std::from_chars(name.data(), name.data() + name.size(), pid);
-    if (error == std::errc() && end == name.data() + name.size()) out.push_back(pid);
-  }
-  ::closedir(dir);
-  return out;
-}
-
-bool holds_socket(int pid, const std::vector<std::string>& links) {
+bool holds_socket(pid_t pid, const std::vector<std::string>& links) {
   const std::string fd_dir = "/proc/" + std::to_string(pid) + "/fd";
   DIR* dir = ::opendir(fd_dir.c_str());
   if (dir == nullptr) return false;  // not ours to look into, or gone
@@ -86,7 +73,7 @@ std::optional<PortHolder> port_holder(int port) {
       links.push_back("socket:[" + std::to_string(inode) + "]");
   }
   if (links.empty()) return std::nullopt;
-  for (int pid : pids()) {
+  for (const pid_t pid : process_ids()) {
     if (!holds_socket(pid, links)) continue;
     std::string command = read_file("/proc/" + std::to_string(pid) + "/comm");
     while (!command.empty() && command.back() == '\n') command.pop_back();

@@ -18,7 +18,8 @@ struct RankSupervisor::Rank {
   std::unique_ptr<asio::posix::stream_descriptor> err;
   LineSplitter out_lines;
   LineSplitter err_lines;
-  OutputOrder order;  // keeps a long line of one stream whole
+  OutputOrder order;              // keeps a long line of one stream whole
+  OutputOrder::Sink to_callback;  // where `order` lets this rank's pieces go
   std::array<char, 16 * 1024> out_buffer{};
   std::array<char, 16 * 1024> err_buffer{};
   bool out_open = false;
@@ -55,6 +56,10 @@ void RankSupervisor::start(const std::vector<RankLaunch>& launches) {
   for (const auto& launch : launches) {
     auto rank = std::make_unique<Rank>();
     rank->global = launch.global_rank;
+    rank->to_callback = [this, global = launch.global_rank](
+                            proto::Stream stream, std::string_view text, proto::LineEnd end) {
+      callbacks_.on_line(global, stream, text, end);
+    };
     try {
       const SpawnedProcess p = ops_.spawn(launch.request);
       rank->pid = p.pid;
@@ -85,12 +90,6 @@ void RankSupervisor::start(const std::vector<RankLaunch>& launches) {
   for (auto& rank : ranks_) maybe_report_exit(*rank);
 }
 
-OutputOrder::Sink RankSupervisor::forward(Rank& rank) {
-  return [this, &rank](proto::Stream stream, std::string_view text, proto::LineEnd end) {
-    callbacks_.on_line(rank.global, stream, text, end);
-  };
-}
-
 void RankSupervisor::read_stream(Rank& rank, bool err) {
   auto& stream = err ? *rank.err : *rank.out;
   auto& buffer = err ? rank.err_buffer : rank.out_buffer;
@@ -99,7 +98,7 @@ void RankSupervisor::read_stream(Rank& rank, bool err) {
         auto& lines = err ? rank.err_lines : rank.out_lines;
         const auto kind = err ? proto::Stream::err : proto::Stream::out;
         auto sink = [this, &rank, kind](std::string_view text, proto::LineEnd end) {
-          rank.order.deliver(kind, text, end, forward(rank));
+          rank.order.deliver(kind, text, end, rank.to_callback);
         };
         if (!ec) {
           lines.feed(std::string_view((err ? rank.err_buffer : rank.out_buffer).data(), n), sink);
@@ -114,7 +113,7 @@ void RankSupervisor::read_stream(Rank& rank, bool err) {
           return;
         }
         lines.finish(sink);
-        rank.order.stream_closed(kind, forward(rank));
+        rank.order.stream_closed(kind, rank.to_callback);
         (err ? rank.err_open : rank.out_open) = false;
         asio::error_code ignored;
         (err ? rank.err : rank.out)->close(ignored);
@@ -150,7 +149,7 @@ void RankSupervisor::show_partial_when_idle(Rank& rank, bool err,
     }
     const auto kind = err ? proto::Stream::err : proto::Stream::out;
     lines.flush_partial([this, &rank, kind](std::string_view text, proto::LineEnd end) {
-      rank.order.deliver(kind, text, end, forward(rank));
+      rank.order.deliver(kind, text, end, rank.to_callback);
     });
   });
 }
@@ -178,7 +177,7 @@ void RankSupervisor::maybe_report_exit(Rank& rank) {
     return;
   }
   if (rank.drain_timer) rank.drain_timer->cancel();
-  rank.order.flush(forward(rank));
+  rank.order.flush(rank.to_callback);
   rank.reported = true;
   proto::RankExit exit;
   exit.rank = rank.global;

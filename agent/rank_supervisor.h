@@ -12,7 +12,6 @@
 #include <string_view>
 #include <vector>
 
-#include "agent/output_order.h"
 #include "agent/process_ops.h"
 #include "protocol/messages.h"
 
@@ -77,8 +76,6 @@ class RankSupervisor {
   struct Rank;
 
   void read_stream(Rank& rank, bool err);
-  // Where a rank's pieces go once OutputOrder lets them.
-  OutputOrder::Sink forward(Rank& rank);
   void maybe_report_exit(Rank& rank);
   void arm_drain_timer(Rank& rank);
   void show_partial_when_idle(Rank& rank, bool err, std::chrono::steady_clock::duration after);

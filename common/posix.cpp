@@ -68,19 +68,26 @@ std::vector<std::string> proc_stat(pid_t pid) {
   return fields;
 }
 
-std::vector<pid_t> descendants_of(pid_t root) {
-  std::unordered_multimap<pid_t, pid_t> children;
+std::vector<pid_t> process_ids() {
+  std::vector<pid_t> pids;
   DIR* dir = ::opendir("/proc");
-  if (dir == nullptr) return {};
+  if (dir == nullptr) return pids;
   while (dirent* entry = ::readdir(dir)) {
     char* end = nullptr;
     const long pid = std::strtol(entry->d_name, &end, 10);
-    if (*end != '\0' || pid <= 0) continue;
-    const auto fields = proc_stat(static_cast<pid_t>(pid));
-    if (fields.size() < 4 || fields[2] == "Z") continue;
-    children.emplace(static_cast<pid_t>(std::atol(fields[3].c_str())), static_cast<pid_t>(pid));
+    if (*end == '\0' && pid > 0) pids.push_back(static_cast<pid_t>(pid));
   }
   ::closedir(dir);
+  return pids;
+}
+
+std::vector<pid_t> descendants_of(pid_t root) {
+  std::unordered_multimap<pid_t, pid_t> children;
+  for (const pid_t pid : process_ids()) {
+    const auto fields = proc_stat(pid);
+    if (fields.size() < 4 || fields[2] == "Z") continue;
+    children.emplace(static_cast<pid_t>(std::atol(fields[3].c_str())), pid);
+  }
   std::vector<pid_t> found;
   std::vector<pid_t> frontier{root};
   while (!frontier.empty()) {

@@ -29,6 +29,9 @@ bool become_subreaper();
 // state, [3] the parent pid, ... Empty when there is no such process.
 std::vector<std::string> proc_stat(pid_t pid);
 
+// The pid of every process under /proc (every process this pid namespace has).
+std::vector<pid_t> process_ids();
+
 // Every live descendant of `root` (found by walking /proc's parent links).
 std::vector<pid_t> descendants_of(pid_t root);
 

@@ -38,12 +38,16 @@ EnvMap rank_environment(const proto::Assign& a, int local_rank, const LaunchSpec
   // The hosts file's `interface` wins over the one found towards MASTER_ADDR;
   // a value the user exported wins over both. NCCL takes a prefix unless the
   // name starts with '=': "eth0" would also match eth01.
-  const std::string& interface = !spec.interface.empty() ? spec.interface : a.socket_ifname;
+  const std::string& interface = rank_interface(a, spec);
   if (!interface.empty()) {
     if (!env.contains("NCCL_SOCKET_IFNAME")) env["NCCL_SOCKET_IFNAME"] = "=" + interface;
     if (!env.contains("GLOO_SOCKET_IFNAME")) env["GLOO_SOCKET_IFNAME"] = interface;
   }
   return env;
+}
+
+const std::string& rank_interface(const proto::Assign& assign, const LaunchSpec& spec) {
+  return !spec.interface.empty() ? spec.interface : assign.socket_ifname;
 }
 
 std::string socket_ifname_override(const EnvMap& env, const std::string& interface) {

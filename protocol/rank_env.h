@@ -45,6 +45,10 @@ EnvMap rank_environment(const proto::Assign& assign, int local_rank, const Launc
 // The current process environment as a map.
 EnvMap current_environment();
 
+// The interface a node's ranks are given for NCCL and Gloo: the hosts file's,
+// else the one towards MASTER_ADDR from the assignment; empty: NCCL's choice.
+const std::string& rank_interface(const proto::Assign& assign, const LaunchSpec& spec);
+
 // The ranks' environment `env` names another interface for NCCL or Gloo than
 // `interface` (the hosts file's, else the one towards MASTER_ADDR): a value the
 // user set wins, which is right when meant and a hang across regions when it

@@ -478,10 +478,15 @@ std::vector<std::string> probe_addresses(FakeJob& job, int node) {
   const auto probes = job.received_of<proto::Probe>(node);
   return probes.empty() ? std::vector<std::string>{} : probes.back().addresses;
 }
+// The nodes asked so far: right after the joins of a job in rounds, its scouts.
+std::vector<int> nodes_asked(FakeJob& job, int nodes) {
+  std::vector<int> asked;
+  for (int node = 0; node < nodes; ++node)
+    if (!job.received_of<proto::Probe>(node).empty()) asked.push_back(node);
+  return asked;
+}
 int nodes_probed(FakeJob& job, int nodes) {
-  int count = 0;
-  for (int node = 0; node < nodes; ++node) count += !job.received_of<proto::Probe>(node).empty();
-  return count;
+  return static_cast<int>(nodes_asked(job, nodes).size());
 }
 }  // namespace
 
@@ -497,9 +502,7 @@ TEST_CASE("a big job probes in rounds: scouts try every address, the rest only t
   CHECK(probe_addresses(job, 0) == both);
   CHECK(probe_addresses(job, 2999) == both);
   CHECK(probe_addresses(job, 1).empty());
-  std::vector<int> scouts;
-  for (int node = 0; node < 3000; ++node)
-    if (!job.received_of<proto::Probe>(node).empty()) scouts.push_back(node);
+  const std::vector<int> scouts = nodes_asked(job, 3000);
   for (int node : scouts) job.probe_report(node, {false, true});
   CHECK(nodes_probed(job, 3000) == 64 + 2048);
   CHECK(probe_addresses(job, 1) == std::vector<std::string>{"198.18.1.10"});
@@ -527,9 +530,7 @@ TEST_CASE("a node that misses the scouts' choice makes every node try every addr
   FakeJob job({.nodes = 300, .nproc = 1, .probe = true});
   job.start();
   job.join_all();
-  std::vector<int> scouts;
-  for (int node = 0; node < 300; ++node)
-    if (!job.received_of<proto::Probe>(node).empty()) scouts.push_back(node);
+  const std::vector<int> scouts = nodes_asked(job, 300);
   REQUIRE(scouts.size() == 64);
   for (int node : scouts) job.probe_report(node, {true, true});
   CHECK(probe_addresses(job, 1) == std::vector<std::string>{"198.19.0.2"});
@@ -557,9 +558,7 @@ TEST_CASE("a scout that reaches no address twice fails the job at once, named") 
   FakeJob job({.nodes = 300, .nproc = 1, .probe = true});
   job.start();
   job.join_all();
-  std::vector<int> scouts;
-  for (int node = 0; node < 300; ++node)
-    if (!job.received_of<proto::Probe>(node).empty()) scouts.push_back(node);
+  const std::vector<int> scouts = nodes_asked(job, 300);
   REQUIRE(scouts.size() == 64);
   const int slow = scouts[7];
   for (int node : scouts)
