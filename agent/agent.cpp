@@ -1,6 +1,5 @@
 #include "agent/agent.h"
 
-#include <pwd.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -133,9 +132,7 @@ void Agent::start() {
 bool Agent::settle_workdir() {
   if (spec_.workdir.empty()) return true;
   if (spec_.workdir == "~" || spec_.workdir.starts_with("~/")) {
-    const char* home = std::getenv("HOME");
-    const passwd* pw = home && *home ? nullptr : ::getpwuid(::getuid());
-    const std::string dir = home && *home ? home : pw ? pw->pw_dir : "";
+    const std::string dir = find_home_directory();
     if (dir.empty()) {
       log::error("--workdir ", spec_.workdir, " is not usable on ", spec_.host_name,
                  ": no home directory");

@@ -1,6 +1,5 @@
 #include "agent/host_facts.h"
 
-#include <dlfcn.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <sched.h>
@@ -17,6 +16,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "agent/gpu_helper_process.h"
 #include "agent/gpu_holders.h"
 #include "common/version.h"
 
@@ -64,75 +64,26 @@ int usable_cpus() {
   return n > 0 ? static_cast<int>(n) : 0;
 }
 
-// NVML through dlopen: the agent is uploaded to hosts with and without the
-// NVIDIA driver, so it must not link against it. Only the few entry points
-// used here are declared, with NVML's C types (nvmlReturn_t is an int, 0 is
-// NVML_SUCCESS; devices are opaque pointers).
-struct NvmlMemory {
-  unsigned long long total, free, used;
-};
-struct NvmlUtilization {
-  unsigned int gpu, memory;  // percent of the last sample period
-};
-using NvmlDevice = void*;
-using InitFn = int (*)();
-using CountFn = int (*)(unsigned int*);
-using HandleFn = int (*)(unsigned int, NvmlDevice*);
-using NameFn = int (*)(NvmlDevice, char*, unsigned int);
-using MemoryFn = int (*)(NvmlDevice, NvmlMemory*);
-using UtilizationFn = int (*)(NvmlDevice, NvmlUtilization*);
-using DriverFn = int (*)(char*, unsigned int);
-using CudaFn = int (*)(int*);
-
-template <class Fn>
-Fn symbol(void* lib, const char* name) {
-  return reinterpret_cast<Fn>(::dlsym(lib, name));
-}
-
+// NVML, through the GPU helper (the agent itself cannot load libraries): its
+// lines "driver\tTEXT", "cuda\tCODE", "gpu\tTOTAL\tUSED\tUTIL\tNAME".
 void nvml_facts(proto::HostFacts& facts) {
-  void* lib = ::dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
-  if (lib == nullptr) return;
-  auto init = symbol<InitFn>(lib, "nvmlInit_v2");
-  auto shutdown = symbol<InitFn>(lib, "nvmlShutdown");
-  auto count = symbol<CountFn>(lib, "nvmlDeviceGetCount_v2");
-  auto handle = symbol<HandleFn>(lib, "nvmlDeviceGetHandleByIndex_v2");
-  auto name = symbol<NameFn>(lib, "nvmlDeviceGetName");
-  auto memory = symbol<MemoryFn>(lib, "nvmlDeviceGetMemoryInfo");
-  auto utilization = symbol<UtilizationFn>(lib, "nvmlDeviceGetUtilizationRates");
-  auto driver = symbol<DriverFn>(lib, "nvmlSystemGetDriverVersion");
-  auto cuda = symbol<CudaFn>(lib, "nvmlSystemGetCudaDriverVersion_v2");
-  if (cuda == nullptr) cuda = symbol<CudaFn>(lib, "nvmlSystemGetCudaDriverVersion");
-  if (init == nullptr || shutdown == nullptr || count == nullptr || handle == nullptr ||
-      init() != 0) {
-    ::dlclose(lib);
-    return;
-  }
-  char text[96] = {};
-  if (driver != nullptr && driver(text, sizeof text) == 0) facts.driver_version = fact_text(text);
-  int version = 0;
-  if (cuda != nullptr && cuda(&version) == 0) facts.cuda_version = cuda_version_text(version);
-  unsigned int n = 0;
-  if (count(&n) == 0) {
-    for (unsigned int i = 0; i < n && facts.gpus.size() < proto::kMaxGpus; ++i) {
-      NvmlDevice device = nullptr;
-      if (handle(i, &device) != 0) continue;
+  std::string error;
+  auto helper = GpuHelperProcess::start("nvml", {}, error);
+  if (!helper) return;
+  while (auto line = helper->read_line(std::chrono::seconds(20))) {
+    const auto fields = split_helper_line(*line);
+    if (fields[0] == "driver" && fields.size() >= 2) facts.driver_version = fact_text(fields[1]);
+    if (fields[0] == "cuda" && fields.size() >= 2)
+      facts.cuda_version = cuda_version_text(std::atoi(fields[1].c_str()));
+    if (fields[0] == "gpu" && fields.size() >= 5 && facts.gpus.size() < proto::kMaxGpus) {
       proto::GpuFact gpu;
-      char gpu_name[96] = {};
-      if (name != nullptr && name(device, gpu_name, sizeof gpu_name) == 0)
-        gpu.name = fact_text(gpu_name);
-      NvmlMemory mem{};
-      if (memory != nullptr && memory(device, &mem) == 0) {
-        gpu.memory_bytes = mem.total;
-        gpu.memory_used_bytes = mem.used;
-      }
-      NvmlUtilization use{};
-      if (utilization != nullptr && utilization(device, &use) == 0 && use.gpu <= 100)
-        gpu.utilization_pct = static_cast<std::int32_t>(use.gpu);
+      gpu.memory_bytes = std::strtoull(fields[1].c_str(), nullptr, 10);
+      gpu.memory_used_bytes = std::strtoull(fields[2].c_str(), nullptr, 10);
+      gpu.utilization_pct = std::atoi(fields[3].c_str());
+      gpu.name = fact_text(fields[4]);
       facts.gpus.push_back(std::move(gpu));
     }
   }
-  shutdown();
-  ::dlclose(lib);
 }
 
 constexpr const char* kPythonSnippet =

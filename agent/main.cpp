@@ -1,6 +1,8 @@
 // dlaunch-agent: started by dlaunch on each node (locally, over SSH or as a
 // task of a Slurm job step) with its launch spec on stdin. Not meant to be run
 // by hand. `--slurm`: stdin carries every node's spec (agent/slurm_spec.h).
+#include <openssl/crypto.h>
+
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -16,6 +18,9 @@
 #include "protocol/launch_spec.h"
 
 int main(int argc, char** argv) {
+  // A static binary must load no module: no OpenSSL configuration (it may name
+  // providers or engines, loaded by dlopen), only the built-in SHA-256 and RNG.
+  OPENSSL_init_crypto(OPENSSL_INIT_NO_LOAD_CONFIG, nullptr);
   if (argc > 1 && (std::strcmp(argv[1], "--version") == 0)) {
     std::printf("dlaunch-agent %s\n", dlaunch::kVersion);
     return 0;

@@ -1,9 +1,9 @@
 // `dlaunch check --nccl` on one host: this host's GPUs join an NCCL
 // communicator spanning every GPU of the hosts and time an all-reduce of each
-// size, the way nccl-tests' all_reduce_perf does. NCCL and the CUDA driver
-// are loaded at run time (dlopen), so the agent still starts on hosts without
-// them and says why the test cannot run; the code is built only where CUDA's
-// and NCCL's headers were found.
+// size, the way nccl-tests' all_reduce_perf does. The test runs in the GPU
+// helper (agent/gpu_helper_process.h), which loads NCCL and the CUDA driver at
+// run time, so the agent still starts on hosts without them and says why the
+// test cannot run; it is built only where CUDA's and NCCL's headers were found.
 #pragma once
 
 #include <asio.hpp>

@@ -3,6 +3,7 @@
 #include <array>
 #include <chrono>
 #include <memory>
+#include "rendezvous/host_endpoints.h"
 
 namespace dlaunch {
 namespace {
@@ -26,11 +27,10 @@ struct TestRun {
 
 struct Transfer : std::enable_shared_from_this<Transfer> {
   Transfer(asio::io_context& io, std::shared_ptr<TestRun> r, std::size_t i)
-      : run(std::move(r)), index(i), resolver(io), socket(io), timer(io) {}
+      : run(std::move(r)), index(i), socket(io), timer(io) {}
 
   std::shared_ptr<TestRun> run;
   std::size_t index;
-  asio::ip::tcp::resolver resolver;
   asio::ip::tcp::socket socket;
   asio::steady_timer timer;
   Clock::time_point started = Clock::now();
@@ -49,17 +49,14 @@ struct Transfer : std::enable_shared_from_this<Transfer> {
     result().node = target.node;
     arm(connect_timeout);
     auto self = shared_from_this();
-    // A name (a Slurm node, a hostfile entry) is resolved as a job's ranks would.
-    resolver.async_resolve(
-        target.address, std::to_string(target.port),
-        [self](const asio::error_code& ec, asio::ip::tcp::resolver::results_type endpoints) {
-          if (self->over) return;
-          if (ec) return self->finish(self->timed_out ? "timed out" : "cannot resolve");
-          asio::async_connect(self->socket, endpoints,
-                              [self](const asio::error_code& e, const asio::ip::tcp::endpoint&) {
-                                self->on_connected(e);
-                              });
-        });
+    // The coordinator sends addresses; a name (in /etc/hosts) is looked up
+    // without NSS, which this static agent cannot load.
+    const auto endpoints = endpoints_without_nss(target.address, target.port);
+    if (endpoints.empty()) return finish(lookup_failure(target.address));
+    asio::async_connect(socket, endpoints,
+                        [self](const asio::error_code& e, const asio::ip::tcp::endpoint&) {
+                          self->on_connected(e);
+                        });
   }
 
   void arm(std::chrono::milliseconds after) {
@@ -69,7 +66,6 @@ struct Transfer : std::enable_shared_from_this<Transfer> {
       if (ec || self->over) return;
       self->timed_out = true;
       asio::error_code ignored;
-      self->resolver.cancel();
       self->socket.close(ignored);
     });
   }

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <memory>
+#include "rendezvous/host_endpoints.h"
 
 namespace dlaunch {
 namespace {
@@ -65,15 +66,14 @@ std::string route_interface(const std::string& address, const net::Interfaces& i
 
 struct Attempt : std::enable_shared_from_this<Attempt> {
   Attempt(asio::io_context& io, std::shared_ptr<ProbeRun> r, std::size_t i)
-      : run(std::move(r)), index(i), resolver(io), socket(io), timer(io), resend(io) {}
+      : run(std::move(r)), index(i), socket(io), timer(io), resend(io) {}
 
   std::shared_ptr<ProbeRun> run;
   std::size_t index;
-  asio::ip::tcp::resolver resolver;
   asio::ip::tcp::socket socket;
   asio::steady_timer timer;
   asio::steady_timer resend;
-  asio::ip::tcp::resolver::results_type endpoints;
+  std::vector<asio::ip::tcp::endpoint> endpoints;
   int tries = 0;  // a completion of an earlier try than this is stale
   char answer = 0;
   std::chrono::milliseconds resend_after = kFirstResend;
@@ -92,16 +92,11 @@ struct Attempt : std::enable_shared_from_this<Attempt> {
       if (ec || self->over) return;
       self->timed_out = true;
       asio::error_code ignored;
-      self->resolver.cancel();
       self->socket.close(ignored);
     });
-    resolver.async_resolve(
-        address, std::to_string(port),
-        [self](const asio::error_code& ec, asio::ip::tcp::resolver::results_type found) {
-          if (ec) return self->finish(ec, "cannot resolve");
-          self->endpoints = std::move(found);
-          self->connect();
-        });
+    endpoints = endpoints_without_nss(address, port);
+    if (endpoints.empty()) return finish(asio::error::host_not_found, "cannot resolve");
+    connect();
   }
 
   void connect() {
@@ -180,7 +175,6 @@ struct Attempt : std::enable_shared_from_this<Attempt> {
     if (over) return;
     gave_up = true;
     asio::error_code ignored;
-    resolver.cancel();
     socket.close(ignored);
   }
 };

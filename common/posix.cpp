@@ -1,6 +1,6 @@
 #include "common/posix.h"
 
-#include <pwd.h>
+#include "common/host_lookup.h"
 
 #include <dirent.h>
 #include <pthread.h>
@@ -163,9 +163,17 @@ std::string signal_name(int signal) {
 }
 
 std::string home_directory() {
-  if (const char* home = std::getenv("HOME"); home && *home) return home;
-  if (const passwd* pw = ::getpwuid(::getuid()); pw && pw->pw_dir && *pw->pw_dir) return pw->pw_dir;
+  if (auto home = find_home_directory(); !home.empty()) return home;
   return "/tmp";
+}
+
+std::string find_home_directory() {
+  if (const char* home = std::getenv("HOME"); home && *home) return home;
+  // /etc/passwd read directly: the static agent has no NSS (common/host_lookup.h).
+  std::ifstream in("/etc/passwd");
+  std::stringstream text;
+  text << in.rdbuf();
+  return home_from_passwd_text(::getuid(), text.str());
 }
 
 }  // namespace dlaunch

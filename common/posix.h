@@ -67,8 +67,11 @@ long long process_start_ticks(pid_t pid);
 // The working directory, or "" when it cannot be told (deleted, too long).
 std::string current_directory();
 
-// $HOME, else the passwd entry's home (cron, `env -i`), else "/tmp".
+// $HOME, else /etc/passwd's entry for this user (cron, `env -i`), else "/tmp".
+// /etc/passwd is read directly, without NSS (common/host_lookup.h).
 std::string home_directory();
+// The same without the "/tmp": empty when neither has one.
+std::string find_home_directory();
 
 // "SIGTERM" for 15; the number as text when unknown.
 std::string signal_name(int signal);

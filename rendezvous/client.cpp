@@ -6,6 +6,7 @@
 
 #include "common/log.h"
 #include "protocol/auth.h"
+#include "rendezvous/host_endpoints.h"
 
 namespace dlaunch {
 
@@ -16,7 +17,6 @@ RendezvousClient::RendezvousClient(asio::io_context& io, Options options, std::s
       secret_(std::move(secret)),
       join_(std::move(join)),
       callbacks_(std::move(callbacks)),
-      resolver_(io),
       retry_timer_(io) {}
 
 std::chrono::milliseconds RendezvousClient::jitter_for(int nnodes, int node_rank) {
@@ -45,19 +45,15 @@ void RendezvousClient::start() {
 
 void RendezvousClient::try_connect() {
   if (phase_ == Phase::closed) return;
-  resolver_.async_resolve(
-      options_.host, std::to_string(options_.port),
-      [this](const asio::error_code& ec, asio::ip::tcp::resolver::results_type results) {
-        if (phase_ == Phase::closed) return;
-        if (ec) return retry_later("cannot resolve " + options_.host + ": " + ec.message());
-        auto socket = std::make_shared<asio::ip::tcp::socket>(io_);
-        asio::async_connect(*socket, results,
-                            [this, socket](const asio::error_code& cec, const auto&) {
-                              if (phase_ == Phase::closed) return;
-                              if (cec) return retry_later(cec.message());
-                              on_connected(std::move(*socket));
-                            });
-      });
+  // Read anew on every try: /etc/hosts may gain the name while we wait.
+  const auto endpoints = endpoints_without_nss(options_.host, options_.port);
+  if (endpoints.empty()) return retry_later(lookup_failure(options_.host));
+  auto socket = std::make_shared<asio::ip::tcp::socket>(io_);
+  asio::async_connect(*socket, endpoints, [this, socket](const asio::error_code& cec, const auto&) {
+    if (phase_ == Phase::closed) return;
+    if (cec) return retry_later(cec.message());
+    on_connected(std::move(*socket));
+  });
 }
 
 void RendezvousClient::retry_later(const std::string& why) {
@@ -170,7 +166,6 @@ void RendezvousClient::close(const std::string& reason) {
   if (phase_ == Phase::closed) return;
   phase_ = Phase::closed;
   retry_timer_.cancel();
-  resolver_.cancel();
   if (connection_) connection_->close_after_flush(reason);
 }
 

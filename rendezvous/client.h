@@ -67,7 +67,6 @@ class RendezvousClient {
   std::string secret_;
   proto::Join join_;
   Callbacks callbacks_;
-  asio::ip::tcp::resolver resolver_;
   asio::steady_timer retry_timer_;
   std::chrono::steady_clock::time_point started_;
   std::chrono::steady_clock::time_point deadline_;

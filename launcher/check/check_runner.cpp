@@ -6,6 +6,7 @@
 #include "common/console.h"
 #include "common/posix.h"
 #include "launcher/job/agent_link_perform.h"
+#include "launcher/plan/agent_address.h"
 #include "launcher/plan/launch_spec_builder.h"
 #include "protocol/launch_spec.h"
 
@@ -30,7 +31,9 @@ CheckRunner::CheckRunner(asio::io_context& io, Settings settings, AgentTransport
       probe_timer_(io),
       round_timer_(io),
       nccl_timer_(io),
-      stop_timer_(io) {}
+      stop_timer_(io) {
+  s_.plan.rdzv_connect = address_for_agents(s_.plan.rdzv_connect);
+}
 
 CheckRunner::~CheckRunner() = default;
 

@@ -34,6 +34,7 @@
 #include "launcher/job/job_record.h"
 #include "launcher/job/log_sink.h"
 #include "launcher/job/sync_manifest.h"
+#include "launcher/plan/agent_address.h"
 #include "launcher/plan/launch_spec_builder.h"
 #include "launcher/plan/plan.h"
 #include "protocol/auth.h"
@@ -86,7 +87,7 @@ std::optional<std::string> manual_secret(const Options& o) {
 int run_manual_worker(const Plan& plan, const Options& o, std::string secret) {
   LaunchContext context;
   context.secret = std::move(secret);
-  context.rdzv_host = plan.rdzv_connect;
+  context.rdzv_host = address_for_agents(plan.rdzv_connect);
   context.rdzv_port = static_cast<std::uint16_t>(plan.rdzv_port);
   context.local_workdir = current_directory();
   LaunchSpec spec = make_launch_spec(plan, plan.nodes.front(), o, context);

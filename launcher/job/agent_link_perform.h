@@ -4,6 +4,7 @@
 #pragma once
 
 #include "launcher/job/agent_link.h"
+#include "launcher/plan/agent_address.h"
 #include "rendezvous/service.h"
 
 namespace dlaunch::agent_link {
@@ -11,6 +12,15 @@ namespace dlaunch::agent_link {
 // `agents`: indexed by node rank, each with a `handle` (a unique_ptr<AgentHandle>).
 template <class Agents>
 void perform(RendezvousService& server, Agents&, const Send& a) {
+  // Agents resolve no names (common/host_lookup.h): a name among node 0's
+  // candidates (its hosts-file entry) is probed at its address here.
+  if (const auto* probe = std::get_if<proto::Probe>(&a.message)) {
+    proto::Message resolved = *probe;
+    for (auto& address : std::get<proto::Probe>(resolved).addresses)
+      address = address_for_agents(address);
+    server.send(a.to, resolved);
+    return;
+  }
   server.send(a.to, a.message);
 }
 template <class Agents>

@@ -15,6 +15,7 @@
 #include "common/log.h"
 #include "common/posix.h"
 #include "launcher/job/agent_link_perform.h"
+#include "launcher/plan/agent_address.h"
 #include "launcher/plan/launch_spec_builder.h"
 #include "protocol/launch_spec.h"
 #include "rendezvous/relayed_server.h"
@@ -84,6 +85,7 @@ Coordinator::Coordinator(asio::io_context& io, Settings settings, AgentTransport
   if (!s_.options.tensorboard_dir.empty() && !s_.job_dir.empty())
     tensorboard_.emplace(s_.job_dir + "/tensorboard");
   sync_progress_ = s_.sync && !s_.options.detach && ::isatty(2) == 1;
+  s_.plan.rdzv_connect = address_for_agents(s_.plan.rdzv_connect);
 }
 
 Coordinator::~Coordinator() {
