@@ -11,9 +11,11 @@ build_pkgs=(build-essential cmake ninja-build pkg-config clang-format
 # tests' hosts; Debian's python3 (with python3-torch) runs the ranks those tests start
 # over SSH; nftables and iptables make firewalls inside test namespaces; man-db and
 # zsh let the package test render the man page and parse the zsh completion;
-# slurm-wlm (slurmctld, slurmd, srun) and munge make the Slurm test's cluster.
+# slurm-wlm (slurmctld, slurmd, srun) and munge make the Slurm test's cluster;
+# debootstrap and busybox-static make the roots the agent is tried on (a Debian 11
+# userland, and one with nothing but busybox).
 test_pkgs=(openssh-server openssh-client iproute2 procps python3 clang libclang-rt-14-dev
-  python3-torch nftables iptables man-db zsh slurm-wlm munge)
+  python3-torch nftables iptables man-db zsh slurm-wlm munge debootstrap busybox-static)
 
 want=("${build_pkgs[@]}")
 if [[ "${1:-}" != "--build-only" ]]; then want+=("${test_pkgs[@]}"); fi

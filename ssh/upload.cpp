@@ -182,8 +182,8 @@ AgentUpload ensure_agent(SshSession& session, const std::string& local_agent,
   result.uploaded = true;
   if (probe(session, result.remote_path) != Remote::runs) {
     throw SshError(label + ": the uploaded agent does not run on the host (" + result.remote_path +
-                   "): is the host of this machine's architecture, with a glibc as new as "
-                   "this machine's, and /tmp not mounted noexec?");
+                   "): the agent is static and needs only Linux 3.10+ of this machine's "
+                   "architecture; is the host another architecture, or /tmp mounted noexec?");
   }
   return result;
 }

@@ -82,11 +82,18 @@ def sh(*args, check=True):
 class SshHosts:
     """`n` sshd hosts. Use as a context manager."""
 
-    def __init__(self, n, netns=None, key_types=("ed25519",), sshd_extra="", sftp=True):
+    def __init__(self, n, netns=None, key_types=("ed25519",), sshd_extra="", sftp=True,
+                 roots=None, root_sshd=None):
         """`key_types`: the host keys each sshd has; known_hosts lines use the first.
         `sshd_extra`: more sshd_config lines. `sftp=False`: no `Subsystem sftp`
-        line, as on hardened images."""
+        line, as on hardened images. `roots`: per host, a directory holding a
+        whole userland (its own sshd, libc and shell) that the host's sshd runs
+        chrooted in, with /proc, /sys and /dev mounted in a mount namespace of
+        its own; None: this machine's. `root_sshd`: per host, how to start sshd
+        inside its root (default: /usr/sbin/sshd)."""
         self.n = n
+        self.roots = roots
+        self.root_sshd = root_sshd
         self.sftp = sftp
         self.key_types = key_types
         self.sshd_extra = sshd_extra
@@ -134,7 +141,16 @@ class SshHosts:
 
     def _start_host(self, i):
         name = f"h{i + 1}"
-        key = os.path.join(self.tmp, f"{name}_host_key")
+        root = self.roots[i] if self.roots else None
+        # A chrooted sshd reads its files inside the root: `inside` names them there.
+        files = os.path.join(root, "etc", "dlaunch-test") if root else self.tmp
+        if root:  # a cached root keeps the files of an earlier run
+            shutil.rmtree(files, ignore_errors=True)
+        os.makedirs(files, exist_ok=True)
+
+        def inside(path):
+            return "/" + os.path.relpath(path, root) if root else path
+        key = os.path.join(files, f"{name}_host_key")
         sh("ssh-keygen", "-q", "-t", self.key_types[0], "-N", "", "-f", key)
         keys = {self.key_types[0]: key}
         for t in self.key_types[1:]:
@@ -160,12 +176,17 @@ class SshHosts:
             with __import__("socket").socket() as s:
                 s.bind(("127.0.0.1", 0))
                 port = s.getsockname()[1]
-        config = os.path.join(self.tmp, f"{name}_sshd_config")
+        authorized = self.authorized
+        if root:
+            authorized = os.path.join(files, "authorized_keys")
+            shutil.copy(self.authorized, authorized)
+            os.makedirs(os.path.join(root, "run", "sshd"), mode=0o755, exist_ok=True)
+        config = os.path.join(files, f"{name}_sshd_config")
         with open(config, "w") as f:
             f.write(f"""Port {port}
 ListenAddress {address}
-{"".join(f"HostKey {k}{chr(10)}" for k in keys.values())}PidFile {self.tmp}/{name}.pid
-AuthorizedKeysFile {self.authorized}
+{"".join(f"HostKey {inside(k)}{chr(10)}" for k in keys.values())}PidFile {inside(files)}/{name}.pid
+AuthorizedKeysFile {inside(authorized)}
 PermitRootLogin prohibit-password
 PasswordAuthentication no
 KbdInteractiveAuthentication no
@@ -177,6 +198,13 @@ MaxStartups 200
 MaxSessions 50
 {self.sshd_extra}""")
         cmd = [SSHD, "-D", "-e", "-f", config]
+        if root:
+            mount_and_chroot = ('root=$1; shift; mount -t proc proc "$root/proc" && '
+                                'mount -t sysfs sysfs "$root/sys" && '
+                                'mount --rbind /dev "$root/dev" && exec chroot "$root" "$@"')
+            sshd = (self.root_sshd[i] if self.root_sshd else None) or [SSHD]
+            cmd = ["unshare", "-m", "--propagation", "private", "sh", "-c", mount_and_chroot, "sh",
+                   root, *sshd, "-D", "-e", "-f", inside(config)]
         if ns:
             cmd = ["ip", "netns", "exec", ns] + cmd
         log = open(os.path.join(self.tmp, f"{name}_sshd.log"), "w")
