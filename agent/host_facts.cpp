@@ -18,6 +18,7 @@
 
 #include "agent/gpu_helper_process.h"
 #include "agent/gpu_holders.h"
+#include "common/agent_arch.h"
 #include "common/version.h"
 
 extern char** environ;
@@ -208,6 +209,41 @@ std::int64_t wall_clock_us() {
       .count();
 }
 
+std::string glibc_version_in(std::string_view libc_bytes) {
+  // glibc's own banner: "... stable release version 2.36." (older: "release
+  // version 2.17, by Roland McGrath et al.").
+  constexpr std::string_view kMark = "release version ";
+  for (auto at = libc_bytes.find(kMark); at != std::string_view::npos;
+       at = libc_bytes.find(kMark, at + 1)) {
+    std::string version;
+    for (auto i = at + kMark.size(); i < libc_bytes.size(); ++i) {
+      const char c = libc_bytes[i];
+      if (!std::isdigit(static_cast<unsigned char>(c)) && c != '.') break;
+      version.push_back(c);
+    }
+    while (!version.empty() && version.back() == '.') version.pop_back();
+    if (version.find('.') != std::string::npos) return version;
+  }
+  return "";
+}
+
+std::string host_libc() {
+  for (const char* path :
+       {"/lib/x86_64-linux-gnu/libc.so.6", "/lib/aarch64-linux-gnu/libc.so.6", "/lib64/libc.so.6",
+        "/usr/lib64/libc.so.6", "/usr/lib/x86_64-linux-gnu/libc.so.6",
+        "/usr/lib/aarch64-linux-gnu/libc.so.6", "/lib/libc.so.6"}) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) continue;
+    const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const auto version = glibc_version_in(bytes);
+    return version.empty() ? "glibc" : "glibc " + version;
+  }
+  for (const char* path : {"/lib/ld-musl-x86_64.so.1", "/lib/ld-musl-aarch64.so.1"}) {
+    if (::access(path, F_OK) == 0) return "musl";
+  }
+  return "";
+}
+
 proto::HostFacts collect_host_facts(std::chrono::milliseconds python_timeout) {
   proto::HostFacts facts;
   facts.agent_version = fact_text(kVersion);
@@ -220,7 +256,12 @@ proto::HostFacts collect_host_facts(std::chrono::milliseconds python_timeout) {
     break;
   }
   utsname u{};
-  if (::uname(&u) == 0) facts.kernel = fact_text(u.release);
+  if (::uname(&u) == 0) {
+    facts.kernel = fact_text(u.release);
+    facts.arch = fact_text(u.machine);
+  }
+  facts.libc = fact_text(host_libc());
+  facts.agent_arch = fact_text(native_arch());
   facts.cpus = usable_cpus();
   nvml_facts(facts);
   if (!facts.gpus.empty()) {

@@ -1,10 +1,10 @@
 // What `dlaunch check` and `dlaunch top node` report about a host, collected
 // by its agent before it joins: OS and kernel, CPUs, GPUs with driver and CUDA
-// versions, memory in use and utilization (NVML, loaded at run time: a host
-// without it has no GPUs, never an error) and the dlaunch job whose rank holds
-// each (gpu_holders.h; only processes this user may inspect), free space in
-// $HOME and /tmp, the size of /dev/shm, and the python3 and torch versions on
-// PATH. The clock is read when the coordinator asks (see FactsRequest).
+// versions, architecture and C library, memory in use and utilization (NVML, through the GPU
+// helper: a host without it has no GPUs, never an error) and the dlaunch job whose rank holds each
+// (gpu_holders.h; only processes this user may inspect), free space in $HOME and /tmp, the size of
+// /dev/shm, and the python3 and torch versions on PATH. The clock is read when the coordinator asks
+// (see FactsRequest).
 #pragma once
 
 #include <chrono>
@@ -41,5 +41,10 @@ void parse_python_output(std::string_view text, std::string& python, std::string
 std::string cuda_version_text(int version);
 // Cuts `text` to proto::kMaxFactText bytes.
 std::string fact_text(std::string_view text);
+// glibc's version ("2.31") from the bytes of its libc.so.6; empty when none.
+std::string glibc_version_in(std::string_view libc_bytes);
+// The host's C library: "glibc 2.31" (its libc.so.6 read, not loaded: the
+// agent is static), "musl", or empty when there is none.
+std::string host_libc();
 
 }  // namespace dlaunch

@@ -117,6 +117,9 @@ void put(wire::Writer& w, const HostFacts& m) {
   w.str(m.python_version);
   w.str(m.torch_version);
   w.str(m.python_path);
+  w.str(m.arch);
+  w.str(m.libc);
+  w.str(m.agent_arch);
 }
 void put(wire::Writer& w, const FileChunk& m) {
   w.str(m.path);
@@ -452,6 +455,9 @@ std::optional<Message> get(Type type, wire::Reader& r) {
       m.python_version = r.str(kMaxFactText);
       m.torch_version = r.str(kMaxFactText);
       m.python_path = r.str(kMaxFactText);
+      m.arch = r.str(kMaxFactText);
+      m.libc = r.str(kMaxFactText);
+      m.agent_arch = r.str(kMaxFactText);
       if (m.home_free < -1 || m.tmp_free < -1 || m.shm_size < -1) return std::nullopt;
       return m;
     }

@@ -43,7 +43,9 @@ inline constexpr std::uint32_t kMagic = 0x444C5256;  // "DLRV"
 // 6: SyncOffer, SyncWant, SyncData, SyncDone (--sync).
 // 7: NcclTest, NcclReport (dlaunch check --nccl).
 // 8: Join carries the machine id; HostFacts the python3's path.
-inline constexpr std::uint16_t kVersion = 8;
+// 9: HostFacts carries the host's architecture and libc, and the agent's
+//    architecture (the agent is static: one per architecture).
+inline constexpr std::uint16_t kVersion = 9;
 inline constexpr std::size_t kNonceSize = 32;
 inline constexpr std::size_t kMaxHostName = 255;
 inline constexpr std::size_t kMaxMachineId = 128;
@@ -236,6 +238,9 @@ struct HostFacts {
   std::string python_version;      // python3 on PATH; empty: none
   std::string torch_version;       // torch importable by that python3; empty: none
   std::string python_path;         // that python3's sys.executable; empty: none
+  std::string arch;                // the host's `uname -m`
+  std::string libc;                // "glibc 2.31", "musl"; empty: none found (the agent needs none)
+  std::string agent_arch;          // the architecture the agent that answered was built for
 };
 
 // dlaunch check: open a TCP connection to each target (a peer's probe port on

@@ -17,8 +17,17 @@ build_pkgs=(build-essential cmake ninja-build pkg-config clang-format
 test_pkgs=(openssh-server openssh-client iproute2 procps python3 clang libclang-rt-14-dev
   python3-torch nftables iptables man-db zsh slurm-wlm munge debootstrap busybox-static)
 
+# The test build also carries the agent for the other architecture (x86_64 and
+# aarch64 each way): Debian's cross compiler, that architecture's static
+# libcrypto (multiarch), and qemu to run it in the tests.
+case "$(dpkg --print-architecture)" in
+  amd64) other=arm64 cross_pkgs=(g++-aarch64-linux-gnu libssl-dev:arm64 qemu-user-static) ;;
+  arm64) other=amd64 cross_pkgs=(g++-x86-64-linux-gnu libssl-dev:amd64 qemu-user-static) ;;
+  *) other="" cross_pkgs=() ;;
+esac
+
 want=("${build_pkgs[@]}")
-if [[ "${1:-}" != "--build-only" ]]; then want+=("${test_pkgs[@]}"); fi
+if [[ "${1:-}" != "--build-only" ]]; then want+=("${test_pkgs[@]}" "${cross_pkgs[@]}"); fi
 
 missing=()
 for p in "${want[@]}"; do
@@ -32,5 +41,9 @@ echo "install-deps: installing ${missing[*]}"
 SUDO=""
 if [[ $(id -u) -ne 0 ]]; then SUDO=sudo; fi
 export DEBIAN_FRONTEND=noninteractive
+if [[ -n "$other" && " ${missing[*]} " == *":$other "* ]] &&
+  ! dpkg --print-foreign-architectures | grep -qx "$other"; then
+  $SUDO dpkg --add-architecture "$other"
+fi
 $SUDO apt-get update -q
 $SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"

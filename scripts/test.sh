@@ -34,6 +34,7 @@ if [[ -z "${DLAUNCH_QUICK:-}" ]]; then
 fi
 
 echo "== build and test"
-cmake -S . -B build "${common[@]}" >/dev/null
+# With the agent for the other architecture (cmake/agent_arches.cmake).
+cmake -S . -B build "${common[@]}" "-DDLAUNCH_AGENT_ARCHES=x86_64;aarch64" >/dev/null
 cmake --build build -j "$jobs"
 ctest --test-dir build --output-on-failure -j "$jobs"

@@ -1,5 +1,6 @@
 #include "ssh/agent_start.h"
 
+#include "common/agent_arch.h"
 #include "ssh/shell_quote.h"
 
 namespace dlaunch {
@@ -19,23 +20,34 @@ std::string last_lines(const std::string& text, std::size_t max_chars) {
 
 }  // namespace
 
-std::string agent_start_command(const std::string& cache_dir, const std::string& sha256) {
-  const std::string name = "agent-" + sha256;  // hex: nothing to quote
+std::string agent_start_command(const std::string& cache_dir,
+                                const std::map<std::string, std::string>& sha256_by_arch) {
+  // The host's `uname -m` picks the file; one it has no agent for is
+  // reported as missing, with the architecture, and the uploader says so.
+  std::string pick = "m=$(uname -m); case \"$m\" in ";
+  for (const auto& [arch, sha] : sha256_by_arch) {
+    const std::string aliases = arch == "x86_64"    ? "x86_64|amd64"
+                                : arch == "aarch64" ? "aarch64|arm64"
+                                                    : arch;
+    pick += aliases + ") n=agent-" + sha + ";; ";  // hex: nothing to quote
+  }
+  pick += "*) echo \"" + std::string(kMissing) + " $m\"; exit 0;; esac; ";
   // A copy in /tmp is only run from a directory that is ours and no symbolic
   // link, and only when the file is ours: another user could have made
   // /tmp/dlaunch-<uid> first and put a program there.
   const std::string script =
+      pick +
       "runs() { test -f \"$1\" && \"$1\" --version >/dev/null 2>&1; }; "
       "start() { echo \"" +
       std::string(kStarted) +
       "$1\"; exec \"$1\"; }; "
       "a=" +
-      shell_quote(cache_dir + "/" + name) + "; d=/tmp/dlaunch-$(id -u); t=$d/" + name +
+      shell_quote(cache_dir) + "/$n; d=/tmp/dlaunch-$(id -u); t=$d/$n" +
       "; if runs \"$a\"; then start \"$a\"; fi; "
       "if test -d \"$d\" && test -O \"$d\" && test -O \"$t\"; then "
       "if test -L \"$d\"; then :; elif runs \"$t\"; then start \"$t\"; fi; fi; "
-      "echo " +
-      kMissing;
+      "echo \"" +
+      kMissing + " $m\"";
   return "exec /bin/sh -c " + shell_quote(script);
 }
 
@@ -62,7 +74,7 @@ AgentStart start_cached_agent(SshSession& s, const std::string& command) {
       continue;
     }
     if (line.rfind(kStarted, 0) == 0) return {channel, line.substr(std::string(kStarted).size())};
-    if (line == kMissing) break;
+    if (line.rfind(kMissing, 0) == 0) break;
     out += line + "\n";
     line.clear();
   }
@@ -77,7 +89,12 @@ AgentStart start_cached_agent(SshSession& s, const std::string& command) {
   if (!timed_out) libssh2_channel_wait_closed(channel);
   const int status = libssh2_channel_get_exit_status(channel);
   libssh2_channel_free(channel);
-  if (line == kMissing) return {};
+  if (line.rfind(kMissing, 0) == 0) {
+    const std::string arch = line.size() > std::string(kMissing).size() + 1
+                                 ? line.substr(std::string(kMissing).size() + 1)
+                                 : std::string();
+    return {nullptr, "", normalize_arch(arch)};
+  }
   std::string what = timed_out ? "no answer within " + std::to_string(s.target().timeout_s) + " s"
                      : n < 0   ? s.last_error()
                                : "exit status " + std::to_string(status);

@@ -10,6 +10,7 @@
 
 #include <libssh2.h>
 
+#include <map>
 #include <string>
 
 #include "ssh/session.h"
@@ -18,11 +19,15 @@ namespace dlaunch {
 
 // The remote command line. It runs under /bin/sh whatever the login shell is,
 // and is one line without ! or backslashes, so that csh and fish pass it on.
-std::string agent_start_command(const std::string& cache_dir, const std::string& sha256);
+// `sha256_by_arch`: the agents at hand (common/agent_arch.h), by architecture;
+// the host's `uname -m` picks one.
+std::string agent_start_command(const std::string& cache_dir,
+                                const std::map<std::string, std::string>& sha256_by_arch);
 
 struct AgentStart {
   LIBSSH2_CHANNEL* channel = nullptr;  // the agent's channel; null when missing
   std::string path;                    // the copy that runs
+  std::string arch = {};               // when missing: the host's architecture
 };
 
 // Runs agent_start_command over a new channel and reads its first line.

@@ -82,8 +82,8 @@ std::string format_check_text(const CheckResult& r) {
   std::size_t up = 0;
   for (const auto& h : r.hosts) up += h.up ? 1 : 0;
   out << "hosts: " << up << " of " << r.hosts.size() << " up\n";
-  Table hosts{{"host", "address", "status", "agent", "os", "kernel", "cpus", "gpus", "home free",
-               "/tmp free", "/dev/shm", "clock skew", "python", "torch"}};
+  Table hosts{{"host", "address", "status", "agent", "os", "kernel", "arch", "libc", "cpus", "gpus",
+               "home free", "/tmp free", "/dev/shm", "clock skew", "python", "torch"}};
   for (const auto& h : r.hosts) {
     if (!h.facts) {
       hosts.push_back({h.name, h.address, h.up ? "up" : "DOWN"});
@@ -92,9 +92,12 @@ std::string format_check_text(const CheckResult& r) {
     const auto& f = *h.facts;
     std::string shm = bytes_text(f.shm_size);
     if (f.shm_size >= 0 && f.shm_size < kMinShmBytes) shm += " (!)";
-    hosts.push_back({h.name, h.address, h.up ? "ok" : "DOWN", f.agent_version,
-                     f.os.empty() ? "?" : f.os, f.kernel, std::to_string(f.cpus), gpus_text(f),
-                     bytes_text(f.home_free), bytes_text(f.tmp_free), shm,
+    // The agent is static, one per architecture: its own says which was used.
+    const std::string agent =
+        f.agent_arch.empty() ? f.agent_version : f.agent_version + " " + f.agent_arch;
+    hosts.push_back({h.name, h.address, h.up ? "ok" : "DOWN", agent, f.os.empty() ? "?" : f.os,
+                     f.kernel, none_if_empty(f.arch), none_if_empty(f.libc), std::to_string(f.cpus),
+                     gpus_text(f), bytes_text(f.home_free), bytes_text(f.tmp_free), shm,
                      h.clock_skew_us ? skew_text(*h.clock_skew_us, h.clock_uncertainty_us) : "?",
                      none_if_empty(f.python_version), none_if_empty(f.torch_version)});
   }
@@ -166,7 +169,10 @@ std::string format_check_json(const CheckResult& r) {
       const auto& f = *h.facts;
       j.key("agent_version").value(f.agent_version);
       j.key("os").value(f.os);
+      j.key("agent_arch").value(f.agent_arch);
       j.key("kernel").value(f.kernel);
+      j.key("arch").value(f.arch);
+      j.key("libc").value(f.libc);
       j.key("cpus").value(f.cpus);
       j.key("gpus").begin_array();
       for (const auto& g : f.gpus) {

@@ -11,10 +11,13 @@
 #include <condition_variable>
 #include <csignal>
 #include <cstring>
+#include <filesystem>
 #include <future>
+#include <map>
 #include <mutex>
 #include <thread>
 
+#include "common/agent_arch.h"
 #include "common/log.h"
 #include "common/posix.h"
 #include "protocol/launch_spec.h"
@@ -230,21 +233,51 @@ class SshTransport : public Transport {
     run_channel(*session, started.channel, launch, events, control);
   }
 
+  // The agents at hand by architecture, with their SHA-256: the host's
+  // `uname -m` picks one in the start command.
+  struct Agents {
+    std::map<std::string, std::string> path;
+    std::map<std::string, std::string> sha;
+  };
+  static const Agents& agents_for(const std::string& native_agent) {
+    static std::mutex mutex;
+    static std::map<std::string, Agents> known;
+    std::lock_guard lock(mutex);
+    auto [it, added] = known.try_emplace(native_agent);
+    if (added) {
+      std::error_code ec;
+      const auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
+      it->second.path = agents_by_arch(
+          native_agent, ec ? std::string() : (self.parent_path() / "../lib/dlaunch").string());
+      for (const auto& [arch, path] : it->second.path) it->second.sha[arch] = agent_sha256(path);
+    }
+    return it->second;
+  }
+
   // Starts the cached agent; uploads it first when the host has no copy that runs.
   AgentStart start_agent(SshSession& s, const AgentLaunch& launch, const AgentEvents& events) {
     const std::string& label = s.target().label;
-    const std::string sha = agent_sha256(launch.agent_binary);
-    const std::string command = agent_start_command(options_.remote_cache_dir, sha);
+    const Agents& agents = agents_for(launch.agent_binary);
+    const std::string command = agent_start_command(options_.remote_cache_dir, agents.sha);
     AgentStart started = start_cached_agent(s, command);
     std::string warning;
+    std::string sha;
     if (started.channel != nullptr) {
       log::info(label, ": agent already on host at ", started.path);
+      for (const auto& [arch, hash] : agents.sha)
+        if (started.path.ends_with("/agent-" + hash)) sha = hash;
     } else {
-      const AgentUpload up = ensure_agent(s, launch.agent_binary, sha, options_.remote_cache_dir);
+      const auto local = agents.path.find(started.arch);
+      if (local == agents.path.end())
+        throw SshError(label + ": " + no_agent_message(started.arch, agents.path));
+      sha = agents.sha.at(started.arch);
+      const AgentUpload up = ensure_agent(s, local->second, sha, options_.remote_cache_dir);
+      const std::string which =
+          started.arch == native_arch() ? "the agent" : "the " + started.arch + " agent";
       if (up.uploaded) {
-        log::info(label, ": uploaded the agent to ", up.remote_path, " ", up.method);
+        log::info(label, ": uploaded ", which, " to ", up.remote_path, " ", up.method);
       } else {
-        log::info(label, ": agent already on host at ", up.remote_path);
+        log::info(label, ": ", which, " already on host at ", up.remote_path);
       }
       warning = up.warning;
       started = start_cached_agent(s, command);

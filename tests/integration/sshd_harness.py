@@ -8,6 +8,7 @@ its own loopback port. Everything started is stopped again, also on failure."""
 import atexit
 import os
 import random
+import shlex
 import shutil
 import signal
 import subprocess
@@ -83,17 +84,19 @@ class SshHosts:
     """`n` sshd hosts. Use as a context manager."""
 
     def __init__(self, n, netns=None, key_types=("ed25519",), sshd_extra="", sftp=True,
-                 roots=None, root_sshd=None):
+                 roots=None, root_sshd=None, root_binds=None):
         """`key_types`: the host keys each sshd has; known_hosts lines use the first.
         `sshd_extra`: more sshd_config lines. `sftp=False`: no `Subsystem sftp`
         line, as on hardened images. `roots`: per host, a directory holding a
         whole userland (its own sshd, libc and shell) that the host's sshd runs
         chrooted in, with /proc, /sys and /dev mounted in a mount namespace of
         its own; None: this machine's. `root_sshd`: per host, how to start sshd
-        inside its root (default: /usr/sbin/sshd)."""
+        inside its root (default: /usr/sbin/sshd). `root_binds`: per host, (file
+        here, path in the root) pairs bind-mounted for that host alone."""
         self.n = n
         self.roots = roots
         self.root_sshd = root_sshd
+        self.root_binds = root_binds
         self.sftp = sftp
         self.key_types = key_types
         self.sshd_extra = sshd_extra
@@ -143,7 +146,8 @@ class SshHosts:
         name = f"h{i + 1}"
         root = self.roots[i] if self.roots else None
         # A chrooted sshd reads its files inside the root: `inside` names them there.
-        files = os.path.join(root, "etc", "dlaunch-test") if root else self.tmp
+        # Per host: several hosts may share one root.
+        files = os.path.join(root, "etc", "dlaunch-test", name) if root else self.tmp
         if root:  # a cached root keeps the files of an earlier run
             shutil.rmtree(files, ignore_errors=True)
         os.makedirs(files, exist_ok=True)
@@ -199,9 +203,12 @@ MaxSessions 50
 {self.sshd_extra}""")
         cmd = [SSHD, "-D", "-e", "-f", config]
         if root:
+            binds = "".join(
+                f"mount --bind {shlex.quote(src)} \"$root\"{shlex.quote(dst)} && "
+                for src, dst in ((self.root_binds[i] if self.root_binds else None) or []))
             mount_and_chroot = ('root=$1; shift; mount -t proc proc "$root/proc" && '
                                 'mount -t sysfs sysfs "$root/sys" && '
-                                'mount --rbind /dev "$root/dev" && exec chroot "$root" "$@"')
+                                f'mount --rbind /dev "$root/dev" && {binds}exec chroot "$root" "$@"')
             sshd = (self.root_sshd[i] if self.root_sshd else None) or [SSHD]
             cmd = ["unshare", "-m", "--propagation", "private", "sh", "-c", mount_and_chroot, "sh",
                    root, *sshd, "-D", "-e", "-f", inside(config)]

@@ -12,12 +12,14 @@ Each root's own sshd runs chrooted in a network namespace of its own. On
 each, a job uploads the agent and runs: the ranks start inside the root, a
 rank's failure passes its exit code, and a stopped job leaves nothing."""
 
+import json
 import os
 import re
 import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
@@ -73,13 +75,13 @@ def debian_root():
 SSHD_LIBS = "/opt/sshd-libs"
 
 
-def busybox_root(parent):
+def busybox_root(parent, name="busybox-root"):
     """A root with a static busybox as every command and shell, and this
     machine's sshd with the libraries it loads kept apart in SSHD_LIBS.
     Returns the root and how to start its sshd: through the loader in
     SSHD_LIBS, without re-executing itself (-r), since /usr/sbin/sshd alone
     cannot start there."""
-    root = os.path.join(parent, "busybox-root")
+    root = os.path.join(parent, name)
     for d in ("bin", "etc", "proc", "sys", "dev", "root", "tmp", "run/sshd", "usr/sbin"):
         os.makedirs(os.path.join(root, d), exist_ok=True)
     os.chmod(os.path.join(root, "tmp"), 0o1777)
@@ -125,14 +127,26 @@ def require_roots():
         sys.exit(harness.SKIP)
 
 
-class AgentOnOtherRoots(harness.DlaunchTestCase):
+class RootsTestCase(harness.DlaunchTestCase):
+    """Four SSH hosts, each in a root: Debian 11, busybox, and two more
+    Debian 11 hosts whose `uname` (a script bound over the root's, in that
+    host's mount namespace only) says aarch64 and riscv64."""
+
     @classmethod
     def setUpClass(cls):
-        cls.roots_dir = __import__("tempfile").mkdtemp(prefix="dlaunch-roots-")
+        cls.roots_dir = tempfile.mkdtemp(prefix="dlaunch-roots-")
         cls.debian = debian_root()
         cls.busybox, busybox_sshd = busybox_root(cls.roots_dir)
-        cls.hosts = sshd_harness.SshHosts(2, netns=True, roots=[cls.debian, cls.busybox],
-                                          root_sshd=[None, busybox_sshd])
+        binds = [None, None]
+        for machine in ("aarch64", "riscv64"):
+            fake = os.path.join(cls.roots_dir, f"uname-{machine}")
+            with open(fake, "w") as f:
+                f.write(f"#!/bin/sh\necho {machine}\n")
+            os.chmod(fake, 0o755)
+            binds.append([(fake, "/usr/bin/uname")])
+        cls.hosts = sshd_harness.SshHosts(
+            4, netns=True, roots=[cls.debian, cls.busybox, cls.debian, cls.debian],
+            root_sshd=[None, busybox_sshd, None, None], root_binds=binds)
         cls.hosts.__enter__()
         cls.hosts.write_known_hosts()
 
@@ -152,6 +166,9 @@ class AgentOnOtherRoots(harness.DlaunchTestCase):
     def hosts_file(self, which):
         return self.hosts.hosts_file([2], hosts=[self.hosts.hosts[which]],
                                      name=f"hosts{which}.toml")
+
+
+class AgentOnOtherRoots(RootsTestCase):
 
     def test_the_roots_are_what_they_claim(self):
         # Guards the test: the Debian root's libc is 2.31, and in the busybox
@@ -185,6 +202,23 @@ class AgentOnOtherRoots(harness.DlaunchTestCase):
     def test_a_job_on_a_busybox_root(self):
         self.run_job_on(1, "busybox")
 
+    def test_check_names_each_hosts_libc_and_the_agent_used(self):
+        hosts_file = self.hosts.hosts_file([1, 1], name="both.toml", hosts=self.hosts.hosts[:2])
+        r = self.run_dlaunch(["check", "--hosts", hosts_file, "--json"], env=self.env(),
+                             timeout=180)
+        doc = json.loads(r.stdout)
+        rows = {row["name"]: row for row in doc["hosts"]}
+        debian, busybox = rows["h1"], rows["h2"]
+        self.assertEqual(debian["libc"], "glibc 2.31", debian)
+        self.assertEqual(busybox["libc"], "", busybox)
+        for row in (debian, busybox):
+            self.assertTrue(row["up"], row)
+            self.assertEqual(row["arch"], os.uname().machine, row)
+            self.assertEqual(row["agent_arch"], row["arch"], row)
+        self.assertIn("Debian GNU/Linux 11", debian["os"])
+        r = self.run_dlaunch(["check", "--hosts", hosts_file], env=self.env(), timeout=180)
+        self.assertIn("glibc 2.31", r.stdout)
+
     def test_a_stopped_job_leaves_nothing(self):
         for which in range(2):
             job = self.job_name(f"stop{which}")
@@ -200,6 +234,108 @@ class AgentOnOtherRoots(harness.DlaunchTestCase):
             self.assertNothingLeft(job)
             self.assertEqual(harness.agents_in(self.hosts.hosts[which]["ns"]), [],
                              f"agents left on host {which}")
+
+
+class AArch64Agent(unittest.TestCase):
+    """The cross-built aarch64 agent (-DDLAUNCH_AGENT_ARCHES="x86_64;aarch64")."""
+
+    def setUp(self):
+        self.agent = os.path.join(harness.BIN_DIR, "dlaunch-agent-aarch64")
+        if not os.path.exists(self.agent):
+            self.skipTest("no aarch64 agent built (configure with "
+                          '-DDLAUNCH_AGENT_ARCHES="x86_64;aarch64")')
+
+    def test_it_is_a_static_aarch64_binary(self):
+        header = subprocess.run(["readelf", "-hlW", self.agent], capture_output=True, text=True,
+                                check=True).stdout
+        self.assertIn("AArch64", header)
+        self.assertNotIn("INTERP", header)
+        helper = os.path.join(harness.BIN_DIR, "..", "agent-aarch64", "bin", "dlaunch-gpu-helper")
+        syms = subprocess.run(["readelf", "-W", "--dyn-syms", helper], capture_output=True,
+                              text=True, check=True).stdout
+        versions = {tuple(map(int, v.split("."))) for v in re.findall(r"@GLIBC_([0-9.]+)", syms)}
+        self.assertTrue(versions)
+        self.assertLessEqual(max(versions), (2, 17), syms)
+
+    def test_it_runs_under_qemu(self):
+        if shutil.which("qemu-aarch64-static") is None:
+            self.skipTest("no qemu-aarch64-static (apt-get install qemu-user-static)")
+        r = subprocess.run(["qemu-aarch64-static", self.agent, "--version"], capture_output=True,
+                           text=True, timeout=60)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertTrue(r.stdout.startswith("dlaunch-agent "), r.stdout)
+
+
+BINFMT = "/proc/sys/fs/binfmt_misc"
+BINFMT_NAME = f"dlaunch-test-aarch64-{os.getpid()}"
+# An aarch64 ELF executable: its magic and mask, as Debian's qemu-user-static registers it.
+AARCH64_MAGIC = (r"\x7f\x45\x4c\x46\x02\x01\x01\x00\x00\x00\x00\x00\x00\x00\x00\x00"
+                 r"\x02\x00\xb7\x00")
+AARCH64_MASK = (r"\xff\xff\xff\xff\xff\xff\xff\x00\xff\xff\xff\xff\xff\xff\xff\xff"
+                r"\xfe\xff\xff\xff")
+
+
+class HostsOfOtherArchitectures(RootsTestCase):
+    """Hosts whose `uname -m` is not this machine's: one says aarch64 and runs
+    aarch64 programs through qemu (a binfmt_misc entry with the F flag, made
+    for this test and removed after it), so the coordinator must pick the
+    aarch64 agent and it must work there; one says riscv64, for which there is
+    no agent."""
+
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        cls.mounted_binfmt = False
+        cls.registered = False
+        qemu = shutil.which("qemu-aarch64-static")
+        if qemu is None or not os.path.exists(os.path.join(harness.BIN_DIR,
+                                                           "dlaunch-agent-aarch64")):
+            return
+        if not os.path.exists(os.path.join(BINFMT, "register")):
+            cls.mounted_binfmt = subprocess.run(
+                ["mount", "-t", "binfmt_misc", "binfmt_misc", BINFMT],
+                capture_output=True).returncode == 0
+        try:
+            with open(os.path.join(BINFMT, "register"), "w") as f:
+                f.write(f":{BINFMT_NAME}:M::{AARCH64_MAGIC}:{AARCH64_MASK}:{qemu}:F")
+            cls.registered = True
+        except OSError:
+            pass
+
+    @classmethod
+    def tearDownClass(cls):
+        if cls.registered:
+            with open(os.path.join(BINFMT, BINFMT_NAME), "w") as f:
+                f.write("-1")
+        if cls.mounted_binfmt:
+            subprocess.run(["umount", BINFMT], capture_output=True)
+        super().tearDownClass()
+
+    def test_an_aarch64_host_gets_the_aarch64_agent(self):
+        if not self.registered:
+            self.skipTest("cannot run aarch64 programs here (qemu-user-static, binfmt_misc, "
+                          "and an aarch64 agent built with -DDLAUNCH_AGENT_ARCHES)")
+        job = self.job_name("arm")
+        r = self.run_dlaunch(["-v", "--name", job, "--hosts", self.hosts_file(2), "--",
+                              "sh", "-c", 'echo "rank $RANK"; [ "$RANK" = 1 ] && exit 3; exit 0'],
+                             env=self.env(), timeout=300)
+        self.assertEqual(r.returncode, 3, r.stderr)
+        self.assertIn("uploaded the aarch64 agent", r.stderr)
+        for rank in range(2):
+            self.assertIn(f"rank {rank}", r.stdout, r.stderr)
+        self.assertNothingLeft(job)
+        hosts_file = self.hosts.hosts_file([1], name="arm.toml", hosts=[self.hosts.hosts[2]])
+        r = self.run_dlaunch(["check", "--hosts", hosts_file, "--json"], env=self.env(),
+                             timeout=300)
+        row = json.loads(r.stdout)["hosts"][0]
+        self.assertEqual(row["agent_arch"], "aarch64", row)
+
+    def test_a_host_of_an_architecture_without_an_agent_is_named(self):
+        r = self.run_dlaunch(["--hosts", self.hosts_file(3), "--", "true"], env=self.env(),
+                             timeout=120)
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("h4: the host is riscv64, and this dlaunch carries agents for", r.stderr)
+        self.assertIn("x86_64", r.stderr)
 
 
 if __name__ == "__main__":

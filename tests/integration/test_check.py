@@ -79,6 +79,10 @@ class CheckTest(unittest.TestCase):
             self.assertGreaterEqual(row["cpus"], 1)
             self.assertTrue(row["kernel"], row)
             self.assertTrue(row["agent_version"], row)
+            # The host's architecture and libc, and the agent built for it.
+            self.assertEqual(row["arch"], os.uname().machine, row)
+            self.assertEqual(row["agent_arch"], row["arch"], row)
+            self.assertRegex(row["libc"], r"^glibc 2\.\d+$", row)
             self.assertGreater(row["shm_bytes"], 64 << 20, row)
             self.assertIn("clock_skew_us", row)
             # The address peers test it at: its region address on its own interface.

@@ -121,6 +121,11 @@ class PackageTest(unittest.TestCase):
             self.assertIn("/" + path, paths)
         if os.access(os.path.join(harness.BIN_DIR, "mnist_dist"), os.X_OK):
             self.assertIn("/usr/bin/mnist_dist", paths)
+        # The agent for the other architecture, where dlaunch looks for it.
+        if os.path.exists(os.path.join(harness.BIN_DIR, "dlaunch-agent-aarch64")):
+            self.assertIn("/usr/lib/dlaunch/dlaunch-agent-aarch64", paths)
+            header = run(["readelf", "-h", self.extracted("usr/lib/dlaunch/dlaunch-agent-aarch64")])
+            self.assertIn("AArch64", header.stdout)
         for line in r.stdout.splitlines():
             self.assertIn("root/root", line)
 

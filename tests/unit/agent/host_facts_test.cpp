@@ -42,3 +42,20 @@ TEST_CASE("facts collected on this machine are within the message's limits") {
   CHECK(facts.os.size() <= proto::kMaxFactText);
   CHECK(facts.gpus.size() <= proto::kMaxGpus);
 }
+
+TEST_CASE("glibc_version_in: glibc's banner, old and new") {
+  using namespace std::string_literals;
+  CHECK(glibc_version_in("\x7f"
+                         "ELF...GNU C Library (Debian GLIBC 2.36-9+deb12u4) stable release "
+                         "version 2.36.\nCopyright"s) == "2.36");
+  CHECK(glibc_version_in("GNU C Library (GNU libc) stable release version 2.17, by Roland"s) ==
+        "2.17");
+  CHECK(glibc_version_in("\0\0release version \0 release version 2.31.\n"s) == "2.31");
+  CHECK(glibc_version_in("no banner here"s).empty());
+  CHECK(glibc_version_in("release version 2"s).empty());
+}
+
+TEST_CASE("host_libc: this machine's glibc, as the check table shows it") {
+  const auto libc = host_libc();
+  CHECK(libc.starts_with("glibc 2."));
+}

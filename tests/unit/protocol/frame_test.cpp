@@ -162,7 +162,10 @@ TEST_CASE("every message type round-trips through encode and decode") {
                        1732300000123456LL,
                        "3.11.2",
                        "",
-                       "/usr/bin/python3"},
+                       "/usr/bin/python3",
+                       "aarch64",
+                       "glibc 2.39",
+                       "aarch64"},
       proto::PeerTest{3, 1000, 3000, {{1, "198.18.2.11", 40000}, {7, "fe80::1", 1}}},
       proto::PeerTestReport{
           3, {{1, true, 850, 123456789ULL, 1002000, ""}, {7, false, 0, 0, 0, "timed out"}}},

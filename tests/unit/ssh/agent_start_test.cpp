@@ -8,6 +8,7 @@
 #include <fstream>
 #include <string>
 
+#include "common/agent_arch.h"
 #include "ssh/agent_start.h"
 #include "ssh/shell_quote.h"
 
@@ -16,14 +17,26 @@ using namespace dlaunch;
 namespace {
 
 const std::string kSha(64, 'a');
+const std::string kArmSha(64, 'b');
+// This machine's agent only, as most builds have.
+const std::map<std::string, std::string> kNative{{std::string(native_arch()), kSha}};
 
 // Runs the start command as sshd would (`sh -c <command>` in the home
 // directory), with `input` on its stdin; returns its stdout.
-std::string run_in(const std::string& home, const std::string& command, const std::string& input) {
+// `machine`: what `uname -m` says there (a stand-in on PATH); empty: the real one.
+std::string run_in(const std::string& home, const std::string& command, const std::string& input,
+                   const std::string& machine = "") {
   const std::string in_file = home + "/stdin";
   std::ofstream(in_file) << input;
-  const std::string cmd =
-      "cd " + shell_quote(home) + " && /bin/sh -c " + shell_quote(command) + " < stdin";
+  std::string path_prefix;
+  if (!machine.empty()) {
+    std::filesystem::create_directories(home + "/fakebin");
+    std::ofstream(home + "/fakebin/uname") << "#!/bin/sh\necho " << machine << "\n";
+    ::chmod((home + "/fakebin/uname").c_str(), 0755);
+    path_prefix = "PATH=" + shell_quote(home + "/fakebin") + ":\"$PATH\" ";
+  }
+  const std::string cmd = "cd " + shell_quote(home) + " && " + path_prefix + "/bin/sh -c " +
+                          shell_quote(command) + " < stdin";
   FILE* p = ::popen(cmd.c_str(), "r");
   REQUIRE(p != nullptr);
   std::string out;
@@ -57,9 +70,10 @@ struct TempHome {
 
 TEST_CASE("agent start command: missing, then started from the cache after upload") {
   TempHome home;
-  const std::string command = agent_start_command(".cache/dlaunch", kSha);
+  const std::string command = agent_start_command(".cache/dlaunch", kNative);
   CHECK(command.find('\n') == std::string::npos);  // one line, for csh
-  CHECK(run_in(home.path, command, "spec") == "dlaunch-missing\n");
+  CHECK(run_in(home.path, command, "spec") ==
+        "dlaunch-missing " + std::string(native_arch()) + "\n");
   write_fake_agent(home.path + "/.cache/dlaunch/agent-" + kSha, true);
   CHECK(run_in(home.path, command, "spec") ==
         "dlaunch-start .cache/dlaunch/agent-" + kSha + "\nagent read: spec");
@@ -68,13 +82,34 @@ TEST_CASE("agent start command: missing, then started from the cache after uploa
 TEST_CASE("agent start command: a copy that does not run counts as missing") {
   TempHome home;
   write_fake_agent(home.path + "/c/agent-" + kSha, false);
-  CHECK(run_in(home.path, agent_start_command("c", kSha), "") == "dlaunch-missing\n");
+  CHECK(run_in(home.path, agent_start_command("c", kNative), "") ==
+        "dlaunch-missing " + std::string(native_arch()) + "\n");
 }
 
 TEST_CASE("agent start command: an odd cache directory is quoted") {
   TempHome home;
   const std::string dir = home.path + "/it's a $(dir)";
   write_fake_agent(dir + "/agent-" + kSha, true);
-  CHECK(run_in(home.path, agent_start_command(dir, kSha), "x") ==
+  CHECK(run_in(home.path, agent_start_command(dir, kNative), "x") ==
         "dlaunch-start " + dir + "/agent-" + kSha + "\nagent read: x");
+}
+
+TEST_CASE("agent start command: the host's uname -m picks the agent") {
+  TempHome home;
+  const std::map<std::string, std::string> both{{"x86_64", kSha}, {"aarch64", kArmSha}};
+  const std::string command = agent_start_command(".cache/dlaunch", both);
+  // Nothing cached yet: missing, and the architecture to upload for.
+  CHECK(run_in(home.path, command, "", "aarch64") == "dlaunch-missing aarch64\n");
+  CHECK(run_in(home.path, command, "", "arm64") == "dlaunch-missing arm64\n");
+  CHECK(run_in(home.path, command, "", "x86_64") == "dlaunch-missing x86_64\n");
+  write_fake_agent(home.path + "/.cache/dlaunch/agent-" + kArmSha, true);
+  write_fake_agent(home.path + "/.cache/dlaunch/agent-" + kSha, true);
+  CHECK(run_in(home.path, command, "s", "aarch64") ==
+        "dlaunch-start .cache/dlaunch/agent-" + kArmSha + "\nagent read: s");
+  CHECK(run_in(home.path, command, "s", "arm64") ==
+        "dlaunch-start .cache/dlaunch/agent-" + kArmSha + "\nagent read: s");
+  CHECK(run_in(home.path, command, "s", "amd64") ==
+        "dlaunch-start .cache/dlaunch/agent-" + kSha + "\nagent read: s");
+  // An architecture with no agent is missing whatever the cache holds.
+  CHECK(run_in(home.path, command, "s", "riscv64") == "dlaunch-missing riscv64\n");
 }
