@@ -1,4 +1,5 @@
 #include "agent/gpu_helper_process.h"
+#include "common/posix.h"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -20,16 +21,6 @@ extern "C" const char dlaunch_gpu_helper_end[];
 
 namespace dlaunch {
 namespace {
-
-bool write_all(int fd, std::string_view bytes) {
-  while (!bytes.empty()) {
-    const ssize_t n = ::write(fd, bytes.data(), bytes.size());
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return false;
-    bytes.remove_prefix(static_cast<std::size_t>(n));
-  }
-  return true;
-}
 
 // Where the helper's bytes can be executed from: a memfd (Linux 3.17+, and
 // no file left anywhere), else a file in the first writable directory that

@@ -1,5 +1,6 @@
 #include "agent/sync_receiver.h"
 
+#include "common/posix.h"
 #include "protocol/relative_path.h"
 
 #include <dirent.h>
@@ -20,16 +21,6 @@ std::string errno_text() {
 
 std::string temp_name_for(std::uint32_t index) {
   return ".dlaunch-sync-" + std::to_string(::getpid()) + "-" + std::to_string(index) + ".tmp";
-}
-
-bool write_all(int fd, std::string_view data) {
-  while (!data.empty()) {
-    const ssize_t n = ::write(fd, data.data(), data.size());
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return false;
-    data.remove_prefix(static_cast<std::size_t>(n));
-  }
-  return true;
 }
 
 }  // namespace

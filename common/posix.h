@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace dlaunch {
@@ -66,6 +67,10 @@ long long process_start_ticks(pid_t pid);
 
 // The working directory, or "" when it cannot be told (deleted, too long).
 std::string current_directory();
+
+// Writes every byte of `data` to `fd`, retrying after signals; false on an
+// error (errno says which) or a write of nothing.
+bool write_all(int fd, std::string_view data);
 
 // $HOME, else /etc/passwd's entry for this user (cron, `env -i`), else "/tmp".
 // /etc/passwd is read directly, without NSS (common/host_lookup.h).
