@@ -103,4 +103,8 @@ std::string home_from_passwd_text(unsigned uid, std::string_view passwd_text) {
   return home;
 }
 
+std::string home_from_passwd(unsigned uid) {
+  return home_from_passwd_text(uid, read_file("/etc/passwd"));
+}
+
 }  // namespace dlaunch

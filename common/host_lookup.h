@@ -24,8 +24,11 @@ std::string lookup_failure(std::string_view name);
 // True for a numeric IPv4 or IPv6 address.
 bool is_numeric_address(std::string_view text);
 
-// This user's home directory without NSS: $HOME, else /etc/passwd's entry for
-// `uid` in `passwd_text`; empty when neither has it.
+// The home directory of `uid` in `passwd_text` (/etc/passwd's format); empty
+// when no line has it.
 std::string home_from_passwd_text(unsigned uid, std::string_view passwd_text);
+
+// The same against this machine's /etc/passwd, read directly (no NSS).
+std::string home_from_passwd(unsigned uid);
 
 }  // namespace dlaunch

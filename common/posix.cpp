@@ -181,10 +181,7 @@ std::string home_directory() {
 std::string find_home_directory() {
   if (const char* home = std::getenv("HOME"); home && *home) return home;
   // /etc/passwd read directly: the static agent has no NSS (common/host_lookup.h).
-  std::ifstream in("/etc/passwd");
-  std::stringstream text;
-  text << in.rdbuf();
-  return home_from_passwd_text(::getuid(), text.str());
+  return home_from_passwd(::getuid());
 }
 
 }  // namespace dlaunch
