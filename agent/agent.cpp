@@ -43,6 +43,7 @@ Agent::Agent(asio::io_context& io, LaunchSpec spec, int stdin_fd, int pulse_fd)
                           log::warn(left_alive, " leftover processes would not die");
                         handle(agent_event::LeftoversSwept{});
                       }}),
+      sync_wait_timer_(io),
       child_signals_(io, SIGCHLD),
       stop_signals_(io, SIGINT, SIGTERM),
       drain_timer_(io),
@@ -203,6 +204,11 @@ void Agent::on_message(proto::Message&& message) {
   } else if (auto* nccl = std::get_if<proto::NcclTest>(&message)) {
     answer_nccl_test(*nccl);
   } else if (auto* assign = std::get_if<proto::Assign>(&message)) {
+    // Every host sharing the --sync destination has compared and reported.
+    if (sync_owner_ && sync_markers_) {
+      remove_sync_markers(*sync_markers_);
+      sync_markers_.reset();
+    }
     handle(agent_event::AssignmentReceived{std::move(*assign)});
   } else if (auto* stop = std::get_if<proto::Stop>(&message)) {
     handle(agent_event::StopReceived{std::move(*stop)});
@@ -231,7 +237,25 @@ void Agent::on_sync_offer(proto::SyncOffer&& offer) {
     sync_ = std::make_unique<SyncReceiver>(dest);
   }
   if (!sync_->on_offer(std::move(offer))) return end_sync();
-  if (sync_->offer_complete()) compare_sync();
+  if (!sync_->offer_complete()) return;
+  const std::string dest = spec_.workdir.empty() ? current_directory() : spec_.workdir;
+  sync_markers_ = sync_markers(dest, spec_.secret);
+  sync_owner_ = claim_sync_destination(*sync_markers_);
+  if (sync_owner_) return compare_sync();
+  log::info("--sync: ", dest, " is shared with another host of this job, which writes it; ",
+            "waiting for it, then comparing");
+  wait_for_sync_owner();
+}
+
+// Another host of this job writes the shared destination: compare once its
+// tree is in place (then nothing is asked for that it wrote).
+void Agent::wait_for_sync_owner() {
+  if (sync_ended_ || !sync_) return;
+  if (sync_done_published(*sync_markers_)) return compare_sync();
+  sync_wait_timer_.expires_after(std::chrono::milliseconds(100));
+  sync_wait_timer_.async_wait([this](const asio::error_code& ec) {
+    if (!ec) wait_for_sync_owner();
+  });
 }
 
 // Hashing what is already here goes a few MiB at a time, so heartbeats and
@@ -257,6 +281,7 @@ void Agent::on_sync_data(const proto::SyncData& data) {
 void Agent::end_sync() {
   sync_ended_ = true;
   const proto::SyncDone done = sync_->finish();
+  if (sync_owner_ && sync_markers_) publish_sync_done(*sync_markers_);
   if (!done.error.empty()) log::error("--sync into ", spec_.workdir, ": ", done.error);
   if (client_) client_->send(done);
   sync_.reset();
@@ -396,6 +421,9 @@ void Agent::finish(int code) {
   supervisor_.cancel_timers();
   if (tensorboard_) tensorboard_->stop();
   if (stdin_) stdin_->cancel(ignored);
+  sync_wait_timer_.cancel();
+  // A job that ends before its ranks were assigned leaves no marker behind.
+  if (sync_owner_ && sync_markers_) remove_sync_markers(*sync_markers_);
   pulse_.stop();
   drain_and_stop(std::chrono::steady_clock::now() + std::chrono::seconds(3));
 }

@@ -18,6 +18,7 @@
 #include "agent/probe_listener.h"
 #include "agent/process_ops.h"
 #include "agent/rank_supervisor.h"
+#include "agent/sync_markers.h"
 #include "agent/sync_receiver.h"
 #include "agent/tensorboard_sender.h"
 #include "protocol/launch_spec.h"
@@ -55,6 +56,7 @@ class Agent {
   void on_sync_offer(proto::SyncOffer&& offer);
   void on_sync_data(const proto::SyncData& data);
   void compare_sync();
+  void wait_for_sync_owner();
   void end_sync();
 
   asio::io_context& io_;
@@ -74,6 +76,11 @@ class Agent {
   std::unique_ptr<TensorboardSender> tensorboard_;  // rank 0's node with --tensorboard-dir
   std::unique_ptr<SyncReceiver> sync_;              // --sync, until its SyncDone is sent
   bool sync_ended_ = false;
+  // The destination's claim (agent/sync_markers.h): set once the offer is
+  // complete; `sync_owner_` removes the markers when the ranks are assigned.
+  std::optional<SyncMarkers> sync_markers_;
+  bool sync_owner_ = false;
+  asio::steady_timer sync_wait_timer_;
   std::optional<asio::posix::stream_descriptor> stdin_;
   std::array<char, 256> stdin_buffer_{};
   asio::signal_set child_signals_;

@@ -1,6 +1,8 @@
 #include "agent/sync_receiver.h"
 
+#include "agent/sync_markers.h"
 #include "common/posix.h"
+#include "protocol/auth.h"
 #include "protocol/relative_path.h"
 
 #include <dirent.h>
@@ -19,8 +21,25 @@ std::string errno_text() {
   return std::strerror(errno);
 }
 
+constexpr std::string_view kTempPrefix = ".dlaunch-sync-";
+constexpr std::string_view kTempSuffix = ".tmp";
+
+// Agents of several hosts may write into one shared directory (an NFS home,
+// or two hosts on one machine): the pid alone could repeat across machines.
+const std::string& receiver_tag() {
+  static const std::string tag =
+      std::to_string(::getpid()) + "-" + auth::to_hex(auth::random_bytes(4));
+  return tag;
+}
+
 std::string temp_name_for(std::uint32_t index) {
-  return ".dlaunch-sync-" + std::to_string(::getpid()) + "-" + std::to_string(index) + ".tmp";
+  return std::string(kTempPrefix) + receiver_tag() + "-" + std::to_string(index) +
+         std::string(kTempSuffix);
+}
+
+// Another agent's file in flight, when hosts share the destination.
+bool is_temp_name(std::string_view name) {
+  return name.starts_with(kTempPrefix) && name.ends_with(kTempSuffix);
 }
 
 }  // namespace
@@ -93,11 +112,13 @@ bool SyncReceiver::clear_way(int parent, const std::string& leaf, const std::str
     if (errno == ENOENT) return true;
     return fail(path, errno_text());
   }
+  // ENOENT: another host sharing this directory removed it first.
   if (!S_ISDIR(st.st_mode)) {
-    if (::unlinkat(parent, leaf.c_str(), 0) != 0) return fail(path, errno_text());
+    if (::unlinkat(parent, leaf.c_str(), 0) != 0 && errno != ENOENT)
+      return fail(path, errno_text());
     return true;
   }
-  if (::unlinkat(parent, leaf.c_str(), AT_REMOVEDIR) == 0) return true;
+  if (::unlinkat(parent, leaf.c_str(), AT_REMOVEDIR) == 0 || errno == ENOENT) return true;
   if (!delete_extra_)
     return fail(path, "a non-empty directory is in the way; --sync-delete replaces it");
   if (!remove_tree(parent, leaf)) return fail(path, "cannot remove the directory in the way");
@@ -122,7 +143,11 @@ bool SyncReceiver::place_dir(const proto::SyncEntry& e) {
   } else if (!clear_way(parent, leaf, e.path)) {
     ok = false;
   } else if (::mkdirat(parent, leaf.c_str(), (e.mode | 0700) & 07777) != 0) {
-    ok = fail(e.path, errno_text());
+    // Another host sharing this directory made it at the same moment.
+    const bool made_by_other = errno == EEXIST &&
+                               ::fstatat(parent, leaf.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+                               S_ISDIR(st.st_mode);
+    if (!made_by_other) ok = fail(e.path, errno_text());
   }
   ::close(parent);
   return ok;
@@ -325,12 +350,13 @@ bool SyncReceiver::remove_tree(int parent, const std::string& name) {
   for (const auto& [child, is_dir] : children) {
     if (is_dir) {
       ok = remove_tree(fd, child) && ok;
-    } else if (::unlinkat(fd, child.c_str(), 0) != 0) {
+    } else if (::unlinkat(fd, child.c_str(), 0) != 0 && errno != ENOENT) {
       ok = false;
     }
   }
   ::closedir(d);  // closes fd
-  return ::unlinkat(parent, name.c_str(), AT_REMOVEDIR) == 0 && ok;
+  // ENOENT: a host sharing the directory removed it first.
+  return (::unlinkat(parent, name.c_str(), AT_REMOVEDIR) == 0 || errno == ENOENT) && ok;
 }
 
 // Walks the destination without following links; removes what the offer
@@ -350,6 +376,8 @@ void SyncReceiver::delete_under(int dirfd, const std::string& rel) {
     struct stat st {};
     if (::fstatat(dirfd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
     const bool is_dir = S_ISDIR(st.st_mode);
+    // Another host's file in flight, or this run's markers (agent/sync_markers.h).
+    if (!is_dir && (is_temp_name(name) || name.starts_with(kSyncMarkerPrefix))) continue;
     if (rules_.ignored(path, is_dir)) continue;
     const auto it = offered_.find(path);
     if (it != offered_.end()) {
@@ -365,7 +393,7 @@ void SyncReceiver::delete_under(int dirfd, const std::string& rel) {
     }
     const bool removed =
         is_dir ? remove_tree(dirfd, name) : ::unlinkat(dirfd, name.c_str(), 0) == 0;
-    if (removed) {
+    if (removed || errno == ENOENT) {  // ENOENT: a host sharing the directory was first
       ++done_.deleted;
     } else {
       fail(path, "cannot delete: " + errno_text());

@@ -5,6 +5,7 @@
 #include <random>
 
 #include "common/log.h"
+#include "protocol/agent_notes.h"
 #include "protocol/auth.h"
 #include "rendezvous/host_endpoints.h"
 
@@ -69,8 +70,8 @@ void RendezvousClient::retry_later(const std::string& why) {
   // to tell an unreachable rendezvous from a slow one.
   if (!reported_unreachable_ && now - started_ >= kReportUnreachableAfter) {
     reported_unreachable_ = true;
-    log::warn("cannot connect to ", options_.host, ":", options_.port, ": ", why,
-              " (the rendezvous; still trying until the timeout)");
+    log::warn("cannot connect to ", options_.host, ":", options_.port, ": ", why, " ",
+              proto::kRendezvousUnreachableNote);
   } else {
     log::debug("rendezvous ", options_.host, ":", options_.port, " not reachable yet (", why,
                "); retrying");
@@ -84,6 +85,13 @@ void RendezvousClient::retry_later(const std::string& why) {
   });
 }
 
+void RendezvousClient::retry_after_foreign_peer(const std::string& why) {
+  auto given_up = std::move(connection_);
+  phase_ = Phase::connecting;
+  if (given_up) given_up->close(why);
+  retry_later(why);
+}
+
 void RendezvousClient::on_connected(asio::ip::tcp::socket socket) {
   enable_keepalive(socket.native_handle());
   connection_ = std::make_shared<Connection>(std::move(socket), kMaxFrame,
@@ -93,11 +101,11 @@ void RendezvousClient::on_connected(asio::ip::tcp::socket socket) {
   connection_->set_receive_timeout(std::chrono::milliseconds(10'000));
   connection_->start({[this](proto::Message&& m) { on_message(std::move(m)); },
                       [this](const std::string& reason) {
+                        if (phase_ == Phase::connecting) return;  // one we gave up on
                         if (phase_ == Phase::challenge) {
-                          // Node 0 may be restarting its listener: keep trying.
-                          connection_.reset();
-                          phase_ = Phase::connecting;
-                          retry_later(reason);
+                          // Node 0 may be restarting its listener, or another
+                          // service holds the port for now: keep trying.
+                          retry_after_foreign_peer(reason);
                           return;
                         }
                         fail("lost the coordinator: " + reason);
@@ -115,7 +123,9 @@ void RendezvousClient::on_message(proto::Message&& message) {
       }
       if (challenge == nullptr || challenge->magic != proto::kMagic ||
           challenge->server_nonce.size() != proto::kNonceSize) {
-        return fail("the rendezvous peer does not speak the dlaunch protocol");
+        // Another service on the port, or node 0's listener not up yet and
+        // something else there: keep trying, as for a refused connection.
+        return retry_after_foreign_peer("the peer there does not speak the dlaunch protocol");
       }
       join_.proof = auth::join_proof(secret_, challenge->server_nonce, agent_nonce_);
       connection_->send(join_);

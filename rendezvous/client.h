@@ -58,6 +58,8 @@ class RendezvousClient {
  private:
   void try_connect();
   void retry_later(const std::string& why);
+  // The connection was made but what answered is not (yet) the rendezvous.
+  void retry_after_foreign_peer(const std::string& why);
   void on_connected(asio::ip::tcp::socket socket);
   void on_message(proto::Message&& message);
   void fail(const std::string& reason);

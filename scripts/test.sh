@@ -8,8 +8,9 @@
 # DLAUNCH_QUICK=1 runs step 4 only.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source scripts/configure.sh
 jobs=$(nproc)
-common=(-G Ninja -DDLAUNCH_WERROR=ON)
+common=(-DDLAUNCH_WERROR=ON)
 # Sanitizer builds at -O1 -g1 compile 2-3x faster than -O2 -g and still give
 # line numbers in reports.
 sanitized=(-DCMAKE_BUILD_TYPE=None "-DCMAKE_CXX_FLAGS=-O1 -g1" -DDLAUNCH_BUILD_EXAMPLES=OFF)
@@ -19,13 +20,12 @@ if [[ -z "${DLAUNCH_QUICK:-}" ]]; then
   FUZZ_SECONDS=${FUZZ_SECONDS:-30} ./scripts/fuzz.sh
 
   echo "== ThreadSanitizer: rendezvous server"
-  cmake -S . -B build-tsan "${common[@]}" "${sanitized[@]}" -DDLAUNCH_SANITIZE=thread >/dev/null
+  configure build-tsan "${common[@]}" "${sanitized[@]}" -DDLAUNCH_SANITIZE=thread
   cmake --build build-tsan -j "$jobs" --target rendezvous_thread_tests
   TSAN_OPTIONS=halt_on_error=1 ./build-tsan/bin/rendezvous_thread_tests
 
   echo "== AddressSanitizer + UBSan: units and integration tests"
-  cmake -S . -B build-asan "${common[@]}" "${sanitized[@]}" -DDLAUNCH_SANITIZE=address,undefined \
-    >/dev/null
+  configure build-asan "${common[@]}" "${sanitized[@]}" -DDLAUNCH_SANITIZE=address,undefined
   cmake --build build-asan -j "$jobs"
   # Packaging and the Slurm cluster exercise no code of ours that the other
   # tests do not: they run in the normal build only, to keep CI short.
@@ -35,6 +35,6 @@ fi
 
 echo "== build and test"
 # With the agent for the other architecture (cmake/agent_arches.cmake).
-cmake -S . -B build "${common[@]}" "-DDLAUNCH_AGENT_ARCHES=x86_64;aarch64" >/dev/null
+configure build "${common[@]}" "-DDLAUNCH_AGENT_ARCHES=x86_64;aarch64"
 cmake --build build -j "$jobs"
 ctest --test-dir build --output-on-failure -j "$jobs"

@@ -23,7 +23,12 @@ std::string find_file(const std::string& dir, const std::string& name) {
   for (const std::string& candidate : {dir + "/" + name, dir + "/" + name + ".gz"}) {
     if (std::filesystem::exists(candidate)) return candidate;
   }
-  throw DataError("missing MNIST file " + dir + "/" + name + "[.gz]" + kWhere);
+  // What to do, in one line: the first run of a newcomer ends here.
+  throw DataError("no MNIST data in " + dir + "/ (" + name +
+                  "[.gz] is missing): give --data DIR holding the four IDX files "
+                  "train-images-idx3-ubyte, train-labels-idx1-ubyte, t10k-images-idx3-ubyte and "
+                  "t10k-labels-idx1-ubyte (plain or .gz, e.g. torchvision's MNIST/raw), or "
+                  "--synthetic N to train on N generated images");
 }
 
 // gzread reads plain files as they are, so one reader serves both forms.

@@ -14,10 +14,12 @@ namespace dlaunch {
 namespace {
 
 constexpr HelpExample kRunExamples[] = {
-    {"dlaunch --nproc-per-node 4 -- mnist_dist", "one machine"},
-    {"dlaunch --hosts hosts.toml -- mnist_dist --epochs 10", "hosts over SSH"},
-    {"dlaunch --nnodes 2 --node-rank 1 --master-addr A -- mnist_dist", "by hand on each node"},
-    {"dlaunch -d --name nightly --hosts hosts.toml -- mnist_dist", "detached, for cron"},
+    {"dlaunch --nproc-per-node 4 -- mnist_dist --synthetic 6000", "one machine"},
+    {"dlaunch --hosts hosts.toml -- mnist_dist --synthetic 6000 --epochs 1", "hosts over SSH"},
+    {"dlaunch --nnodes 2 --node-rank 0 --master-addr 10.0.1.2 -- mnist_dist --synthetic 6000",
+     "by hand; node 0 prints the others' line"},
+    {"dlaunch -d --name nightly --hosts hosts.toml -- mnist_dist --synthetic 6000",
+     "detached, for cron"},
     {"dlaunch -- top", "the program top, not dlaunch's top"},
 };
 constexpr HelpExample kListExamples[] = {

@@ -77,6 +77,14 @@ int report_end(const std::string& name, const Job& job) {
   return job.result && job.result->exit_code != 0 ? job.result->exit_code : 1;
 }
 
+bool job_has_rank(const Job& job, int rank) {
+  if (job.result && rank >= 0 && rank < job.result->world_size) return true;
+  for (const auto& n : job.info.nodes) {
+    if (n.first_rank >= 0 && rank >= n.first_rank && rank < n.first_rank + n.ranks) return true;
+  }
+  return false;
+}
+
 int print_logs(const std::string& name, const Job& job, const std::optional<int>& rank, int tail,
                bool follow) {
   // A PENDING job has no rank logs yet: following it waits for them.
@@ -108,8 +116,13 @@ int print_logs(const std::string& name, const Job& job, const std::optional<int>
     }
   };
   if (rank && !rank_logs(job.dir).contains(*rank) && !(follow && is_active(job.status))) {
-    console().error("job " + name + " has no log for rank " + std::to_string(*rank));
-    return 1;
+    // A rank that has written nothing has no file: its log is empty, not missing.
+    if (!job_has_rank(job, *rank)) {
+      console().error("job " + name + " has no rank " + std::to_string(*rank));
+      return 1;
+    }
+    console().note("rank " + std::to_string(*rank) + " of job " + name + " has written nothing");
+    return 0;
   }
   pass(tail, !follow);
   if (!follow) return 0;

@@ -66,22 +66,37 @@ std::optional<std::string> job_name_problem(const std::string& name) {
   return std::nullopt;
 }
 
-std::optional<std::string> manual_secret(const Options& o) {
-  if (o.secret_file.empty()) {
-    if (o.nnodes > 1) {
-      log::warn("no --secret-file (or DLAUNCH_SECRET_FILE): any host that reaches rendezvous port ",
-                o.rdzv_port, " can join this job; give every node the same secret file");
-    }
-    return std::string();
-  }
-  std::string error, warning;
-  auto secret = read_secret_file(o.secret_file, &error, &warning);
-  if (!secret) {
-    console().error(error);
+// The secret of a manual-mode node (launcher/config/secret.h); node 0 prints
+// the line that starts the others when it made the secret itself.
+std::optional<std::string> manual_secret(const Options& o, int argc, const char* const* argv) {
+  ManualSecretInputs in;
+  in.nnodes = o.nnodes;
+  in.node_rank = o.node_rank;
+  in.secret_file = o.secret_file;
+  if (const char* env = std::getenv(kSecretEnv)) in.secret_env = env;
+  // Read once; the ranks that this process starts must not inherit it.
+  ::unsetenv(kSecretEnv);
+  in.insecure_no_secret = o.insecure_no_secret;
+  auto chosen = choose_manual_secret(in);
+  if (auto* error = std::get_if<std::string>(&chosen)) {
+    console().error(*error);
     return std::nullopt;
   }
-  if (!warning.empty()) log::warn(warning);
-  return secret;
+  auto& secret = std::get<ManualSecret>(chosen);
+  if (!secret.warning.empty()) log::warn(secret.warning);
+  if (o.insecure_no_secret && o.nnodes > 1) {
+    log::warn("--insecure-no-secret: any host that reaches rendezvous port ", o.rdzv_port,
+              " can join this job");
+  }
+  if (secret.generated) {
+    std::vector<std::string> words{"dlaunch"};
+    for (int i = 1; i < argc; ++i) words.emplace_back(argv[i]);
+    console().line("dlaunch: this job's secret was made here (no --secret-file or " +
+                   std::string(kSecretEnv) + "); start node <N> = 1.." +
+                   std::to_string(o.nnodes - 1) + " with:\n  " +
+                   other_nodes_command(words, secret.secret));
+  }
+  return secret.secret;
 }
 
 int run_manual_worker(const Plan& plan, const Options& o, std::string secret) {
@@ -205,7 +220,11 @@ bool add_environment(Plan& plan, const Options& o) {
     for (const auto& e : *errors) console().error(e.to_string());
     return false;
   }
-  for (auto& [k, v] : std::get<EnvVars>(assigned)) command_line[k] = v;  // --env wins
+  for (const auto& [k, v] : command_line) plan.env_file_names.insert(k);
+  for (auto& [k, v] : std::get<EnvVars>(assigned)) {
+    command_line[k] = v;  // --env wins
+    plan.env_file_names.erase(k);
+  }
   plan.command_line_env = std::move(command_line);
   return true;
 }
@@ -241,6 +260,7 @@ int run_command(int argc, const char* const* argv) {
     return kExitUsage;
   }
   Plan plan = make_plan(o, hosts ? &*hosts : nullptr, job);
+  for (const auto& warning : plan.warnings) log::warn(warning);
   if (!add_environment(plan, o)) return kExitUsage;
   // A manual-mode node is this machine, named as the other nodes will see it.
   if (o.mode == Mode::manual) plan.nodes.front().host.name = this_host_name();
@@ -290,7 +310,7 @@ int run_command(int argc, const char* const* argv) {
 
   std::string secret;
   if (o.mode == Mode::manual) {
-    auto s = manual_secret(o);
+    auto s = manual_secret(o, argc, argv);
     if (!s) return kExitUsage;
     secret = *s;
   } else {

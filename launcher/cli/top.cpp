@@ -175,7 +175,12 @@ int top_job(const JobArgs& a) {
     }
   }
   top.ranks = sample_ranks(a.interval_s);
-  if (!a.name.empty()) std::erase_if(top.ranks, [&](const auto& r) { return r.job != a.name; });
+  top.log_dir = a.log_dir;
+  if (!a.name.empty()) {
+    std::erase_if(top.ranks, [&](const auto& r) { return r.job != a.name; });
+  } else {
+    keep_ranks_of_listed_jobs(top);
+  }
   console().out(a.json ? format_top_job_json(top) : format_top_job_text(top));
   return kExitOk;
 }

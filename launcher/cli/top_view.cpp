@@ -261,6 +261,16 @@ JobUsage job_usage(const TopJobs& top, const Job& job) {
   return u;
 }
 
+void keep_ranks_of_listed_jobs(TopJobs& top) {
+  std::set<std::string> listed;
+  for (const auto& job : top.jobs) listed.insert(job.info.name);
+  std::erase_if(top.ranks, [&](const RankSample& r) {
+    if (listed.contains(r.job)) return false;
+    top.other_jobs.insert(r.job);
+    return true;
+  });
+}
+
 std::string format_top_job_text(const TopJobs& top) {
   std::ostringstream out;
   std::vector<std::string> notes;
@@ -297,6 +307,12 @@ std::string format_top_job_text(const TopJobs& top) {
                        r->rank.empty() ? "-" : r->rank.c_str(), r->pid, r->cpu_pct,
                        static_cast<double>(r->rss_bytes) / (1024.0 * 1024.0), r->command.c_str());
     }
+  }
+  if (!top.other_jobs.empty()) {
+    std::string names;
+    for (const auto& n : top.other_jobs) names += (names.empty() ? "" : ", ") + n;
+    notes.push_back("(ranks of jobs not running in " + top.log_dir + " are not shown: " + names +
+                    "; --log-dir or DLAUNCH_STATE_DIR names another state dir)");
   }
   if (!notes.empty()) {
     out << "\n";

@@ -55,7 +55,14 @@ struct TopJobs {
   std::vector<RankSample> ranks;  // every rank process found here
   std::set<std::string> here;     // names this machine goes by (localhost, its host name)
   double interval_s = 1.0;
+  // Ranks found here whose job has no row (another state dir's, or ended):
+  // left out of `ranks`, counted, and said in a note.
+  std::set<std::string> other_jobs;
+  std::string log_dir;
 };
+
+// Leaves in `top.ranks` only the ranks of `top.jobs`, noting the other jobs.
+void keep_ranks_of_listed_jobs(TopJobs& top);
 
 // A job's row: what its ranks here add up to.
 struct JobUsage {

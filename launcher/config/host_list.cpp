@@ -149,6 +149,7 @@ std::optional<Diagnostic> restrict_gpus(HostEntry& host, const std::vector<int>&
   }
   host.slots = static_cast<int>(gpus.size());
   host.env[std::string(kVisibleDevices)] = join(gpus);
+  host.visible_devices_by = std::string(flag);
   return std::nullopt;
 }
 

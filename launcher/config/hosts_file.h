@@ -32,6 +32,8 @@ struct HostEntry {
   std::optional<int> gpus;                 // GPUs on this host, when known
   std::string interface;                   // network interface for NCCL/Gloo
   std::map<std::string, std::string> env;  // extra environment for the host's ranks
+  // "--include" or "--exclude" when that flag set env's CUDA_VISIBLE_DEVICES.
+  std::string visible_devices_by;
   TransportKind transport = TransportKind::automatic;
   int line = 0;  // where the [[host]] table starts, for messages
 

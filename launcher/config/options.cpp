@@ -219,15 +219,20 @@ ParseResult parse_options(int argc, const char* const* argv,
   app.add_option("--master-port,--master_port", o.master_port,
                  "MASTER_PORT for the ranks (default: a free port found on node 0)")
       ->check(CLI::Range(1, 65535));
-  app.add_option("--rdzv-port", o.rdzv_port, "rendezvous TCP port on node 0 (manual mode)")
-      ->capture_default_str()
-      ->check(CLI::Range(1, 65535));
+  auto* rdzv_port = app.add_option(
+      "--rdzv-port", o.rdzv_port,
+      "rendezvous TCP port on node 0 (manual mode), or of the coordinator (over the hosts "
+      "file's [rendezvous] port; default there: any free port)");
+  rdzv_port->capture_default_str()->check(CLI::Range(1, 65535));
   app.add_option("--rdzv-timeout", o.rdzv_timeout_s, "seconds to wait for every node to join")
       ->capture_default_str()
       ->check(CLI::Range(1, 86400 * 7));
   app.add_option("--secret-file", o.secret_file,
                  "file holding the job's shared secret, the same on every node (manual mode; "
-                 "default $DLAUNCH_SECRET_FILE)");
+                 "default $DLAUNCH_SECRET_FILE; else $DLAUNCH_SECRET holds it; else node 0 "
+                 "makes one and prints the line for the other nodes)");
+  app.add_flag("--insecure-no-secret", o.insecure_no_secret,
+               "manual mode without a secret: any host that reaches the rendezvous port can join");
   app.add_option("--name", o.name, "job name (default: program name and a timestamp)");
   app.add_option("--log-dir", o.log_dir,
                  "where job logs go (default $DLAUNCH_STATE_DIR or ~/.local/state/dlaunch/jobs)");
@@ -306,6 +311,7 @@ ParseResult parse_options(int argc, const char* const* argv,
     for (auto& rest : app.remaining()) o.command.push_back(rest);
   }
   o.forward_env_defaults = !no_forward_env;
+  o.rdzv_port_given = rdzv_port->count() > 0;
 
   auto usage_error = [](std::string message) {
     return ParseResult{std::nullopt, 2, std::move(message)};
@@ -387,6 +393,10 @@ ParseResult parse_options(int argc, const char* const* argv,
   if (o.secret_file.empty()) {
     if (const char* f = std::getenv("DLAUNCH_SECRET_FILE"); f && *f) o.secret_file = f;
   }
+  if (o.insecure_no_secret && o.mode != Mode::manual)
+    return usage_error(
+        "--insecure-no-secret is for manual mode (--nnodes N --node-rank R); "
+        "dlaunch makes each job's secret when it starts the agents itself");
   if (o.log_dir.empty()) o.log_dir = default_log_dir();
   return {o, 0, {}};
 }

@@ -58,8 +58,10 @@ struct Options {
   std::string master_addr;
   std::optional<int> master_port;
   int rdzv_port = 29400;
+  bool rdzv_port_given = false;  // --rdzv-port on the command line: wins over the hosts file's
   int rdzv_timeout_s = 600;
   std::string secret_file;
+  bool insecure_no_secret = false;  // manual mode open to any host that reaches the port
 
   std::string name;
   std::string log_dir;

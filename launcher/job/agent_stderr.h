@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstddef>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -12,13 +13,17 @@ namespace dlaunch {
 class AgentStderr {
  public:
   // Prints every complete or partial line of `bytes` as "[<label> agent] ..."
-  // and keeps them.
-  void add(std::string_view bytes, const std::string& label);
+  // and keeps them. Returns the agent's report that it cannot reach the
+  // rendezvous ("cannot connect to ADDR:PORT: <error>") when a line of
+  // `bytes` completes one (protocol/agent_notes.h).
+  std::optional<std::string> add(std::string_view bytes, const std::string& label);
   // The last `n` lines kept, joined for a one-line message.
   std::string last(std::size_t n) const;
 
  private:
   std::string text_;
+  // The line being written, for recognising reports that arrive in pieces.
+  std::string line_;
 };
 
 }  // namespace dlaunch

@@ -198,8 +198,9 @@ void Coordinator::start_agent(const PlannedNode& planned) {
   };
   AgentEvents events;
   events.on_stderr = [this, node_rank](std::string_view bytes) {
-    agents_[static_cast<std::size_t>(node_rank)].diagnostics.add(bytes,
-                                                                 policy_.node_label(node_rank));
+    auto unreachable = agents_[static_cast<std::size_t>(node_rank)].diagnostics.add(
+        bytes, policy_.node_label(node_rank));
+    if (unreachable) apply(policy_.on_agent_unreachable(node_rank, std::move(*unreachable)));
   };
   events.on_exit = [this, node_rank](int code, const std::string& error) {
     const auto& diagnostics = agents_[static_cast<std::size_t>(node_rank)].diagnostics;

@@ -107,6 +107,10 @@ JobActions JobPolicy::on_join(ConnId conn, const proto::Join& join) {
     node_of_conn_[conn] = member->node_rank;
     auto& node = nodes_[static_cast<std::size_t>(member->node_rank)];
     node.conn = conn;
+    if (node.unreachable) {
+      node.unreachable.reset();
+      --unreachable_;
+    }
     node.probe_port = join.probe_port;
     node.agent_pid = join.pid;
     node.interfaces = join.interfaces;
@@ -123,6 +127,8 @@ JobActions JobPolicy::on_join(ConnId conn, const proto::Join& join) {
     }
   }
   send_all(replies);
+  // The last node that was still on its way has arrived: the rest cannot.
+  fail_if_none_is_coming();
   if (config_.probe_master && phase_ == Phase::starting && !rendezvous_.assigned()) {
     if (probe_rounds_) {
       if (const auto index = node_of(conn))
@@ -133,6 +139,37 @@ JobActions JobPolicy::on_join(ConnId conn, const proto::Join& join) {
   }
   if (rendezvous_.assigned() && phase_ == Phase::starting) on_assigned();
   return take();
+}
+
+JobActions JobPolicy::on_agent_unreachable(int index, std::string what) {
+  auto& node = nodes_[static_cast<std::size_t>(index)];
+  if (finished_ || node.conn || node.agent_gone) return {};
+  if (!node.unreachable) ++unreachable_;
+  node.unreachable = std::move(what);
+  fail_if_none_is_coming();
+  return take();
+}
+
+void JobPolicy::fail_if_none_is_coming() {
+  if (unreachable_ == 0 || phase_ != Phase::starting || rendezvous_.assigned()) return;
+  const auto missing = nodes_.size() - static_cast<std::size_t>(rendezvous_.joined());
+  if (unreachable_ < missing) return;
+  // Every node still missing is trying and failing: none of them is on its way.
+  std::string each;
+  std::size_t named = 0;
+  for (const auto& n : nodes_) {
+    if (!n.unreachable) continue;
+    if (++named > 20) {
+      each += " and " + std::to_string(missing - 20) + " more";
+      break;
+    }
+    each += (each.empty() ? "" : "; ") + n.setup.label + ": " + *n.unreachable;
+  }
+  fail(kExitFailure,
+       std::to_string(missing) + (missing == 1 ? " node cannot" : " nodes cannot") +
+           " reach the rendezvous, and no other is missing: " + each +
+           " (a firewall between the hosts and this machine?" + jump_host_hint() + ")",
+       -1, {});
 }
 
 // Two agents of one machine each number its GPUs from 0: on a GPU machine
@@ -660,18 +697,21 @@ void JobPolicy::on_rendezvous_timeout() {
          -1, {});
     return;
   }
-  std::string hint = " (raise --rdzv-timeout, or check that they can reach the rendezvous port";
-  const std::string behind_jump = names_of(
-      [this](std::size_t i) { return nodes_[i].setup.behind_jump && !nodes_[i].conn; }, 50);
-  if (!behind_jump.empty()) {
-    hint += "; " + behind_jump +
-            " reached through a jump host: a network that lets only SSH in needs via = \"ssh\" "
-            "under [rendezvous] in the hosts file, or --rdzv-via-ssh";
-  }
+  const std::string hint =
+      " (raise --rdzv-timeout, or check that they can reach the rendezvous port" + jump_host_hint();
   fail(kExitFailure,
        "timed out after " + std::to_string(config_.rdzv_timeout_s) +
            " s waiting for nodes to join: " + missing_nodes(50) + hint + ")",
        -1, {});
+}
+
+std::string JobPolicy::jump_host_hint() const {
+  const std::string behind_jump = names_of(
+      [this](std::size_t i) { return nodes_[i].setup.behind_jump && !nodes_[i].conn; }, 50);
+  if (behind_jump.empty()) return "";
+  return "; " + behind_jump +
+         " reached through a jump host: a network that lets only SSH in needs via = \"ssh\" "
+         "under [rendezvous] in the hosts file, or --rdzv-via-ssh";
 }
 
 void JobPolicy::on_stop_deadline() {

@@ -144,6 +144,12 @@ class JobPolicy {
   // of the agent's own diagnostics.
   JobActions on_agent_exited(int node, int exit_code, const std::string& error,
                              const std::string& stderr_tail);
+  // The agent of a node that has not joined reports that it cannot connect to
+  // the rendezvous (`what`: "cannot connect to ADDR:PORT: <error>"); it keeps
+  // trying. Once every node still missing has said so, nothing is on its way:
+  // the job fails at once, naming each with its error, instead of waiting out
+  // --rdzv-timeout.
+  JobActions on_agent_unreachable(int node, std::string what);
   // SIGINT or SIGTERM. `grace_s` (from `dlaunch stop --grace S`) replaces the
   // job's grace period for this stop.
   JobActions on_signal(int signal, std::optional<int> grace_s = std::nullopt);
@@ -173,6 +179,9 @@ class JobPolicy {
     net::Interfaces interfaces;   // from its Join
     bool sync_started = false;
     bool synced = false;
+    // The agent's own report that it cannot reach the rendezvous; cleared
+    // when it joins after all.
+    std::optional<std::string> unreachable;
   };
   enum class Phase { starting, running, restarting, stopping };
 
@@ -197,6 +206,11 @@ class JobPolicy {
   void check_finished();
   void finish();
   void on_rendezvous_timeout();
+  // Fails the job once every node still missing has said it cannot connect.
+  void fail_if_none_is_coming();
+  // " (... via = \"ssh\" ...)": the hint for missing nodes behind a jump host,
+  // empty when none is.
+  std::string jump_host_hint() const;
   void on_stop_deadline();
   std::string rank_label(int rank) const;
   template <class Action>
@@ -233,6 +247,7 @@ class JobPolicy {
   // The probe's outcome, kept until the syncs are done too.
   std::optional<std::pair<std::string, std::vector<std::string>>> network_;
   std::size_t synced_ = 0;
+  std::size_t unreachable_ = 0;  // nodes not joined whose agent said it cannot connect
   // Each machine id's first node: a second one is the same machine listed twice.
   std::unordered_map<std::string, int> node_of_machine_;
   bool warned_same_machine_ = false;

@@ -43,22 +43,36 @@ Plan make_plan(const Options& o, const HostsFile* hosts, const std::string& job)
       plan.master_addr = "127.0.0.1";
       plan.rdzv_bind = "127.0.0.1";
       plan.rdzv_connect = "127.0.0.1";
+      if (o.rdzv_port_given) plan.rdzv_port = o.rdzv_port;
       break;
     }
     case Mode::hosts: {
       bool all_local = true;
+      std::vector<std::string> slots_win;  // hosts whose slots override -n
       for (std::size_t i = 0; i < hosts->hosts.size(); ++i) {
         PlannedNode node;
         node.node_rank = static_cast<int>(i);
         node.host = hosts->hosts[i];
         node.local = is_local_host(node.host);
         node.nproc = node.host.slots.value_or(default_nproc);
+        if (o.nproc_per_node && node.host.slots && *node.host.slots != *o.nproc_per_node)
+          slots_win.push_back(node.host.name);
         all_local = all_local && node.local;
         plan.nodes.push_back(node);
       }
+      if (!slots_win.empty()) {
+        std::string names;
+        for (std::size_t i = 0; i < slots_win.size() && i < 5; ++i)
+          names += (i ? ", " : "") + slots_win[i];
+        if (slots_win.size() > 5) names += " and " + std::to_string(slots_win.size() - 5) + " more";
+        plan.warnings.push_back("--nproc-per-node " + std::to_string(*o.nproc_per_node) +
+                                " applies only to hosts without a slot count: the host list's "
+                                "slots win on " +
+                                names);
+      }
       plan.nnodes = static_cast<int>(plan.nodes.size());
       plan.hosts_in_prefix = plan.nnodes > 1;
-      plan.rdzv_port = hosts->rendezvous.port.value_or(0);
+      plan.rdzv_port = o.rdzv_port_given ? o.rdzv_port : hosts->rendezvous.port.value_or(0);
       plan.rdzv_connect = hosts->rendezvous.address;
       plan.all_nodes_local = all_local;
       plan.probe_master = !all_local && plan.nnodes > 1;
@@ -207,8 +221,15 @@ std::string describe_plan(const Plan& plan, const Options& o) {
         layered_environment(plan.forwarded_env, node.host.env, plan.command_line_env);
     if (!layered.empty()) {
       out << "  environment above the host's own:";
-      for (const auto& [k, e] : layered)
-        out << " " << k << "=" << e.value << " (" << env_source_name(e.source) << ")";
+      for (const auto& [k, e] : layered) {
+        std::string_view source = env_source_name(e.source);
+        if (e.source == EnvSource::command_line && plan.env_file_names.contains(k))
+          source = "--env-file";
+        if (e.source == EnvSource::hosts_file && k == "CUDA_VISIBLE_DEVICES" &&
+            !node.host.visible_devices_by.empty())
+          source = node.host.visible_devices_by;
+        out << " " << k << "=" << e.value << " (" << source << ")";
+      }
       out << "\n";
     }
     const int shown = node.nproc > 0 ? node.nproc : 1;

@@ -50,7 +50,11 @@ struct Plan {
   // the coordinator's (lowest), then each host's `env`, then --env/--env-file.
   EnvVars forwarded_env = {};
   EnvVars command_line_env = {};
+  // Those of command_line_env that came from --env-file, for --dry-run's labels.
+  std::set<std::string> env_file_names = {};
   int node_rank = 0;  // manual mode: this node
+  // Options that have no effect as given, for the user to hear once.
+  std::vector<std::string> warnings;
 };
 
 Plan make_plan(const Options& options, const HostsFile* hosts, const std::string& job);

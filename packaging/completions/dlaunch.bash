@@ -12,7 +12,7 @@ _dlaunch_run_valued="--hosts --hostfile -H --host-list --include --exclude --lau
   --tensorboard-dir --ranks-filter --grace --max-restarts --max_restarts --heartbeat-timeout
   --ssh-parallel --ssh-timeout -e --env --env-file --forward-env --workdir --chdir --sync"
 _dlaunch_run_flags="-h --help --version -d --detach --no-forward-env --dry-run -v --verbose -q --quiet --no-skip
-  --accept-new-host-keys --rdzv-via-ssh --sync-delete"
+  --accept-new-host-keys --rdzv-via-ssh --sync-delete --insecure-no-secret"
 
 # The state dir, as dlaunch finds it: --log-dir on the line, else
 # $DLAUNCH_STATE_DIR, $XDG_STATE_HOME/dlaunch/jobs, ~/.local/state/dlaunch/jobs.

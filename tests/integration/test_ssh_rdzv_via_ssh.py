@@ -59,6 +59,25 @@ class RendezvousViaSshTest(unittest.TestCase):
         self.assertNotEqual(r.returncode, 0, "the host reached the coordinator")
         self.assertIn("ConnectionRefused", r.stderr)
 
+    def test_without_via_every_host_says_why_and_the_job_fails_without_waiting(self):
+        # Each agent tells the coordinator it cannot connect; once every host
+        # still missing has said so, nothing is on its way: the job fails then,
+        # naming each host's error, not after --rdzv-timeout's 60 s.
+        h1, h2, h3 = self.hosts.hosts
+        hosts_file = self.hosts.hosts_file(
+            [1, 2], hosts=[h2, h3], host_extra={"h3": f'jump = "root@{h1["address"]}"\n'})
+        r = self.dlaunch(hosts_file)
+        self.assertEqual(r.returncode, 1, r.stderr)
+        self.assertIn("2 nodes cannot reach the rendezvous, and no other is missing:", r.stderr)
+        for h in ("h2", "h3"):
+            self.assertIn(f"{h}: cannot connect to {self.coordinator}:", r.stderr)
+            self.assertIn(f"[{h} agent]", r.stderr)
+        self.assertIn("Connection refused", r.stderr)
+        self.assertIn('h3 reached through a jump host: a network that lets only SSH in needs '
+                      'via = "ssh"', r.stderr)
+        self.assertNotIn("timed out", r.stderr)
+        self.assertNotIn("rank 0 on", r.stdout)
+
     def test_via_ssh_in_the_hosts_file(self):
         hosts_file = self.hosts.hosts_file([1, 2], extra='[rendezvous]\nvia = "ssh"\n\n',
                                            hosts=self.hosts.hosts[:2])

@@ -168,3 +168,19 @@ TEST_CASE("top job: a host named by a local rank, loopback and standalone jobs a
   CHECK(format_top_job_text(top) ==
         "no running jobs\n\nno ranks of any dlaunch job on this machine\n");
 }
+
+TEST_CASE("top job: ranks of jobs without a row (another state dir's) are left out and named") {
+  TopJobs top;
+  top.log_dir = "/state";
+  top.jobs = {job("train", JobStatus::running, {"localhost"}, 1)};
+  top.ranks = {sample("train", "0", 200, "localhost", 0),
+               sample("elsewhere", "0", 50, "localhost", std::nullopt)};
+  keep_ranks_of_listed_jobs(top);
+  REQUIRE(top.ranks.size() == 1);
+  CHECK(top.ranks[0].job == "train");
+  const auto text = format_top_job_text(top);
+  CHECK(text.find("elsewhere      ") == std::string::npos);
+  CHECK(
+      text.ends_with("(ranks of jobs not running in /state are not shown: elsewhere; "
+                     "--log-dir or DLAUNCH_STATE_DIR names another state dir)\n"));
+}

@@ -16,6 +16,7 @@
 
 #include "common/console.h"
 #include "common/text.h"
+#include "launcher/job/agent_stderr.h"
 #include "launcher/job/job_policy.h"
 #include "launcher/transport/fake_transport.h"
 
@@ -67,9 +68,12 @@ class FakeJob {
   void start() {
     for (int node = 0; node < setup_.nodes; ++node) {
       AgentEvents events;
-      events.on_stderr = [this, node](std::string_view bytes) { stderr_[node].append(bytes); };
+      events.on_stderr = [this, node](std::string_view bytes) {
+        if (auto unreachable = stderr_[node].add(bytes, host(node)))
+          apply(policy_.on_agent_unreachable(node, std::move(*unreachable)));
+      };
       events.on_exit = [this, node](int code, const std::string& error) {
-        apply(policy_.on_agent_exited(node, code, error, last_lines(stderr_[node], 5)));
+        apply(policy_.on_agent_exited(node, code, error, stderr_[node].last(5)));
       };
       HostEntry entry;
       entry.name = host(node);
@@ -279,7 +283,7 @@ class FakeJob {
   Setup setup_;
   JobPolicy policy_;
   std::vector<std::unique_ptr<AgentHandle>> handles_;  // by node
-  std::map<int, std::string> stderr_;                  // each agent's own diagnostics
+  std::map<int, AgentStderr> stderr_;                  // each agent's own diagnostics
   std::map<int, std::vector<std::string>> tails_;      // each rank's last lines
   std::map<int, bool> closed_;                         // connection closed, by node
   std::map<ConnId, std::vector<proto::Message>> inbox_;

@@ -1,4 +1,5 @@
 #include "launcher/job/job_policy.h"
+#include "protocol/agent_notes.h"
 
 #include <doctest/doctest.h>
 
@@ -360,6 +361,50 @@ TEST_CASE("a node behind a jump host that never joins: the timeout suggests via 
                            "jump host: a network that lets only SSH in needs via = \"ssh\" "
                            "under [rendezvous] in the hosts file, or --rdzv-via-ssh)") !=
         std::string::npos);
+}
+
+TEST_CASE("once every missing node's agent says it cannot connect, the job fails at once") {
+  FakeJob job({.nodes = 4, .rdzv_timeout_s = 600, .behind_jump = {2}});
+  job.start();
+  job.join(0);
+  job.join(1);
+  // The report may arrive in pieces, after a warning prefix.
+  job.agent_writes_stderr(2, "dlaunch-agent: warning: cannot connect to 198.18.0.254:29400: ");
+  job.agent_writes_stderr(2,
+                          "Connection refused (the rendezvous; still trying until the timeout)\n");
+  CHECK_FALSE(job.exit_code.has_value());
+  CHECK(job.printed().find("failed") == std::string::npos);  // host3 may still come
+  job.agent_writes_stderr(3,
+                          "dlaunch-agent: warning: cannot connect to 198.18.0.254:29400: "
+                          "No route to host (the rendezvous; still trying until the timeout)\n");
+  job.all_agents_stop();
+  REQUIRE(job.exit_code == 1);
+  const std::string printed = job.printed();
+  CHECK(printed.find("2 nodes cannot reach the rendezvous, and no other is missing: host2: "
+                     "cannot connect to 198.18.0.254:29400: Connection refused; host3: cannot "
+                     "connect to 198.18.0.254:29400: No route to host") != std::string::npos);
+  CHECK(printed.find("host2 reached through a jump host: a network that lets only SSH in needs "
+                     "via = \"ssh\"") != std::string::npos);
+  CHECK(printed.find("timed out") == std::string::npos);
+  for (int node = 0; node < 4; ++node) CHECK(job.received_of<proto::Assign>(node).empty());
+}
+
+TEST_CASE("an agent that reports it cannot connect and then joins is on its way again") {
+  FakeJob job({.nodes = 4});
+  const std::string refused = "cannot connect to a:1: Connection refused " +
+                              std::string(proto::kRendezvousUnreachableNote) + "\n";
+  job.start();
+  job.join(0);
+  job.agent_writes_stderr(1, refused);
+  job.join(1);  // the coordinator's listener was briefly full, say
+  job.agent_writes_stderr(2, refused);
+  CHECK(job.printed().find("cannot reach the rendezvous") == std::string::npos);  // host3 may come
+  // host3 arrives: host2, which said it cannot connect, is all that is missing.
+  job.join(3);
+  job.all_agents_stop();
+  REQUIRE(job.exit_code == 1);
+  CHECK(job.printed().find("1 node cannot reach the rendezvous, and no other is missing: host2: "
+                           "cannot connect to a:1: Connection refused (") != std::string::npos);
 }
 
 TEST_CASE("one GPU machine listed twice is refused before any rank starts, naming both") {

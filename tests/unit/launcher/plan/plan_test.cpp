@@ -164,3 +164,46 @@ TEST_CASE("every host's environment and workdir in the launch spec and --dry-run
   CHECK(describe_plan(p, o).find("  workdir: /data/run (--workdir; must exist there)\n") !=
         std::string::npos);
 }
+
+TEST_CASE("--rdzv-port with a host list sets the coordinator's port, over the hosts file's") {
+  Options o = hosts_mode();
+  HostsFile hosts = two_hosts("10.0.0.5", "10.0.0.6");
+  hosts.rendezvous.port = 29600;
+  CHECK(make_plan(o, &hosts, "job").rdzv_port == 29600);
+  o.rdzv_port = 29700;
+  o.rdzv_port_given = true;
+  CHECK(make_plan(o, &hosts, "job").rdzv_port == 29700);
+}
+
+TEST_CASE("-n where the host list gives slots is said, naming the hosts whose slots win") {
+  Options o = hosts_mode();
+  o.nproc_per_node = 4;
+  HostsFile hosts = two_hosts("10.0.0.5", "10.0.0.6");
+  CHECK(make_plan(o, &hosts, "job").warnings.empty());
+  hosts.hosts[1].slots = 2;
+  const Plan p = make_plan(o, &hosts, "job");
+  CHECK(p.nodes[0].nproc == 4);
+  CHECK(p.nodes[1].nproc == 2);
+  REQUIRE(p.warnings.size() == 1);
+  CHECK(p.warnings[0] ==
+        "--nproc-per-node 4 applies only to hosts without a slot count: the host list's slots "
+        "win on b");
+  hosts.hosts[1].slots = 4;  // the same count: nothing to say
+  CHECK(make_plan(o, &hosts, "job").warnings.empty());
+}
+
+TEST_CASE("--dry-run names --env-file and --include as the sources of what they set") {
+  Options o = hosts_mode();
+  HostsFile hosts = two_hosts("10.0.0.5", "10.0.0.6");
+  hosts.hosts[0].env["CUDA_VISIBLE_DEVICES"] = "0,1";
+  hosts.hosts[0].visible_devices_by = "--include";
+  hosts.hosts[1].env["CUDA_VISIBLE_DEVICES"] = "3";  // the hosts file's own
+  Plan p = make_plan(o, &hosts, "job");
+  p.command_line_env = {{"FROM_FILE", "1"}, {"FROM_FLAG", "2"}};
+  p.env_file_names = {"FROM_FILE"};
+  const std::string text = describe_plan(p, o);
+  CHECK(text.find("CUDA_VISIBLE_DEVICES=0,1 (--include)") != std::string::npos);
+  CHECK(text.find("CUDA_VISIBLE_DEVICES=3 (hosts file)") != std::string::npos);
+  CHECK(text.find("FROM_FILE=1 (--env-file)") != std::string::npos);
+  CHECK(text.find("FROM_FLAG=2 (--env)") != std::string::npos);
+}
