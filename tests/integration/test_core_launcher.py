@@ -147,6 +147,101 @@ class CoreLauncherTest(DlaunchTestCase):
         self.assertEqual(node0.returncode, 1)
         self.assertIn("timed out", err0)
 
+    def env_without_secret(self):
+        env = self.env()
+        for name in ("DLAUNCH_SECRET", "DLAUNCH_SECRET_FILE"):
+            env.pop(name, None)
+        return env
+
+    def test_manual_mode_node_0_makes_the_secret_and_prints_the_line_for_the_others(self):
+        # As `kubeadm join --token`: node 1 runs the line node 0 printed. The
+        # secret is in no process's argv and in no rank's environment.
+        rdzv = free_port()
+        rank = ("import os\n"
+                "secret = os.environ.get('DLAUNCH_SECRET_SEEN', '')\n"
+                "print('rank', os.environ['RANK'], 'env has secret:', 'DLAUNCH_SECRET' in os.environ)\n"
+                "pid = os.getpid()\n"
+                "while pid > 1:\n"
+                "    with open(f'/proc/{pid}/cmdline', 'rb') as f:\n"
+                "        if secret and secret.encode() in f.read(): print('secret in argv of', pid)\n"
+                "    with open(f'/proc/{pid}/stat') as f:\n"
+                "        pid = int(f.read().rsplit(')', 1)[1].split()[1])\n")
+        script = self.write("rank.py", rank)
+        node0 = self.start_dlaunch(["--nnodes", "2", "--node-rank", "0", "--master-addr",
+                                    "127.0.0.1", "--rdzv-port", str(rdzv), "--", sys.executable,
+                                    script], env=self.env_without_secret())
+        line = ""
+        while "DLAUNCH_SECRET=" not in line:
+            line = node0.stderr.readline()
+            self.assertTrue(line, "node 0 printed no line for the other nodes")
+        self.assertTrue(line.startswith("  DLAUNCH_SECRET="), line)
+        secret = line.split()[0].split("=", 1)[1]
+        self.assertEqual(len(secret), 64)
+        self.assertIn("--node-rank <N>", line)
+        env = self.env_without_secret()
+        env["DLAUNCH_SECRET_SEEN"] = secret  # for the rank's argv check only
+        # Typed into a shell, as a user pastes it (not `sh -c LINE`, whose argv
+        # would hold it).
+        node1 = subprocess.run(["sh"], input=line.strip().replace("<N>", "1") + "\n",
+                               capture_output=True, text=True, timeout=120, env=env)
+        self.assertEqual(node1.returncode, 0, node1.stderr)
+        out0, err0 = node0.communicate(timeout=60)
+        self.assertEqual(node0.returncode, 0, err0)
+        self.assertIn("rank 1 env has secret: False", node1.stdout)
+        self.assertIn("rank 0 env has secret: False", out0)
+        self.assertNotIn("secret in argv", node1.stdout)
+
+    def test_manual_mode_another_node_without_a_secret_is_told_where_it_comes_from(self):
+        r = self.run_dlaunch(["--nnodes", "2", "--node-rank", "1", "--master-addr", "127.0.0.1",
+                              "--rdzv-port", str(free_port()), "--", "true"],
+                             env=self.env_without_secret())
+        self.assertEqual(r.returncode, 2, r.stderr)
+        self.assertIn("node 1 needs the job's secret: start it with the DLAUNCH_SECRET=... line "
+                      "that node 0 printed", r.stderr)
+
+    def test_manual_mode_runs_open_only_with_insecure_no_secret(self):
+        rdzv = free_port()
+        args = ["--nnodes", "2", "--master-addr", "127.0.0.1", "--rdzv-port", str(rdzv),
+                "--insecure-no-secret", "--", "true"]
+        node0 = self.start_dlaunch(["--node-rank", "0"] + args, env=self.env_without_secret())
+        node1 = self.run_dlaunch(["--node-rank", "1"] + args, env=self.env_without_secret())
+        self.assertEqual(node1.returncode, 0, node1.stderr)
+        _, err0 = node0.communicate(timeout=60)
+        self.assertEqual(node0.returncode, 0, err0)
+        self.assertIn("--insecure-no-secret: any host that reaches rendezvous port", err0)
+        self.assertNotIn("DLAUNCH_SECRET=", err0)
+        r = self.run_dlaunch(["--insecure-no-secret", "--", "true"])
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("--insecure-no-secret is for manual mode", r.stderr)
+
+    def test_an_agent_that_meets_another_service_on_the_rendezvous_port_keeps_trying(self):
+        # Something else answers on node 0's port for a while (node 0 not up
+        # yet): node 1 says so and retries until node 0 is there.
+        secret = self.write("secret", "shared\n", 0o600)
+        listener = socket.socket()
+        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        listener.bind(("127.0.0.1", 0))
+        listener.listen()
+        rdzv = listener.getsockname()[1]
+        common = ["--nnodes", "2", "--master-addr", "127.0.0.1", "--rdzv-port", str(rdzv),
+                  "--rdzv-timeout", "60", "--secret-file", secret, "--", "true"]
+        node1 = self.start_dlaunch(["--node-rank", "1"] + common)
+        answered = 0
+        listener.settimeout(10)
+        try:
+            while answered < 3:  # three tries of node 1 met it
+                conn, _ = listener.accept()
+                with conn:
+                    conn.sendall(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n")
+                answered += 1
+        finally:
+            listener.close()
+        self.assertIsNone(node1.poll(), "node 1 gave up on meeting another service")
+        node0 = self.run_dlaunch(["--node-rank", "0"] + common)
+        self.assertEqual(node0.returncode, 0, node0.stderr)
+        _, err1 = node1.communicate(timeout=60)
+        self.assertEqual(node1.returncode, 0, err1)
+
     def test_hosts_file_with_two_local_hosts(self):
         hosts = self.write("hosts.toml", """
 [[host]]

@@ -84,6 +84,19 @@ class JobCommandsTest(DlaunchTestCase):
         r = self.run_dlaunch(["logs", job, "--all-ranks"])
         self.assertEqual(r.stdout, "[0] line1\n[0] Traceback: partial\n")
 
+    def test_logs_of_a_rank_that_wrote_nothing_is_empty_not_missing(self):
+        job = self.job_name("silent")
+        r = self.run_dlaunch(["-n", "2", "--name", job, "--", "sh", "-c",
+                              'if [ "$RANK" = 0 ]; then echo hello; fi'])
+        self.assertEqual(r.returncode, 0, r.stderr)
+        r = self.run_dlaunch(["logs", job, "-r", "1"])
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(r.stdout, "")
+        self.assertIn(f"rank 1 of job {job} has written nothing", r.stderr)
+        r = self.run_dlaunch(["logs", job, "-r", "5"])
+        self.assertEqual(r.returncode, 1)
+        self.assertIn(f"job {job} has no rank 5", r.stderr)
+
     def test_logs_print_every_byte_of_a_large_log(self):
         job = self.job_name("large")
         writer = self.write("write.py", (

@@ -166,6 +166,74 @@ class SyncTest(unittest.TestCase):
         self.assertFalse(os.path.exists(marker))
 
 
+class SharedDestinationTest(unittest.TestCase):
+    """Hosts whose destination is one directory (two hosts on one machine, or
+    an NFS home on a cluster): the tree is written by one of them while the
+    others wait and then find it in place. Before, the agents raced: a
+    directory one of them created was "File exists" to the other."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.hosts = sshd_harness.SshHosts(2)
+        cls.hosts.__enter__()
+        try:
+            cls.hosts.write_known_hosts()
+        except BaseException:
+            cls.hosts.close()
+            raise
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.hosts.close()
+
+    def setUp(self):
+        self.src = os.path.join(self.hosts.tmp, "shared-src")
+        self.dest = os.path.join(self.hosts.tmp, "shared", "run")
+        for d in (self.src, os.path.join(self.hosts.tmp, "shared")):
+            shutil.rmtree(d, ignore_errors=True)
+        for i in range(20):
+            os.makedirs(os.path.join(self.src, f"sub{i}", "deeper"))
+            with open(os.path.join(self.src, f"sub{i}", "deeper", "f.txt"), "w") as f:
+                f.write(f"file {i}\n")
+        with open(os.path.join(self.src, "top.txt"), "w") as f:
+            f.write("top\n")
+
+    def run_shared(self, hosts_file):
+        r = subprocess.run(
+            [harness.DLAUNCH, "-v", "--hosts", hosts_file, "--sync", self.src, "--workdir",
+             self.dest, "--", "cat", "sub7/deeper/f.txt"],
+            capture_output=True, text=True, timeout=120, env=self.hosts.env())
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(r.stdout.count("file 7"), 2, r.stdout)
+        written = sorted(int(files) for _, files, _, _ in SYNCED.findall(r.stderr))
+        return r, written
+
+    def check_shared(self, hosts_file):
+        for run in range(4):
+            shutil.rmtree(os.path.join(self.hosts.tmp, "shared"), ignore_errors=True)
+            r, written = self.run_shared(hosts_file)
+            # 21 files, sent once: one host wrote them, the other found them.
+            self.assertEqual(written, [0, 21], r.stderr)
+            for i in range(20):
+                with open(os.path.join(self.dest, f"sub{i}", "deeper", "f.txt")) as f:
+                    self.assertEqual(f.read(), f"file {i}\n")
+            left = [n for n in os.listdir(self.dest) if n.startswith(".dlaunch-sync-")]
+            self.assertEqual(left, [], "markers or temporary files left behind")
+        # Everything in place already: neither host writes anything.
+        _, written = self.run_shared(hosts_file)
+        self.assertEqual(written, [0, 0])
+
+    def test_two_ssh_hosts_share_the_destination(self):
+        self.check_shared(self.hosts.hosts_file([1, 1], name="shared.toml"))
+
+    def test_two_local_nodes_share_the_destination(self):
+        path = os.path.join(self.hosts.tmp, "local.toml")
+        with open(path, "w") as f:
+            f.write('[[host]]\nname = "node0"\naddress = "127.0.0.1"\nslots = 1\n\n'
+                    '[[host]]\nname = "node1"\naddress = "127.0.0.1"\nslots = 1\n')
+        self.check_shared(path)
+
+
 if __name__ == "__main__":
     harness.require_binaries()
     unittest.main(verbosity=2)
