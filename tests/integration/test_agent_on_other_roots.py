@@ -184,8 +184,10 @@ class AgentOnOtherRoots(RootsTestCase):
 
     def run_job_on(self, which, label):
         job = self.job_name(f"root{which}")
+        # Rank 1's failure stops rank 0: it waits a moment so that rank 0 has
+        # said where it runs first, also on a loaded machine.
         script = ('echo "rank $RANK in $(cat /etc/dlaunch-root)"; '
-                  '[ "$RANK" = 1 ] && exit 3; exit 0')
+                  '[ "$RANK" = 1 ] && sleep 3 && exit 3; exit 0')
         r = self.run_dlaunch(["-v", "--name", job, "--hosts", self.hosts_file(which), "--",
                               "sh", "-c", script], env=self.env(), timeout=180)
         self.assertEqual(r.returncode, 3, r.stderr)
