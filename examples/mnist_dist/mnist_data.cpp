@@ -24,8 +24,8 @@ std::string find_file(const std::string& dir, const std::string& name) {
     if (std::filesystem::exists(candidate)) return candidate;
   }
   // What to do, in one line: the first run of a newcomer ends here.
-  throw DataError("no MNIST data in " + dir + "/ (" + name +
-                  "[.gz] is missing): give --data DIR holding the four IDX files "
+  throw DataError("no MNIST data in " + dir + ": " + dir + "/" + name +
+                  "[.gz] is missing; give --data DIR holding the four IDX files "
                   "train-images-idx3-ubyte, train-labels-idx1-ubyte, t10k-images-idx3-ubyte and "
                   "t10k-labels-idx1-ubyte (plain or .gz, e.g. torchvision's MNIST/raw), or "
                   "--synthetic N to train on N generated images");
