@@ -38,6 +38,10 @@ std::optional<Options> parse_options(int argc, char** argv, int* exit_code) {
       ->capture_default_str();
   app.add_option("--timeout", o.timeout, "give up after this long")->capture_default_str();
   app.add_option("--seed", o.seed)->capture_default_str();
+  app.add_option("--blind-node", o.blind_nodes,
+                 "this node answers every Probe at once with every address timed out, without "
+                 "connecting, as a node whose SYNs are all lost (repeat, or a comma list)")
+      ->delimiter(',');
   app.add_flag("--worker", o.worker)->group("");
   app.add_option("--nodes", o.nodes)->group("");
   try {

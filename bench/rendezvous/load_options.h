@@ -1,6 +1,7 @@
 // The command line of dlaunch-rdzv-load, flag for flag the one of
 // tests/integration/rdzv_load.py, so that scale.py and the tests can run
-// either load generator with the same arguments.
+// either load generator with the same arguments; --blind-node is this one's
+// only (the MASTER_ADDR probe's failure paths at scale).
 #pragma once
 
 #include <optional>
@@ -23,6 +24,9 @@ struct Options {
   double jitter = 0.0;
   double timeout = 120.0;
   long long seed = 0;
+  // These nodes reach none of node 0's addresses: every Probe is answered at
+  // once with each address timed out, and no connect is made.
+  std::vector<int> blind_nodes;
   // Hidden, as in rdzv_load.py: one worker's share, "start:stop:step".
   bool worker = false;
   std::string nodes;

@@ -68,6 +68,8 @@ Worker::Worker(const Options& options, std::string secret, std::vector<int> node
     agents_[i].node = nodes[i];
     agents_[i].backoff = kBackoffFirst;
     if (nodes[i] == o_.fail_node) holds_failure_ = o_.close_all_on_stop;
+    agents_[i].blind =
+        std::find(o_.blind_nodes.begin(), o_.blind_nodes.end(), nodes[i]) != o_.blind_nodes.end();
   }
   active_ = static_cast<std::int64_t>(agents_.size());
   deadline_ = monotonic_s() + o_.timeout;
@@ -323,6 +325,7 @@ void Worker::on_joined_frame(std::uint32_t i, const Frame& frame, double now) {
       if (!m) return malformed();
       stats_.note_time(kFirstProbe, now);
       ++a.probes;
+      if (a.blind) return answer_blind(i, *m);
       return prober_.start(i, a.node, *m);
     }
     default:
@@ -336,6 +339,17 @@ void Worker::on_probe_done(std::uint32_t i, std::vector<net::ProbeOutcome> outco
   if (a.state == State::done || a.fd < 0) return;
   stats_.note_time(kLastProbe, wall_s());
   send(i, proto::encode(proto::ProbeReport{std::move(outcomes)}));
+}
+
+// A node whose SYNs are all lost would report each address timed out after
+// the Probe's timeout. Answering at once, with no connect, gives node 0 the
+// same report without the wait: what is measured is what node 0 does next
+// (retry, fail or fall back), not the timeout.
+void Worker::answer_blind(std::uint32_t i, const proto::Probe& probe) {
+  stats_.stats.add("probe_blind_answers", 1);
+  net::ProbeOutcome unreached;
+  unreached.error = "timed out (--blind-node)";
+  on_probe_done(i, std::vector<net::ProbeOutcome>(probe.addresses.size(), unreached));
 }
 
 // Every assigned rank's exit (the failing node's first rank with

@@ -50,7 +50,8 @@ class Worker {
     double backoff = 0;
     std::int64_t attempts = 0;
     double last_send = 0;
-    int probes = 0;  // Probes being answered
+    int probes = 0;      // Probes being answered
+    bool blind = false;  // --blind-node: reaches none of node 0's addresses
     std::optional<proto::Assign> assign;
     std::optional<proto::Stop> stop;
     const char* outcome = nullptr;
@@ -69,6 +70,7 @@ class Worker {
   void on_frame(std::uint32_t i, const Frame& frame);
   void on_joined_frame(std::uint32_t i, const Frame& frame, double now);
   void on_probe_done(std::uint32_t i, std::vector<net::ProbeOutcome> outcomes);
+  void answer_blind(std::uint32_t i, const proto::Probe& probe);
   void report_exits(std::uint32_t i);
   void close_all();
   void on_socket_event(Token token, std::uint32_t events);

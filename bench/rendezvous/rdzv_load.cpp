@@ -6,6 +6,7 @@
 // closed_on_stop). Not installed: a benchmark tool of the build tree.
 //
 //   dlaunch-rdzv-load --port P --secret-file F --nnodes N [--procs K] [--fail-node I]
+//                     [--blind-node I,J,...]
 //
 // Nodes first_node..N-1 are dealt round-robin to --procs forked workers, as
 // rdzv_load.py deals them to its worker processes; the parent merges the

@@ -123,7 +123,7 @@ class CppLoad:
 
     def __init__(self, binary, port, secret_file, nnodes, procs=None, nproc=1, fail_node=-1,
                  fail_code=3, close_all_on_stop=False, jitter=0.0, timeout=120.0,
-                 host="127.0.0.1", seed=0, cpus=None):
+                 host="127.0.0.1", seed=0, cpus=None, blind_nodes=""):
         self.cpus = cpus
         self.nnodes = nnodes
         self.argv = [
@@ -131,7 +131,8 @@ class CppLoad:
             "--nnodes", str(nnodes), "--procs", str(procs or rdzv_load.default_procs()),
             "--nproc", str(nproc), "--fail-node", str(fail_node), "--fail-code", str(fail_code),
             "--jitter", str(jitter), "--timeout", str(timeout), "--seed", str(seed),
-        ] + (["--close-all-on-stop"] if close_all_on_stop else [])
+        ] + (["--close-all-on-stop"] if close_all_on_stop else []) + (
+            ["--blind-node", blind_nodes] if blind_nodes else [])
         self.popen = None
 
     def start(self):
@@ -186,7 +187,8 @@ def describe_load(load):
 
 
 def run_one(bin_dir, nodes, procs, timeout, jitter, perf_out=None, verbose=False, storm=False,
-            node0_cpus=None, load_cpus=None, load_kind=("py", None)):
+            node0_cpus=None, load_cpus=None, load_kind=("py", None), blind_nodes="", keep=None,
+            node0_args=()):
     tmp = tempfile.mkdtemp(prefix="dlaunch-scale-")
     secret = os.path.join(tmp, "secret")
     with open(secret, "w") as f:
@@ -199,14 +201,14 @@ def run_one(bin_dir, nodes, procs, timeout, jitter, perf_out=None, verbose=False
            "--master-addr", "127.0.0.1", "--rdzv-port", str(port), "--secret-file", secret,
            "--nproc-per-node", "1", "--name", f"scale-{nodes}-{os.getpid()}",
            "--log-dir", os.path.join(tmp, "logs"), "--rdzv-timeout", str(int(timeout)),
-           "--", "true"]
+           *node0_args, "--", "true"]
     # storm: rank N/2 exits with code 3 and every agent's connection closes
     # while node 0 writes Stop (the double free of the old send path).
     load_args = dict(procs=procs, timeout=timeout + 10, jitter=jitter,
                      fail_node=nodes // 2 if storm else -1, fail_code=3, close_all_on_stop=storm,
                      cpus=load_cpus)
     if load_kind[0] == "cpp":
-        load = CppLoad(load_kind[1], port, secret, nodes, **load_args)
+        load = CppLoad(load_kind[1], port, secret, nodes, blind_nodes=blind_nodes, **load_args)
     else:
         load = rdzv_load.Load(port, secret, nodes, **load_args)
     perf = None
@@ -288,7 +290,14 @@ def run_one(bin_dir, nodes, procs, timeout, jitter, perf_out=None, verbose=False
         "refused": summary["stats"].get("connect_errors", 0),
         "outcomes": summary["outcomes"],
         "stderr_tail": stderr[-600:],
+        "descendant_hwm_mib": sorted(v / 1024 for v in descendant_hwm.values()),
     }
+    if keep:
+        # dlaunch's whole stderr and the load's summary, for a run to be read later.
+        with open(keep + ".stderr", "w") as f:
+            f.write(stderr)
+        with open(keep + ".json", "w") as f:
+            json.dump({"row": row, "load": summary}, f, indent=1)
     if verbose:
         print(f"    load: {describe_load(load_kind)}", flush=True)
         steps = ", ".join(f"{k} {v - start_wall:.2f}" for k, v in sorted(
@@ -340,6 +349,13 @@ def main():
     ap.add_argument("--node0-cpus", default="",
                     help="pin node 0 (and its agent and rank) to these CPUs, e.g. 0-1")
     ap.add_argument("--load-cpus", default="", help="pin the load processes to these CPUs")
+    ap.add_argument("--blind-node", default="",
+                    help="these load nodes (a comma list) reach none of node 0's addresses: "
+                    f"{LOAD_BINARY} --blind-node; cpp load only")
+    ap.add_argument("--node0-arg", action="append", default=[],
+                    help="one more argument for dlaunch (node 0), e.g. -v (repeat)")
+    ap.add_argument("--keep", help="write each run's dlaunch stderr and load summary to "
+                    "KEEP-<run>.stderr and KEEP-<run>.json")
     ap.add_argument("--load", choices=("cpp", "py"),
                     help=f"the load generator: cpp ({LOAD_BINARY}) or py (rdzv_load.py); "
                     f"default: cpp where the build has {LOAD_BINARY} next to its dlaunch")
@@ -350,6 +366,8 @@ def main():
     nodes = [int(n) for n in args.nodes.split(",")]
     node0_cpus, load_cpus = cpu_list(args.node0_cpus), cpu_list(args.load_cpus)
     loads = pick_loads(args.load, builds)
+    if args.blind_node and any(kind == "py" for kind, _ in loads.values()):
+        sys.exit("scale.py: --blind-node needs the C++ load (--load cpp)")
     pinning = (f"; node 0 on CPUs {args.node0_cpus or 'any'}, load on CPUs "
                f"{args.load_cpus or 'any'}; load: "
                + ", ".join(f"{name}={describe_load(loads[name])}" for name, _ in builds))
@@ -360,9 +378,11 @@ def main():
     for n in nodes:
         for name, bin_dir in builds:
             for _ in range(args.repeat):
+                keep = f"{args.keep}-{len(rows) + 1}" if args.keep else None
                 r = run_one(bin_dir, n, args.procs, args.timeout, args.jitter, args.perf,
                             verbose=True, storm=args.storm, node0_cpus=node0_cpus,
-                            load_cpus=load_cpus, load_kind=loads[name])
+                            load_cpus=load_cpus, load_kind=loads[name],
+                            blind_nodes=args.blind_node, keep=keep, node0_args=args.node0_arg)
                 rows.append((name, r))
                 print(fmt(name, r), flush=True)
     if args.write:

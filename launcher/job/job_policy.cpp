@@ -113,6 +113,14 @@ JobActions JobPolicy::on_join(ConnId conn, const proto::Join& join) {
     }
     node.probe_port = join.probe_port;
     node.agent_pid = join.pid;
+    // Joined after the job was stopped (thousands still arriving when a probe
+    // fails): told at once, or the job would wait out its stop deadline for it.
+    if (phase_ == Phase::stopping && last_stop_) {
+      // Nothing of the rendezvous's answer: its last join may complete the
+      // world and assign ranks that must not start.
+      emit(job_action::Send{conn, *last_stop_});
+      return take();
+    }
     node.interfaces = join.interfaces;
     if (config_.label_from_join && !join.host.empty()) node.setup.label = join.host;
     if (!check_machine_listed_once(member->node_rank, join)) return take();
@@ -396,6 +404,7 @@ void JobPolicy::stop_every_node(const proto::Stop& stop_in) {
   for (const auto& n : nodes_) {
     if (n.conn && !n.conn_closed) emit(job_action::Send{*n.conn, stop});
   }
+  last_stop_ = std::move(stop);
 }
 
 std::string JobPolicy::rank_label(int rank) const {

@@ -247,7 +247,8 @@ class JobPolicy {
   // The probe's outcome, kept until the syncs are done too.
   std::optional<std::pair<std::string, std::vector<std::string>>> network_;
   std::size_t synced_ = 0;
-  std::size_t unreachable_ = 0;  // nodes not joined whose agent said it cannot connect
+  std::optional<proto::Stop> last_stop_;  // what every node was told, for those joining later
+  std::size_t unreachable_ = 0;           // nodes not joined whose agent said it cannot connect
   // Each machine id's first node: a second one is the same machine listed twice.
   std::unordered_map<std::string, int> node_of_machine_;
   bool warned_same_machine_ = false;

@@ -25,10 +25,16 @@ std::vector<ProbeRounds::Request> ProbeRounds::start() {
   return drain();
 }
 
-void ProbeRounds::queue(std::size_t node, bool all) {
+void ProbeRounds::queue(std::size_t node, bool all, bool first) {
   auto& state = all ? nodes_[node].all : nodes_[node].one;
   state = Ask::queued;
-  if (nodes_[node].joined) queue_.emplace_back(node, all);
+  if (nodes_[node].joined) {
+    if (first && all) {
+      first_.push_back(node);
+    } else {
+      queue_.emplace_back(node, all);
+    }
+  }
   ++stage_waiting_;
 }
 
@@ -41,28 +47,35 @@ std::vector<ProbeRounds::Request> ProbeRounds::on_joined(std::size_t node) {
   return drain();
 }
 
-// Sends what the window allows; a request a fallback overtook is skipped.
+bool ProbeRounds::send_if_room(std::size_t node, bool all, std::vector<Request>& out) {
+  const std::size_t size = all ? candidates_ : 1;
+  if (in_flight_ > 0 && in_flight_ + size > window_) return false;
+  in_flight_ += size;
+  (all ? nodes_[node].all : nodes_[node].one) = Ask::sent;
+  Request request{node, {}};
+  if (all) {
+    for (std::size_t c = 0; c < candidates_; ++c) request.candidates.push_back(c);
+  } else {
+    request.candidates.push_back(*scouts_choice_);
+  }
+  out.push_back(std::move(request));
+  return true;
+}
+
+// Sends what the window allows, first_ before queue_; a request a fallback
+// overtook (or one already sent from first_) is skipped.
 std::vector<ProbeRounds::Request> ProbeRounds::drain() {
   std::vector<Request> out;
+  while (!first_.empty()) {
+    const std::size_t node = first_.front();
+    if (nodes_[node].all == Ask::queued && !send_if_room(node, true, out)) return out;
+    first_.pop_front();
+  }
   while (queue_head_ < queue_.size()) {
     const auto [node, all] = queue_[queue_head_];
-    auto& state = all ? nodes_[node].all : nodes_[node].one;
-    if (state != Ask::queued) {
-      ++queue_head_;
-      continue;
-    }
-    const std::size_t size = all ? candidates_ : 1;
-    if (in_flight_ > 0 && in_flight_ + size > window_) break;
+    const auto state = all ? nodes_[node].all : nodes_[node].one;
+    if (state == Ask::queued && !send_if_room(node, all, out)) break;
     ++queue_head_;
-    in_flight_ += size;
-    state = Ask::sent;
-    Request request{node, {}};
-    if (all) {
-      for (std::size_t c = 0; c < candidates_; ++c) request.candidates.push_back(c);
-    } else {
-      request.candidates.push_back(*scouts_choice_);
-    }
-    out.push_back(std::move(request));
   }
   if (queue_head_ == queue_.size()) {
     queue_.clear();
@@ -100,7 +113,7 @@ ProbeRounds::Reply ProbeRounds::on_report(std::size_t node,
       record(node, std::move(full), false);
       --stage_waiting_;
       if (!reached) {
-        fall_back(reply);
+        fall_back(reply, node);
       } else if (stage_waiting_ == 0) {
         complete_ = true;
       }
@@ -119,7 +132,7 @@ ProbeRounds::Reply ProbeRounds::on_report(std::size_t node,
       // Still counted as waited for: the same request goes out again.
       n.retried = true;
       n.all = Ask::queued;
-      if (n.joined) queue_.emplace_back(node, true);
+      if (n.joined) first_.push_back(node);  // its answer may end the probe
       reply.retrying = true;
       reply.next = drain();
       return reply;
@@ -164,7 +177,7 @@ void ProbeRounds::on_scouts_done(Reply& reply) {
   if (stage_waiting_ == 0) complete_ = true;
 }
 
-void ProbeRounds::fall_back(Reply& reply) {
+void ProbeRounds::fall_back(Reply& reply, std::optional<std::size_t> missed) {
   reply.fell_back = true;
   stage_ = Stage::fallback;
   stage_waiting_ = 0;
@@ -176,7 +189,7 @@ void ProbeRounds::fall_back(Reply& reply) {
       n.result.reset();
       --reported_;
     }
-    queue(i, true);
+    queue(i, true, i == missed);
   }
   if (stage_waiting_ == 0) complete_ = true;
 }

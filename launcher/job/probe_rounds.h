@@ -19,6 +19,7 @@
 #pragma once
 
 #include <cstddef>
+#include <deque>
 #include <optional>
 #include <vector>
 
@@ -87,11 +88,18 @@ class ProbeRounds {
   };
   enum class Stage { everyone, scouts, confirm, fallback };
 
-  void queue(std::size_t node, bool all);
+  // `first`: before every request queued so far (a node whose answer decides
+  // the probe: one that missed the scouts' choice, or is asked again).
+  void queue(std::size_t node, bool all, bool first = false);
   std::vector<Request> drain();
+  // Sends `node`'s queued request if the window allows; false when it is full.
+  bool send_if_room(std::size_t node, bool all, std::vector<Request>& out);
   void record(std::size_t node, std::vector<net::ProbeOutcome> outcomes, bool all);
   void on_scouts_done(Reply& reply);
-  void fall_back(Reply& reply);
+  // Every node tries every candidate; `missed`, the node that missed the
+  // scouts' choice, first: if it reaches nothing at all (twice), the probe
+  // ends before the others' thousands of connections.
+  void fall_back(Reply& reply, std::optional<std::size_t> missed = std::nullopt);
   std::vector<net::ProbeOutcome> not_tried() const;
 
   std::size_t candidates_;
@@ -101,7 +109,8 @@ class ProbeRounds {
   // Requests of joined nodes, in order: node, all candidates.
   std::vector<std::pair<std::size_t, bool>> queue_;
   std::size_t queue_head_ = 0;
-  std::size_t in_flight_ = 0;  // connections of the requests that are out
+  std::deque<std::size_t> first_;  // requests for every candidate that go before queue_
+  std::size_t in_flight_ = 0;      // connections of the requests that are out
   std::size_t reported_ = 0;
   std::size_t stage_waiting_ = 0;  // requests of this stage not yet answered
   Stage stage_ = Stage::everyone;

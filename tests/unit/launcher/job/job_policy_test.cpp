@@ -803,3 +803,17 @@ TEST_CASE("a --sync that does not finish is named while waiting and at the rende
   CHECK(printed.find("waiting for 1 nodes to finish --sync: host1") != std::string::npos);
   CHECK(printed.find("s waiting for --sync to finish on: host1") != std::string::npos);
 }
+
+TEST_CASE("a node that joins after the job was stopped is told to stop at once") {
+  FakeJob job({.nodes = 3});
+  job.start();
+  job.join(0);
+  job.join(1);
+  job.agent_exits(1, 1);  // the job fails while node 2 is still on its way
+  CHECK(job.received_of<proto::Stop>(0).size() == 1);
+  job.join(2);
+  REQUIRE(job.received_of<proto::Stop>(2).size() == 1);
+  CHECK(job.received_of<proto::Assign>(2).empty());
+  job.all_agents_stop();
+  CHECK(job.exit_code == 1);
+}
