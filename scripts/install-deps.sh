@@ -13,9 +13,10 @@ build_pkgs=(build-essential cmake ninja-build pkg-config clang-format
 # zsh let the package test render the man page and parse the zsh completion;
 # slurm-wlm (slurmctld, slurmd, srun) and munge make the Slurm test's cluster;
 # debootstrap and busybox-static make the roots the agent is tried on (a Debian 11
-# userland, and one with nothing but busybox).
+# userland, and one with nothing but busybox); jq runs the --help examples that
+# pipe JSON into it (test_doc_examples).
 test_pkgs=(openssh-server openssh-client iproute2 procps python3 clang libclang-rt-14-dev
-  python3-torch nftables iptables man-db zsh slurm-wlm munge debootstrap busybox-static)
+  python3-torch nftables iptables man-db zsh slurm-wlm munge debootstrap busybox-static jq)
 
 # The test build also carries the agent for the other architecture (x86_64 and
 # aarch64 each way): Debian's cross compiler, that architecture's static

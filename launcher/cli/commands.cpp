@@ -20,7 +20,7 @@ constexpr HelpExample kRunExamples[] = {
      "by hand; node 0 prints the others' line"},
     {"dlaunch -d --name nightly --hosts hosts.toml -- mnist_dist --synthetic 6000",
      "detached, for cron"},
-    {"dlaunch -- top", "the program top, not dlaunch's top"},
+    {"dlaunch -- top -b -n 1", "the program top (ranks have no terminal), not dlaunch's top"},
 };
 constexpr HelpExample kListExamples[] = {
     {"dlaunch list", "active jobs and those of the last 24 hours, newest first"},
