@@ -26,14 +26,16 @@ def mode(path):
     return stat.S_IMODE(os.lstat(path).st_mode)
 
 
-class SyncTest(unittest.TestCase):
+class WithHosts(unittest.TestCase):
+    """Starts HOSTS sshd hosts for the class, their keys known."""
+    HOSTS = 1
+
     @classmethod
     def setUpClass(cls):
-        cls.hosts = sshd_harness.SshHosts(1)
+        cls.hosts = sshd_harness.SshHosts(cls.HOSTS)
         cls.hosts.__enter__()
         try:
             cls.hosts.write_known_hosts()
-            cls.hosts_file = cls.hosts.hosts_file([1])
         except BaseException:
             cls.hosts.close()
             raise
@@ -41,6 +43,13 @@ class SyncTest(unittest.TestCase):
     @classmethod
     def tearDownClass(cls):
         cls.hosts.close()
+
+
+class SyncTest(WithHosts):
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        cls.hosts_file = cls.hosts.hosts_file([1])
 
     def setUp(self):
         self.src = os.path.join(self.hosts.tmp, "project")
@@ -166,25 +175,13 @@ class SyncTest(unittest.TestCase):
         self.assertFalse(os.path.exists(marker))
 
 
-class SharedDestinationTest(unittest.TestCase):
+class SharedDestinationTest(WithHosts):
     """Hosts whose destination is one directory (two hosts on one machine, or
     an NFS home on a cluster): the tree is written by one of them while the
     others wait and then find it in place. Before, the agents raced: a
     directory one of them created was "File exists" to the other."""
 
-    @classmethod
-    def setUpClass(cls):
-        cls.hosts = sshd_harness.SshHosts(2)
-        cls.hosts.__enter__()
-        try:
-            cls.hosts.write_known_hosts()
-        except BaseException:
-            cls.hosts.close()
-            raise
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.hosts.close()
+    HOSTS = 2
 
     def setUp(self):
         self.src = os.path.join(self.hosts.tmp, "shared-src")
