@@ -48,7 +48,10 @@ class JumpHostTest(unittest.TestCase):
         self.hosts.write_ssh_config("")
 
     def dlaunch(self, hosts_file, *args):
-        return subprocess.run([harness.DLAUNCH, "--hosts", hosts_file, "--ssh-timeout", "5", *args,
+        # 15 s, not the 5 s this once was: on a loaded 2-core machine an agent's
+        # first answer through a bastion took longer (unreachable hosts here
+        # are refused with a reset, so no test waits for it).
+        return subprocess.run([harness.DLAUNCH, "--hosts", hosts_file, "--ssh-timeout", "15", *args,
                                "--", "/usr/bin/python3", "-c", RANK],
                               capture_output=True, text=True, timeout=120, env=self.hosts.env())
 
