@@ -315,6 +315,7 @@ int run_command(int argc, const char* const* argv) {
     secret = *s;
   } else {
     secret = auth::random_bytes(auth::kSecretSize);
+    ::unsetenv(kSecretEnv);  // a manual job's secret is no business of these ranks
   }
 
   const std::string agent = find_agent_binary();
