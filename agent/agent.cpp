@@ -235,15 +235,14 @@ void Agent::on_sync_offer(proto::SyncOffer&& offer) {
     const std::string dest = spec_.workdir.empty() ? current_directory() : spec_.workdir;
     log::debug("sync into ", dest);
     sync_ = std::make_unique<SyncReceiver>(dest);
+    sync_markers_ = sync_markers(dest, spec_.secret);
   }
   if (!sync_->on_offer(std::move(offer))) return end_sync();
   if (!sync_->offer_complete()) return;
-  const std::string dest = spec_.workdir.empty() ? current_directory() : spec_.workdir;
-  sync_markers_ = sync_markers(dest, spec_.secret);
   sync_owner_ = claim_sync_destination(*sync_markers_);
   if (sync_owner_) return compare_sync();
-  log::info("--sync: ", dest, " is shared with another host of this job, which writes it; ",
-            "waiting for it, then comparing");
+  log::info("--sync: ", sync_->dest(), " is shared with another host of this job, which writes ",
+            "it; waiting for it, then comparing");
   wait_for_sync_owner();
 }
 

@@ -76,8 +76,8 @@ class Agent {
   std::unique_ptr<TensorboardSender> tensorboard_;  // rank 0's node with --tensorboard-dir
   std::unique_ptr<SyncReceiver> sync_;              // --sync, until its SyncDone is sent
   bool sync_ended_ = false;
-  // The destination's claim (agent/sync_markers.h): set once the offer is
-  // complete; `sync_owner_` removes the markers when the ranks are assigned.
+  // The destination's markers (agent/sync_markers.h), claimed once the offer
+  // is complete; `sync_owner_` removes them when the ranks are assigned.
   std::optional<SyncMarkers> sync_markers_;
   bool sync_owner_ = false;
   asio::steady_timer sync_wait_timer_;

@@ -13,7 +13,7 @@ SyncMarkers sync_markers(const std::string& dest, std::string_view secret) {
   // A one-way tag: the file name must not give the secret away.
   const std::string tag =
       to_hex(sha256(std::string("dlaunch sync marker\n") + std::string(secret))).substr(0, 16);
-  const std::string base = dest + "/" + std::string(kSyncMarkerPrefix) + tag;
+  const std::string base = dest + "/" + std::string(kSyncFilePrefix) + tag;
   return {base + ".owner", base + ".done"};
 }
 

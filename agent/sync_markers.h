@@ -17,8 +17,10 @@
 
 namespace dlaunch {
 
-// Every marker's name starts with this; --sync-delete never removes them.
-inline constexpr std::string_view kSyncMarkerPrefix = ".dlaunch-sync-";
+// Every file the sync makes for itself starts with this: the markers and
+// the temporary files a file is written into before its rename. --sync-delete
+// never removes them (another host's may be in flight in a shared directory).
+inline constexpr std::string_view kSyncFilePrefix = ".dlaunch-sync-";
 
 struct SyncMarkers {
   std::string owner;  // <dest>/.dlaunch-sync-<tag>.owner

@@ -21,9 +21,6 @@ std::string errno_text() {
   return std::strerror(errno);
 }
 
-constexpr std::string_view kTempPrefix = ".dlaunch-sync-";
-constexpr std::string_view kTempSuffix = ".tmp";
-
 // Agents of several hosts may write into one shared directory (an NFS home,
 // or two hosts on one machine): the pid alone could repeat across machines.
 const std::string& receiver_tag() {
@@ -33,13 +30,7 @@ const std::string& receiver_tag() {
 }
 
 std::string temp_name_for(std::uint32_t index) {
-  return std::string(kTempPrefix) + receiver_tag() + "-" + std::to_string(index) +
-         std::string(kTempSuffix);
-}
-
-// Another agent's file in flight, when hosts share the destination.
-bool is_temp_name(std::string_view name) {
-  return name.starts_with(kTempPrefix) && name.ends_with(kTempSuffix);
+  return std::string(kSyncFilePrefix) + receiver_tag() + "-" + std::to_string(index) + ".tmp";
 }
 
 }  // namespace
@@ -377,7 +368,7 @@ void SyncReceiver::delete_under(int dirfd, const std::string& rel) {
     if (::fstatat(dirfd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
     const bool is_dir = S_ISDIR(st.st_mode);
     // Another host's file in flight, or this run's markers (agent/sync_markers.h).
-    if (!is_dir && (is_temp_name(name) || name.starts_with(kSyncMarkerPrefix))) continue;
+    if (!is_dir && name.starts_with(kSyncFilePrefix)) continue;
     if (rules_.ignored(path, is_dir)) continue;
     const auto it = offered_.find(path);
     if (it != offered_.end()) {

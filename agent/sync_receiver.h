@@ -50,6 +50,7 @@ class SyncReceiver {
   // Deletions (--sync-delete) and directory modes: the report to send.
   proto::SyncDone finish();
 
+  const std::string& dest() const { return dest_; }
   const std::string& error() const { return error_; }
   bool failed() const { return !error_.empty(); }
 

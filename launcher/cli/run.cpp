@@ -68,14 +68,13 @@ std::optional<std::string> job_name_problem(const std::string& name) {
 
 // The secret of a manual-mode node (launcher/config/secret.h); node 0 prints
 // the line that starts the others when it made the secret itself.
-std::optional<std::string> manual_secret(const Options& o, int argc, const char* const* argv) {
+std::optional<std::string> manual_secret(const Options& o, std::optional<std::string> secret_env,
+                                         int argc, const char* const* argv) {
   ManualSecretInputs in;
   in.nnodes = o.nnodes;
   in.node_rank = o.node_rank;
   in.secret_file = o.secret_file;
-  if (const char* env = std::getenv(kSecretEnv)) in.secret_env = env;
-  // Read once; the ranks that this process starts must not inherit it.
-  ::unsetenv(kSecretEnv);
+  in.secret_env = std::move(secret_env);
   in.insecure_no_secret = o.insecure_no_secret;
   auto chosen = choose_manual_secret(in);
   if (auto* error = std::get_if<std::string>(&chosen)) {
@@ -308,14 +307,18 @@ int run_command(int argc, const char* const* argv) {
     return kExitOk;
   }
 
+  // Read once and taken out of the environment: no rank this process starts
+  // inherits it.
+  std::optional<std::string> secret_env;
+  if (const char* env = std::getenv(kSecretEnv)) secret_env = env;
+  ::unsetenv(kSecretEnv);
   std::string secret;
   if (o.mode == Mode::manual) {
-    auto s = manual_secret(o, argc, argv);
+    auto s = manual_secret(o, std::move(secret_env), argc, argv);
     if (!s) return kExitUsage;
     secret = *s;
   } else {
     secret = auth::random_bytes(auth::kSecretSize);
-    ::unsetenv(kSecretEnv);  // a manual job's secret is no business of these ranks
   }
 
   const std::string agent = find_agent_binary();

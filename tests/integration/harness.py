@@ -4,6 +4,7 @@ still carry a job's DLAUNCH_JOB marker."""
 
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -49,6 +50,18 @@ def processes_with_marker(job):
         if marker in env:
             found.append(int(entry))
     return found
+
+
+def kill_process_groups(procs):
+    """SIGKILLs the process group of each process still running (each was
+    started in a session of its own) and reaps it."""
+    for p in procs:
+        if p.poll() is None:
+            try:
+                os.killpg(p.pid, signal.SIGKILL)
+            except OSError:
+                pass
+            p.wait()
 
 
 def wait_no_marker(job, timeout=10.0):

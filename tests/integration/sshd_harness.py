@@ -356,13 +356,7 @@ MaxSessions 50
             capture_output=True).returncode == 0
 
     def close(self):
-        for p in self.procs:
-            if p.poll() is None:
-                try:
-                    os.killpg(p.pid, signal.SIGKILL)
-                except OSError:
-                    pass
-                p.wait()
+        harness.kill_process_groups(self.procs)
         self.procs = []
         for ns in self.namespaces:
             # kill anything still running inside (agents, ranks) before deleting it

@@ -19,7 +19,6 @@ import os
 import re
 import shlex
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
@@ -481,11 +480,8 @@ class DocExamplesTest(unittest.TestCase):
             run.rc = run.proc.wait(timeout=max(0.1, timeout - (time.monotonic() - run.started)))
         except subprocess.TimeoutExpired:
             run.timed_out = True
-            try:
-                os.killpg(run.proc.pid, signal.SIGKILL)
-            except OSError:
-                pass
-            run.rc = run.proc.wait()
+            harness.kill_process_groups([run.proc])
+            run.rc = run.proc.returncode
         run.seconds = time.monotonic() - run.started
         return run
 
@@ -576,13 +572,7 @@ class DocExamplesTest(unittest.TestCase):
                     self.mark_failed(ex, f"{type(e).__name__}: {e}")
                 ex.result += f" [{time.monotonic() - at:.0f} s]"
         finally:
-            for p in self.procs:
-                if p.poll() is None:
-                    try:
-                        os.killpg(p.pid, signal.SIGKILL)
-                    except OSError:
-                        pass
-                    p.wait()
+            harness.kill_process_groups(self.procs)
             harness.kill_coordinators(self.state)
             self.report(time.monotonic() - started)
         failures = [ex.failure for ex in self.examples if ex.failure]
