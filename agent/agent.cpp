@@ -15,8 +15,8 @@
 #include "agent/gpus.h"
 #include "agent/host_facts.h"
 #include "agent/interfaces.h"
-#include "agent/nccl_test.h"
-#include "agent/peer_test.h"
+#include "agent/nccl_allreduce.h"
+#include "agent/peer_bench.h"
 #include "agent/port_holder.h"
 #include "agent/prober.h"
 #include "common/exit_codes.h"
@@ -303,7 +303,7 @@ void Agent::answer_facts_request() {
 void Agent::answer_peer_test(const proto::PeerTest& test) {
   log::debug("peer test round ", test.round, ": ", test.targets.size(), " targets for ",
              test.duration_ms, " ms");
-  run_peer_test(io_, test, [this](proto::PeerTestReport report) {
+  run_peer_bench(io_, test, [this](proto::PeerTestReport report) {
     if (client_) client_->send(report);
   });
 }
@@ -318,7 +318,7 @@ void Agent::answer_nccl_test(const proto::NcclTest& test) {
                  : "NCCL: all-reduce test as ranks " + std::to_string(test.first_rank) + ".." +
                        std::to_string(test.first_rank + test.gpus - 1) + " of " +
                        std::to_string(test.nranks));
-  run_nccl_test(io_, test, [this](proto::NcclReport report) {
+  run_nccl_allreduce(io_, test, [this](proto::NcclReport report) {
     if (client_) client_->send(report);
   });
 }

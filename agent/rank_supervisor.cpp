@@ -27,14 +27,14 @@ struct RankSupervisor::Rank {
   bool exited = false;
   int wait_status = 0;
   bool reported = false;
-  std::unique_ptr<asio::steady_timer> drain_timer;
-  bool drain_waited = false;                     // the exit was reported with its pipes still open
-  std::unique_ptr<asio::steady_timer> out_idle;  // shows a partial line after a pause
-  std::unique_ptr<asio::steady_timer> err_idle;
+  std::unique_ptr<Timer> drain_timer;
+  bool drain_waited = false;        // the exit was reported with its pipes still open
+  std::unique_ptr<Timer> out_idle;  // shows a partial line after a pause
+  std::unique_ptr<Timer> err_idle;
   bool out_idle_armed = false;
   bool err_idle_armed = false;
-  std::chrono::steady_clock::time_point out_last_read{};
-  std::chrono::steady_clock::time_point err_last_read{};
+  SteadyClock::time_point out_last_read{};
+  SteadyClock::time_point err_last_read{};
   // A pipe with a completed read that was not re-armed while output is paused.
   bool out_parked = false;
   bool err_parked = false;
@@ -65,8 +65,8 @@ void RankSupervisor::start(const std::vector<RankLaunch>& launches) {
       rank->pid = p.pid;
       rank->out = std::make_unique<asio::posix::stream_descriptor>(io_, p.stdout_fd);
       rank->err = std::make_unique<asio::posix::stream_descriptor>(io_, p.stderr_fd);
-      rank->out_idle = std::make_unique<asio::steady_timer>(io_);
-      rank->err_idle = std::make_unique<asio::steady_timer>(io_);
+      rank->out_idle = std::make_unique<Timer>(io_);
+      rank->err_idle = std::make_unique<Timer>(io_);
       rank->out_open = rank->err_open = true;
       if (!p.exec_failure.empty()) {
         callbacks_.on_line(rank->global, proto::Stream::err, p.exec_failure,
@@ -97,12 +97,12 @@ void RankSupervisor::read_stream(Rank& rank, bool err) {
       asio::buffer(buffer), [this, &rank, err](const asio::error_code& ec, std::size_t n) {
         auto& lines = err ? rank.err_lines : rank.out_lines;
         const auto kind = err ? proto::Stream::err : proto::Stream::out;
-        auto sink = [this, &rank, kind](std::string_view text, proto::LineEnd end) {
+        auto sink = [&rank, kind](std::string_view text, proto::LineEnd end) {
           rank.order.deliver(kind, text, end, rank.to_callback);
         };
         if (!ec) {
           lines.feed(std::string_view((err ? rank.err_buffer : rank.out_buffer).data(), n), sink);
-          (err ? rank.err_last_read : rank.out_last_read) = std::chrono::steady_clock::now();
+          (err ? rank.err_last_read : rank.out_last_read) = SteadyClock::now();
           if (lines.has_pending() && !(err ? rank.err_idle_armed : rank.out_idle_armed))
             show_partial_when_idle(rank, err, timings_.partial_after_idle);
           if (paused_) {
@@ -125,8 +125,7 @@ void RankSupervisor::read_stream(Rank& rank, bool err) {
 // its text) is shown once the rank has written nothing for a while. The timer
 // is armed once and, while output keeps coming, moved on when it fires rather
 // than re-armed on every read of a busy pipe.
-void RankSupervisor::show_partial_when_idle(Rank& rank, bool err,
-                                            std::chrono::steady_clock::duration after) {
+void RankSupervisor::show_partial_when_idle(Rank& rank, bool err, SteadyClock::duration after) {
   auto& timer = err ? *rank.err_idle : *rank.out_idle;
   (err ? rank.err_idle_armed : rank.out_idle_armed) = true;
   timer.expires_after(after);
@@ -135,8 +134,7 @@ void RankSupervisor::show_partial_when_idle(Rank& rank, bool err,
     (err ? rank.err_idle_armed : rank.out_idle_armed) = false;
     auto& lines = err ? rank.err_lines : rank.out_lines;
     if (!lines.has_pending()) return;
-    const auto idle =
-        std::chrono::steady_clock::now() - (err ? rank.err_last_read : rank.out_last_read);
+    const auto idle = SteadyClock::now() - (err ? rank.err_last_read : rank.out_last_read);
     if (idle < timings_.partial_after_idle) {
       show_partial_when_idle(rank, err, timings_.partial_after_idle - idle);
       return;
@@ -148,7 +146,7 @@ void RankSupervisor::show_partial_when_idle(Rank& rank, bool err,
       return;
     }
     const auto kind = err ? proto::Stream::err : proto::Stream::out;
-    lines.flush_partial([this, &rank, kind](std::string_view text, proto::LineEnd end) {
+    lines.flush_partial([&rank, kind](std::string_view text, proto::LineEnd end) {
       rank.order.deliver(kind, text, end, rank.to_callback);
     });
   });
@@ -171,7 +169,7 @@ void RankSupervisor::maybe_report_exit(Rank& rank) {
   if (!rank.exited || rank.reported) return;
   if ((rank.out_open || rank.err_open) && !rank.drain_waited) {
     if (!rank.drain_timer) {
-      rank.drain_timer = std::make_unique<asio::steady_timer>(io_, timings_.drain_after_exit);
+      rank.drain_timer = std::make_unique<Timer>(io_, timings_.drain_after_exit);
       arm_drain_timer(rank);
     }
     return;

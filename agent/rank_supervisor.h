@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "agent/process_ops.h"
+#include "common/clock.h"
 #include "protocol/messages.h"
 
 namespace dlaunch {
@@ -78,7 +79,7 @@ class RankSupervisor {
   void read_stream(Rank& rank, bool err);
   void maybe_report_exit(Rank& rank);
   void arm_drain_timer(Rank& rank);
-  void show_partial_when_idle(Rank& rank, bool err, std::chrono::steady_clock::duration after);
+  void show_partial_when_idle(Rank& rank, bool err, SteadyClock::duration after);
   bool pipes_open() const;
   void stop_reading();
   bool ranks_running() const;
@@ -89,8 +90,8 @@ class RankSupervisor {
   ProcessOps& ops_;
   Callbacks callbacks_;
   SupervisorTimings timings_;
-  asio::steady_timer kill_timer_;
-  asio::steady_timer sweep_timer_;
+  Timer kill_timer_;
+  Timer sweep_timer_;
   std::vector<std::unique_ptr<Rank>> ranks_;
   bool paused_ = false;
 };

@@ -18,8 +18,11 @@ foreach(arch IN LISTS DLAUNCH_AGENT_ARCHES)
     SOURCE_DIR ${PROJECT_SOURCE_DIR}
     BINARY_DIR ${CMAKE_BINARY_DIR}/agent-${arch}
     CMAKE_GENERATOR ${CMAKE_GENERATOR}
+    # In unity batches: the native build compiles these same files one by one
+    # (and so shows a missing #include); this one only has to give the binary.
     CMAKE_ARGS -DCMAKE_TOOLCHAIN_FILE=${toolchain} -DDLAUNCH_AGENT_ONLY=ON
                -DCMAKE_BUILD_TYPE=${CMAKE_BUILD_TYPE} -DDLAUNCH_WERROR=${DLAUNCH_WERROR}
+               -DCMAKE_UNITY_BUILD=ON
     BUILD_COMMAND ${CMAKE_COMMAND} --build <BINARY_DIR> --target dlaunch-agent
     INSTALL_COMMAND ${CMAKE_COMMAND} -E copy <BINARY_DIR>/bin/dlaunch-agent ${agent_file}
     # Its sources are this project's: let the sub-build decide what changed.

@@ -1,6 +1,7 @@
 // A minimal logging facade for the parts that run inside dlaunch-agent, which
 // is uploaded to hosts with nothing of ours installed and so links no logging
-// library. The coordinator routes it to spdlog with set_log_sink.
+// library. The coordinator routes it with set_sink to spdlog, which formats and
+// filters and hands each line to the console (launcher/cli/log_backend.cpp).
 #pragma once
 
 #include <functional>

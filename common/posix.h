@@ -69,8 +69,14 @@ long long process_start_ticks(pid_t pid);
 std::string current_directory();
 
 // Writes every byte of `data` to `fd`, retrying after signals; false on an
-// error (errno says which) or a write of nothing.
+// error (errno says which; EIO for a write of nothing).
 bool write_all(int fd, std::string_view data);
+
+// Reads `fd` to its end, retrying after signals; what came before an error.
+std::string read_all(int fd);
+
+// This machine's name as gethostname(2) gives it; "" when it has none.
+std::string this_host_name();
 
 // $HOME, else /etc/passwd's entry for this user (cron, `env -i`), else "/tmp".
 // /etc/passwd is read directly, without NSS (common/host_lookup.h).

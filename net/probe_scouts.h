@@ -1,4 +1,4 @@
-// The MASTER_ADDR probe's scouts on a big job (launcher/job/probe_rounds.h): a
+// The MASTER_ADDR probe's scouts on a big job (net/probe_rounds.h): a
 // few nodes spread evenly over the node list, node 0 and the last node among
 // them, try every candidate before the others try only the scouts' choice.
 // Agents know them too: a scout skips the first-connect jitter, so the first

@@ -639,6 +639,8 @@ std::optional<Message> decode(std::uint8_t type, std::string_view payload) {
 }
 
 std::string_view type_name(const Message& m) {
+  // Indexed by wire type less one, as type_of gives it (not by the variant's
+  // order), and as many as the protocol has types.
   static constexpr std::string_view names[] = {"hello",        "challenge",        "join",
                                                "welcome",      "assign",           "log_line",
                                                "rank_exit",    "agent_done",       "stop",
@@ -647,7 +649,9 @@ std::string_view type_name(const Message& m) {
                                                "peer_test",    "peer_test_report", "file_chunk",
                                                "sync_offer",   "sync_want",        "sync_data",
                                                "sync_done",    "nccl_test",        "nccl_report"};
-  return names[m.index()];
+  static_assert(std::size(names) == static_cast<std::size_t>(Type::nccl_report));
+  static_assert(std::size(names) == std::variant_size_v<Message>);
+  return names[static_cast<std::size_t>(type_of(m)) - 1];
 }
 
 }  // namespace dlaunch::proto

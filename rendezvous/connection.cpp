@@ -74,20 +74,8 @@ void Connection::enqueue_ordered(std::string frame) {
 // kMaxWriteBatch bytes (at least one frame).
 void Connection::take_batch() {
   in_flight_.clear();
-  auto take_from = [this](std::deque<std::string>& queue, bool is_output) {
-    while (!queue.empty() &&
-           (in_flight_.empty() || in_flight_.size() + queue.front().size() <= kMaxWriteBatch)) {
-      if (is_output) output_bytes_ -= queue.front().size();
-      if (in_flight_.empty()) {
-        in_flight_ = std::move(queue.front());
-      } else {
-        in_flight_ += queue.front();
-      }
-      queue.pop_front();
-    }
-  };
-  take_from(priority_, false);
-  take_from(ordered_, true);
+  take_write_batch(priority_, in_flight_);
+  output_bytes_ -= take_write_batch(ordered_, in_flight_);
 }
 
 void Connection::write_next() {

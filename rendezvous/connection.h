@@ -24,6 +24,7 @@
 
 #include "protocol/frame.h"
 #include "protocol/messages.h"
+#include "rendezvous/write_batch.h"
 
 namespace dlaunch {
 
@@ -33,9 +34,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
   // keep a fast link busy for a while, small enough that thousands of agents
   // fit in the coordinator's memory.
   static constexpr std::size_t kDefaultOutputLimit = 4 * 1024 * 1024;
-  // Frames coalesced into one write: fewer system calls under a flood of short
-  // lines, without delaying a heartbeat by more than this much output.
-  static constexpr std::size_t kMaxWriteBatch = 256 * 1024;
+  // Frames go out coalesced (rendezvous/write_batch.h), so a heartbeat waits
+  // behind at most kMaxWriteBatch bytes of output.
   // The largest read buffer: one read of a busy agent's stream.
   static constexpr std::size_t kReadBuffer = 64 * 1024;
   static constexpr std::size_t kFirstRead = 1024;

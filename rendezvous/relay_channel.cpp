@@ -50,16 +50,7 @@ void RelayChannel::send(std::string frame) {
 void RelayChannel::write_next() {
   if (closed_ || queue_.empty()) return;
   in_flight_.clear();
-  while (!queue_.empty() &&
-         (in_flight_.empty() || in_flight_.size() + queue_.front().size() <= kMaxWriteBatch)) {
-    queued_ -= queue_.front().size();
-    if (in_flight_.empty()) {
-      in_flight_ = std::move(queue_.front());
-    } else {
-      in_flight_ += queue_.front();
-    }
-    queue_.pop_front();
-  }
+  queued_ -= take_write_batch(queue_, in_flight_);
   writing_ = true;
   asio::async_write(socket_, asio::buffer(in_flight_),
                     [self = shared_from_this()](const asio::error_code& ec, std::size_t) {

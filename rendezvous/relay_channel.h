@@ -13,13 +13,13 @@
 #include <string>
 
 #include "protocol/frame.h"
+#include "rendezvous/write_batch.h"
 
 namespace dlaunch {
 
 class RelayChannel : public std::enable_shared_from_this<RelayChannel> {
  public:
   static constexpr std::size_t kDefaultLimit = 16 * 1024 * 1024;
-  static constexpr std::size_t kMaxWriteBatch = 256 * 1024;
   static constexpr std::size_t kReadBuffer = 256 * 1024;
 
   struct Handler {

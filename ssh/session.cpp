@@ -15,6 +15,7 @@
 
 #include <openssl/evp.h>
 
+#include "common/console.h"
 #include "ssh/jump.h"
 #include "ssh/known_hosts.h"
 
@@ -256,8 +257,10 @@ void SshSession::verify_host_key(KnownHosts& known) {
   } catch (const SshError& e) {
     throw SshError(target_.label + ": " + e.what());
   }
-  std::fprintf(stderr, "dlaunch: %s: added host key %s for %s to %s\n", target_.label.c_str(),
-               fingerprint.c_str(), name.c_str(), known.path().c_str());
+  // From an SSH worker thread: the console is the one path for what dlaunch
+  // prints, and its terminal writer takes lines from any thread.
+  console().note(target_.label + ": added host key " + fingerprint + " for " + name + " to " +
+                 known.path());
 }
 
 void SshSession::authenticate() {

@@ -8,7 +8,8 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 out=${OUT:-gpu-results}
 mkdir -p "$out"
-bench/gpu/build_on_gpu.sh
+TIMEFORMAT="build: wall %R s"
+time bench/gpu/build_on_gpu.sh
 export LD_LIBRARY_PATH=$PWD/build-devdeps/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 bin=build-gpu/bin
 for device in cuda cpu; do
@@ -23,3 +24,6 @@ printf '[[host]]\nname = "gpu0"\naddress = "127.0.0.1"\n[[host]]\nname = "gpu0b"
   > "$out/hosts.toml"
 "$bin/dlaunch" check --hosts "$out/hosts.toml" | tee "$out/check.txt" | head -4
 "$bin/dlaunch" check --json --hosts "$out/hosts.toml" > "$out/check.json"
+# The NCCL all-reduce of `check --nccl` (agent/nccl_allreduce.cpp) on this machine's GPUs.
+"$bin/dlaunch" check -H "localhost:$(nvidia-smi -L | wc -l)" --nccl --matrix-seconds 1 \
+  | tee "$out/check_nccl.txt" | tail -18

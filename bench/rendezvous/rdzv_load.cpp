@@ -35,28 +35,6 @@ namespace {
 using dlaunch::load::Options;
 using dlaunch::load::Summary;
 
-bool write_all(int fd, const std::string& text) {
-  std::size_t done = 0;
-  while (done < text.size()) {
-    const auto n = ::write(fd, text.data() + done, text.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return false;
-    done += static_cast<std::size_t>(n);
-  }
-  return true;
-}
-
-std::string read_all(int fd) {
-  std::string text;
-  char buffer[64 * 1024];
-  while (true) {
-    const auto n = ::read(fd, buffer, sizeof buffer);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return text;
-    text.append(buffer, static_cast<std::size_t>(n));
-  }
-}
-
 // The stand-in for a worker that gave no summary, as rdzv_load.py's Load.wait() makes it.
 Summary failed_worker(std::size_t worker, std::int64_t agents, const std::string& how) {
   Summary s;
@@ -91,7 +69,7 @@ int run_workers(const Options& o, const std::string& secret) {
       ::close(fds[0]);
       for (int earlier : pipes) ::close(earlier);
       const Summary s = dlaunch::load::Worker(o, secret, share(o, w, procs)).run();
-      ::_exit(write_all(fds[1], dlaunch::load::serialize(s)) ? 0 : 1);
+      ::_exit(dlaunch::write_all(fds[1], dlaunch::load::serialize(s)) ? 0 : 1);
     }
     ::close(fds[1]);
     if (pid < 0) {
@@ -113,7 +91,7 @@ int run_workers(const Options& o, const std::string& secret) {
       parts.push_back(failed_worker(w, agents, "could not be started"));
       continue;
     }
-    const std::string text = read_all(pipes[w]);
+    const std::string text = dlaunch::read_all(pipes[w]);
     ::close(pipes[w]);
     int status = 0;
     while (::waitpid(pids[w], &status, 0) < 0 && errno == EINTR) {

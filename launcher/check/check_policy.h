@@ -28,7 +28,7 @@
 #include "common/log.h"
 #include "launcher/check/check_result.h"
 #include "launcher/check/pair_schedule.h"
-#include "launcher/job/agent_link.h"
+#include "launcher/fleet/agent_link.h"
 #include "net/candidates.h"
 #include "net/choice.h"
 #include "protocol/messages.h"

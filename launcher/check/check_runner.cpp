@@ -5,7 +5,7 @@
 
 #include "common/console.h"
 #include "common/posix.h"
-#include "launcher/job/agent_link_perform.h"
+#include "launcher/fleet/agent_link_perform.h"
 #include "launcher/plan/agent_address.h"
 #include "launcher/plan/launch_spec_builder.h"
 #include "protocol/launch_spec.h"

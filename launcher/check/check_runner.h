@@ -10,7 +10,7 @@
 
 #include "launcher/check/check_policy.h"
 #include "launcher/config/options.h"
-#include "launcher/job/agent_stderr.h"
+#include "launcher/fleet/agent_stderr.h"
 #include "launcher/plan/plan.h"
 #include "launcher/transport/transport.h"
 #include "rendezvous/server.h"

@@ -40,14 +40,7 @@ int check_command(int argc, const char* const* argv) {
       ->check(CLI::Range(0, 600))
       ->capture_default_str();
   app.add_option("--master-addr", o.master_addr, "the MASTER_ADDR to try first, as for a job");
-  app.add_option("--ssh-timeout", o.ssh_timeout_s, "seconds for each SSH connection")
-      ->check(CLI::Range(1, 3600))
-      ->capture_default_str();
-  app.add_option("--ssh-parallel", o.ssh_parallel, "SSH connections opened at once")
-      ->check(CLI::Range(1, 4096))
-      ->capture_default_str();
-  app.add_flag("--accept-new-host-keys", o.accept_new_host_keys,
-               "trust and record host keys not yet in known_hosts");
+  add_ssh_options(app, o);
   bool nccl = false;
   app.add_flag("--nccl", nccl,
                "also time an NCCL all-reduce across every GPU of the hosts, 8 B to 32 MiB, "
@@ -56,8 +49,6 @@ int check_command(int argc, const char* const* argv) {
                  "seconds for the NCCL test in all, NCCL's set-up included")
       ->check(CLI::Range(1, 3600))
       ->capture_default_str();
-  app.add_flag("--rdzv-via-ssh", o.rdzv_via_ssh,
-               "agents reach the rendezvous through their SSH connection");
   app.footer(
       "Starts an agent on every host as `dlaunch --hosts FILE` would (or --hostfile, -H, a\n"
       "Slurm job's nodes; --include/--exclude pick among them), then prints one row per\n"

@@ -11,30 +11,10 @@
 
 #include "common/console.h"
 #include "common/exit_codes.h"
+#include "common/posix.h"
 
 namespace dlaunch {
 namespace {
-
-void write_all(int fd, const std::string& text) {
-  std::size_t done = 0;
-  while (done < text.size()) {
-    const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return;
-    done += static_cast<std::size_t>(n);
-  }
-}
-
-std::string read_all(int fd) {
-  std::string text;
-  char buf[512];
-  for (;;) {
-    const ssize_t n = ::read(fd, buf, sizeof buf);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return text;
-    text.append(buf, static_cast<std::size_t>(n));
-  }
-}
 
 void redirect(int fd, const char* path, int flags) {
   const int opened = ::open(path, flags | O_CLOEXEC, 0600);
@@ -86,7 +66,7 @@ void Detacher::started(const std::string& job, const std::string& log_path) {
   std::fflush(nullptr);
   redirect(1, "/dev/null", O_WRONLY);
   redirect(2, log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND);
-  write_all(report_fd_, "ok " + job);
+  (void)write_all(report_fd_, "ok " + job);
   ::close(report_fd_);
   report_fd_ = -1;
 }
@@ -94,7 +74,7 @@ void Detacher::started(const std::string& job, const std::string& log_path) {
 void Detacher::failed(int code) {
   if (report_fd_ < 0) return;
   console().flush();
-  write_all(report_fd_, "failed " + std::to_string(code));
+  (void)write_all(report_fd_, "failed " + std::to_string(code));
   ::close(report_fd_);
   report_fd_ = -1;
 }

@@ -6,7 +6,7 @@
 #include <string>
 
 #include "common/json.h"
-#include "launcher/job/job_store.h"
+#include "launcher/record/job_store.h"
 
 namespace dlaunch {
 

@@ -30,13 +30,13 @@
 #include "launcher/config/secret.h"
 #include "launcher/job/coordinator.h"
 #include "launcher/job/descriptor_budget.h"
-#include "launcher/job/job_claim.h"
-#include "launcher/job/job_record.h"
-#include "launcher/job/log_sink.h"
-#include "launcher/job/sync_manifest.h"
+#include "launcher/output/log_sink.h"
 #include "launcher/plan/agent_address.h"
 #include "launcher/plan/launch_spec_builder.h"
 #include "launcher/plan/plan.h"
+#include "launcher/record/job_claim.h"
+#include "launcher/record/job_record.h"
+#include "launcher/sync/sync_manifest.h"
 #include "protocol/auth.h"
 #include "protocol/launch_spec.h"
 #include "protocol/rank_env.h"
@@ -44,10 +44,9 @@
 namespace dlaunch {
 namespace {
 
-std::string this_host_name() {
-  char name[256] = {};
-  ::gethostname(name, sizeof name - 1);
-  return name[0] ? name : "localhost";
+std::string this_host_name_or_localhost() {
+  auto name = this_host_name();
+  return name.empty() ? "localhost" : name;
 }
 
 // Why `name` cannot name a job (its directory under the state dir), or
@@ -262,7 +261,7 @@ int run_command(int argc, const char* const* argv) {
   for (const auto& warning : plan.warnings) log::warn(warning);
   if (!add_environment(plan, o)) return kExitUsage;
   // A manual-mode node is this machine, named as the other nodes will see it.
-  if (o.mode == Mode::manual) plan.nodes.front().host.name = this_host_name();
+  if (o.mode == Mode::manual) plan.nodes.front().host.name = this_host_name_or_localhost();
   if (auto error = check_ranks_filter(plan, o.ranks_filter)) {
     console().error(*error);
     return kExitUsage;

@@ -7,7 +7,7 @@
 #include <optional>
 #include <string>
 
-#include "launcher/job/job_store.h"
+#include "launcher/record/job_store.h"
 
 namespace dlaunch {
 

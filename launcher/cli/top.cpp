@@ -61,16 +61,7 @@ void add_node_options(CLI::App& app, NodeArgs& a) {
   app.add_option("--timeout", a.timeout_s, "seconds for every agent to start and answer")
       ->check(CLI::Range(1, 3600))
       ->capture_default_str();
-  app.add_option("--ssh-timeout", a.o.ssh_timeout_s, "seconds for each SSH connection")
-      ->check(CLI::Range(1, 3600))
-      ->capture_default_str();
-  app.add_option("--ssh-parallel", a.o.ssh_parallel, "SSH connections opened at once")
-      ->check(CLI::Range(1, 4096))
-      ->capture_default_str();
-  app.add_flag("--accept-new-host-keys", a.o.accept_new_host_keys,
-               "trust and record host keys not yet in known_hosts");
-  app.add_flag("--rdzv-via-ssh", a.o.rdzv_via_ssh,
-               "agents reach the rendezvous through their SSH connection");
+  add_ssh_options(app, a.o);
 }
 
 int top_node(NodeArgs& a) {
@@ -152,9 +143,7 @@ std::vector<RankSample> sample_ranks(double interval_s) {
 // The names this machine goes by in a job's record.
 std::set<std::string> names_of_this_machine() {
   std::set<std::string> here = {"", "localhost"};
-  char name[256] = {};
-  if (::gethostname(name, sizeof name - 1) == 0 && name[0] != '\0') {
-    const std::string full = name;
+  if (const auto full = this_host_name(); !full.empty()) {
     here.insert(full);
     here.insert(full.substr(0, full.find('.')));
   }

@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "launcher/check/check_result.h"
-#include "launcher/job/job_store.h"
+#include "launcher/record/job_store.h"
 
 namespace dlaunch {
 

@@ -59,11 +59,12 @@ int read_hostfile_line(const std::vector<Word>& words, const std::string& path, 
   };
   const Word& host = words.front();
   if (host.text.find('=') != std::string_view::npos) {
-    add(host, "expected a host name first, as in 'worker-1 slots=4', not " + quoted(host.text));
+    add(host,
+        "expected a host name first, as in 'worker-1 slots=4', not " + echo_quoted(host.text));
     return 0;
   }
   if (auto why = unsafe_word_reason(host.text); !why.empty()) {
-    add(host, "host " + quoted(host.text) + " " + why);
+    add(host, "host " + echo_quoted(host.text) + " " + why);
   }
   entry.name = entry.address = std::string(host.text);
   entry.line = line;
@@ -73,7 +74,7 @@ int read_hostfile_line(const std::vector<Word>& words, const std::string& path, 
     const Word& word = words[i];
     const std::size_t eq = word.text.find('=');
     if (eq == std::string_view::npos) {
-      add(word, quoted(word.text) +
+      add(word, echo_quoted(word.text) +
                     " is not key=value: a hostfile line is a host and then slots=N, as in "
                     "'worker-1 slots=4'");
       break;  // the rest of the line is no clearer
@@ -81,7 +82,7 @@ int read_hostfile_line(const std::vector<Word>& words, const std::string& path, 
     const std::string_view key = word.text.substr(0, eq);
     const std::string_view value = word.text.substr(eq + 1);
     if (std::ranges::find(kHostfileKeys, key) == std::end(kHostfileKeys)) {
-      std::string message = "unknown key " + quoted(key) +
+      std::string message = "unknown key " + echo_quoted(key) +
                             ": a hostfile takes slots=N (and "
                             "max_slots=N, which is ignored)";
       if (auto suggestion = did_you_mean(key, kHostfileKeys)) {
@@ -91,17 +92,17 @@ int read_hostfile_line(const std::vector<Word>& words, const std::string& path, 
       continue;
     }
     if (!keys.insert(key).second) {
-      add(word, quoted(key) + " is given twice for host " + quoted(host.text));
+      add(word, echo_quoted(key) + " is given twice for host " + echo_quoted(host.text));
       continue;
     }
     if (key == "slots") {
       entry.slots = parse_count(value, 1, kMaxSlots);
       if (!entry.slots) {
-        add(word, "slots must be " + count_range(1, kMaxSlots) + ", not " + quoted(value));
+        add(word, "slots must be " + count_range(1, kMaxSlots) + ", not " + echo_quoted(value));
       }
     } else {
       if (!parse_count(value, 0, 1'000'000)) {
-        add(word, "max_slots must be " + count_range(0, 1'000'000) + ", not " + quoted(value));
+        add(word, "max_slots must be " + count_range(0, 1'000'000) + ", not " + echo_quoted(value));
       }
       max_slots_column = word.column;
     }
@@ -119,14 +120,15 @@ std::optional<Diagnostic> check_filter_names(const HostsFile& hosts,
   std::set<std::string_view> seen;
   for (const auto& item : items) {
     if (std::ranges::find(names, item.host) == names.end()) {
-      std::string message = "no host " + quoted(item.host) + " in " + hosts.path;
+      std::string message = "no host " + echo_quoted(item.host) + " in " + hosts.path;
       if (auto suggestion = did_you_mean(item.host, names)) {
         message += "; did you mean '" + *suggestion + "'?";
       }
       return Diagnostic{std::string(flag), 0, 0, std::move(message)};
     }
     if (!seen.insert(item.host).second) {
-      return Diagnostic{std::string(flag), 0, 0, "host " + quoted(item.host) + " is named twice"};
+      return Diagnostic{std::string(flag), 0, 0,
+                        "host " + echo_quoted(item.host) + " is named twice"};
     }
   }
   return std::nullopt;
@@ -143,7 +145,7 @@ std::optional<Diagnostic> restrict_gpus(HostEntry& host, const std::vector<int>&
                                         std::string_view flag) {
   if (host.env.contains(std::string(kVisibleDevices))) {
     return Diagnostic{std::string(flag), 0, 0,
-                      "host " + quoted(host.name) + " already sets " +
+                      "host " + echo_quoted(host.name) + " already sets " +
                           std::string(kVisibleDevices) + " in its env; GPU indices for it " +
                           "would replace that"};
   }
@@ -165,7 +167,7 @@ std::optional<Diagnostic> check_indices(const HostEntry& host, const HostFilterI
   for (int gpu : item.gpus) {
     if (gpu >= *count) {
       return Diagnostic{std::string(flag), 0, 0,
-                        "host " + quoted(host.name) + " has " + std::to_string(*count) +
+                        "host " + echo_quoted(host.name) + " has " + std::to_string(*count) +
                             " GPUs (0 to " + std::to_string(*count - 1) + "), so no GPU " +
                             std::to_string(gpu)};
     }
@@ -201,7 +203,7 @@ HostsFileResult parse_hostfile(const std::string& text, const std::string& path)
     auto [it, inserted] = first_line.emplace(entry.name, line);
     if (!inserted) {
       diags.push_back({path, line, words.front().column,
-                       "host " + quoted(entry.name) + " is listed twice (first on line " +
+                       "host " + echo_quoted(entry.name) + " is listed twice (first on line " +
                            std::to_string(it->second) + "); give each host one line"});
       continue;
     }
@@ -236,7 +238,7 @@ HostsFileResult load_hostfile(const std::string& path) {
 HostsFileResult parse_host_arg(std::string_view text) {
   const std::string source = "-H";
   const auto fail = [&](std::string_view item, const std::string& why) {
-    return std::vector<Diagnostic>{{source, 0, 0, "bad host " + quoted(item) + ": " + why}};
+    return std::vector<Diagnostic>{{source, 0, 0, "bad host " + echo_quoted(item) + ": " + why}};
   };
   HostsFile file;
   file.path = source;
@@ -251,7 +253,7 @@ HostsFileResult parse_host_arg(std::string_view text) {
     if (item.empty()) {
       return std::vector<Diagnostic>{{source, 0, 0,
                                       "empty host at position " + std::to_string(position) +
-                                          " of " + quoted(text) + ": write host1:4,host2:4"}};
+                                          " of " + echo_quoted(text) + ": write host1:4,host2:4"}};
     }
     const std::size_t colon = item.find(':');
     if (colon != std::string_view::npos && item.find(':', colon + 1) != std::string_view::npos) {
@@ -266,7 +268,7 @@ HostsFileResult parse_host_arg(std::string_view text) {
       entry.slots = parse_count(item.substr(colon + 1), 1, kMaxSlots);
       if (!entry.slots) return fail(item, "slots must be " + count_range(1, kMaxSlots));
     }
-    if (!seen.insert(host).second) return fail(item, quoted(host) + " is named twice");
+    if (!seen.insert(host).second) return fail(item, echo_quoted(host) + " is named twice");
     file.hosts.push_back(std::move(entry));
   }
   return file;
@@ -284,12 +286,12 @@ std::variant<std::vector<HostFilterItem>, Diagnostic> parse_host_filter(std::str
     const std::string_view item = text.substr(start, at - start);
     start = at + 1;
     if (item.empty()) {
-      return fail("empty host in " + quoted(text) + ": write host1:0,1@host2");
+      return fail("empty host in " + echo_quoted(text) + ": write host1:0,1@host2");
     }
     const std::size_t colon = item.find(':');
     HostFilterItem parsed;
     parsed.host = std::string(item.substr(0, colon));
-    if (parsed.host.empty()) return fail(quoted(item) + " names no host before ':'");
+    if (parsed.host.empty()) return fail(echo_quoted(item) + " names no host before ':'");
     if (colon != std::string_view::npos) {
       const std::string_view list = item.substr(colon + 1);
       std::size_t from = 0;
@@ -299,11 +301,11 @@ std::variant<std::vector<HostFilterItem>, Diagnostic> parse_host_filter(std::str
         from = comma + 1;
         const auto gpu = parse_count(index, 0, kMaxSlots - 1);
         if (!gpu) {
-          return fail(quoted(item) + ": " + quoted(index) + " is not a GPU index (" +
+          return fail(echo_quoted(item) + ": " + echo_quoted(index) + " is not a GPU index (" +
                       count_range(0, kMaxSlots - 1) + ")");
         }
         if (std::ranges::find(parsed.gpus, *gpu) != parsed.gpus.end()) {
-          return fail(quoted(item) + ": GPU " + std::to_string(*gpu) + " is named twice");
+          return fail(echo_quoted(item) + ": GPU " + std::to_string(*gpu) + " is named twice");
         }
         parsed.gpus.push_back(*gpu);
       }
@@ -345,7 +347,8 @@ HostsFileResult filter_hosts(HostsFile hosts, std::string_view include, std::str
       if (!count) {
         return std::vector<Diagnostic>{
             {std::string(flag), 0, 0,
-             "host " + quoted(host.name) + " has no known GPU count to exclude GPUs from: give " +
+             "host " + echo_quoted(host.name) +
+                 " has no known GPU count to exclude GPUs from: give " +
                  "it slots=N in a hostfile (or gpus = N in a hosts file)"}};
       }
       visible.clear();

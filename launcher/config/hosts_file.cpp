@@ -89,7 +89,7 @@ std::string wrong_type(std::string_view key, std::string_view expected, const to
 
 void report_unknown_key(const toml::key& key, std::string_view where,
                         std::span<const std::string_view> known, Diagnostics& diags) {
-  std::string message = "unknown key " + quoted(key.str()) + " in " + std::string(where);
+  std::string message = "unknown key " + echo_quoted(key.str()) + " in " + std::string(where);
   if (auto suggestion = did_you_mean(key.str(), known)) {
     message += "; did you mean '" + *suggestion + "'?";
   }
@@ -129,7 +129,7 @@ std::optional<std::string> read_word(const toml::node& node, std::string_view ke
   auto text = read_string(node, key, diags);
   if (!text) return std::nullopt;
   if (auto reason = unsafe_word_reason(*text); !reason.empty()) {
-    diags.add(node.source(), "'" + std::string(key) + "' " + quoted(*text) + " " + reason);
+    diags.add(node.source(), "'" + std::string(key) + "' " + echo_quoted(*text) + " " + reason);
     return std::nullopt;
   }
   return text;
@@ -154,7 +154,7 @@ std::optional<std::string> read_interface(const toml::node& node, std::string_vi
   if (!text) return std::nullopt;
   if (!valid_interface_name(*text)) {
     diags.add(node.source(),
-              "'" + std::string(key) + "' " + quoted(*text) +
+              "'" + std::string(key) + "' " + echo_quoted(*text) +
                   " is not a network interface name (1 to 15 of A-Z a-z 0-9 _ . : -)");
     return std::nullopt;
   }
@@ -167,7 +167,7 @@ std::optional<TransportKind> read_transport(const toml::node& node, std::string_
   if (!text) return std::nullopt;
   if (*text == "local") return TransportKind::local;
   if (*text == "ssh") return TransportKind::ssh;
-  std::string message = "unknown transport " + quoted(*text) + ": use \"local\" or \"ssh\"";
+  std::string message = "unknown transport " + echo_quoted(*text) + ": use \"local\" or \"ssh\"";
   if (auto suggestion = did_you_mean(*text, kTransports)) {
     message += "; did you mean '" + *suggestion + "'?";
   }
@@ -180,7 +180,8 @@ std::optional<std::string> read_jump(const toml::node& node, std::string_view ke
   auto text = read_string(node, key, diags);
   if (!text) return std::nullopt;
   if (const JumpChain chain = parse_jump_chain(*text); !chain.error.empty()) {
-    diags.add(node.source(), "'" + std::string(key) + "' " + quoted(*text) + " " + chain.error);
+    diags.add(node.source(),
+              "'" + std::string(key) + "' " + echo_quoted(*text) + " " + chain.error);
     return std::nullopt;
   }
   return text;
@@ -215,25 +216,25 @@ void merge_env(const HostFieldInput& input, HostEntry& entry) {
   for (auto&& [key, value] : *table) {
     bool ok = true;
     if (!valid_env_name(key.str())) {
-      diags.add(key.source(), "environment variable name " + quoted(key.str()) +
+      diags.add(key.source(), "environment variable name " + echo_quoted(key.str()) +
                                   " is not valid (letters, digits and '_', not starting with a "
                                   "digit)");
       ok = false;
     } else if (is_launcher_variable(key.str())) {
-      diags.add(key.source(), "environment variable " + quoted(key.str()) +
+      diags.add(key.source(), "environment variable " + echo_quoted(key.str()) +
                                   " is set by dlaunch for every rank and cannot be set here");
       ok = false;
     }
     auto text = env_value(value);
     if (!text) {
-      diags.add(value.source(), "environment variable " + quoted(key.str()) +
+      diags.add(value.source(), "environment variable " + echo_quoted(key.str()) +
                                     " must be a string, integer or boolean, not " +
                                     std::string(type_name(value)));
       ok = false;
     } else if (text->find('\0') != std::string::npos) {
       // execve would silently cut the value at the NUL.
-      diags.add(value.source(),
-                "environment variable " + quoted(key.str()) + " must not contain NUL characters");
+      diags.add(value.source(), "environment variable " + echo_quoted(key.str()) +
+                                    " must not contain NUL characters");
       ok = false;
     }
     if (ok) entry.env[std::string(key.str())] = std::move(*text);
@@ -404,7 +405,7 @@ void check_unique_names(const std::vector<ReadHost>& hosts, Diagnostics& diags) 
     if (entry.name.empty()) continue;
     auto [it, inserted] = seen.emplace(entry.name, name_source(*table));
     if (!inserted) {
-      diags.add(name_source(*table), "duplicate host name " + quoted(entry.name) +
+      diags.add(name_source(*table), "duplicate host name " + echo_quoted(entry.name) +
                                          " (first used on line " +
                                          std::to_string(it->second.begin.line) +
                                          "); give each [[host]] a unique 'name'");
@@ -432,7 +433,7 @@ RendezvousSettings read_rendezvous(const toml::table& root, Diagnostics& diags) 
     } else if (key.str() == "via") {
       const auto via = read_string(value, "via", diags);
       if (via && std::ranges::find(kRendezvousVia, *via) == std::end(kRendezvousVia)) {
-        diags.add(value.source(), "unknown rendezvous 'via' " + quoted(*via) +
+        diags.add(value.source(), "unknown rendezvous 'via' " + echo_quoted(*via) +
                                       ": use \"direct\" (agents connect to the coordinator) or "
                                       "\"ssh\" (through each host's SSH connection)");
       }
@@ -453,7 +454,7 @@ void check_top_level_keys(const toml::table& root, Diagnostics& diags) {
     }
     // A host key at the top level is a common slip: say where it belongs.
     if (find_host_field(name) != nullptr) {
-      diags.add(key.source(), "unknown top-level key " + quoted(name) +
+      diags.add(key.source(), "unknown top-level key " + echo_quoted(name) +
                                   "; host settings go in [defaults] or a [[host]] table");
       continue;
     }
@@ -493,7 +494,7 @@ std::size_t utf8_sequence_length(std::string_view text) {
 
 }  // namespace
 
-std::string quoted(std::string_view text) {
+std::string echo_quoted(std::string_view text) {
   constexpr std::size_t kMaxShown = 64;
   std::string out = "'";
   auto escape = [&out](unsigned char c) {

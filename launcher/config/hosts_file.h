@@ -112,7 +112,7 @@ std::string unsafe_word_reason(std::string_view text);
 
 // Values are echoed in messages: `text` in single quotes on one printable
 // line, control characters escaped, cut after 64 bytes.
-std::string quoted(std::string_view text);
+std::string echo_quoted(std::string_view text);
 
 // The text of a host-list file (TOML or not); a missing, unreadable or
 // oversized file is one diagnostic naming it.

@@ -87,6 +87,20 @@ std::string help_footer(std::span<const CommandHelp> commands) {
 
 }  // namespace
 
+void add_ssh_options(CLI::App& app, Options& o) {
+  app.add_option("--ssh-parallel", o.ssh_parallel, "SSH connections set up at once")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 4096));
+  app.add_option("--ssh-timeout", o.ssh_timeout_s, "SSH connect timeout in seconds")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 3600));
+  app.add_flag("--accept-new-host-keys", o.accept_new_host_keys,
+               "record unknown SSH host keys (changed keys are always refused)");
+  app.add_flag("--rdzv-via-ssh", o.rdzv_via_ssh,
+               "agents reach the rendezvous through a reverse forward on their SSH connection "
+               "(coordinator behind NAT or a firewall); as [rendezvous] via = \"ssh\"");
+}
+
 void add_host_list_options(CLI::App& app, Options& o) {
   static const std::map<std::string, Launcher> kLaunchers{
       {"ssh", Launcher::ssh}, {"slurm", Launcher::slurm}, {"local", Launcher::local}};
@@ -285,17 +299,7 @@ ParseResult parse_options(int argc, const char* const* argv,
   app.add_flag("--no-skip", o.no_skip,
                "never skip lines on a terminal that falls behind: hold the ranks back instead "
                "(for scripts reading dlaunch's output through a slow pipe)");
-  app.add_option("--ssh-parallel", o.ssh_parallel, "SSH connections set up at once")
-      ->capture_default_str()
-      ->check(CLI::Range(1, 4096));
-  app.add_option("--ssh-timeout", o.ssh_timeout_s, "SSH connect timeout in seconds")
-      ->capture_default_str()
-      ->check(CLI::Range(1, 3600));
-  app.add_flag("--accept-new-host-keys", o.accept_new_host_keys,
-               "record unknown SSH host keys (changed keys are always refused)");
-  app.add_flag("--rdzv-via-ssh", o.rdzv_via_ssh,
-               "agents reach the rendezvous through a reverse forward on their SSH connection "
-               "(coordinator behind NAT or a firewall); as [rendezvous] via = \"ssh\"");
+  add_ssh_options(app, o);
 
   std::vector<std::string> reversed(ours.rbegin(), ours.rend());
   try {

@@ -122,6 +122,9 @@ ParseResult parse_options(int argc, const char* const* argv,
 // --hosts, --hostfile, -H/--host-list, --include, --exclude and --launcher,
 // the same for `run` and `check`.
 void add_host_list_options(CLI::App& app, Options& o);
+// --ssh-parallel, --ssh-timeout, --accept-new-host-keys and --rdzv-via-ssh:
+// one declaration for the job, `check` and `top`.
+void add_ssh_options(CLI::App& app, Options& o);
 
 // After parsing: sets o.host_source from those flags and, with the automatic
 // launcher and `may_use_slurm`, from $SLURM_JOB_ID. A usage error when the

@@ -206,7 +206,7 @@ HostlistExpansion expand_hostlist(std::string_view text, std::size_t max_hosts) 
   for (const auto& pattern : patterns) expand(pattern, 0, name, result.hosts);
   for (const auto& host : result.hosts) {
     if (auto why = unsafe_word_reason(host); !why.empty()) {
-      return fail("the host name " + quoted(host) + " " + why);
+      return fail("the host name " + echo_quoted(host) + " " + why);
     }
   }
   return result;
@@ -267,12 +267,12 @@ HostsFileResult slurm_hosts(const Environment& env) {
   }
   const HostlistExpansion nodes = expand_hostlist(*nodelist);
   if (!nodes.error.empty()) {
-    return error(kNodelist, quoted(*nodelist) + " is not a hostlist: " + nodes.error);
+    return error(kNodelist, echo_quoted(*nodelist) + " is not a hostlist: " + nodes.error);
   }
   std::set<std::string_view> seen;
   for (const auto& node : nodes.hosts) {
     if (!seen.insert(node).second) {
-      return error(kNodelist, quoted(*nodelist) + " names " + quoted(node) + " twice");
+      return error(kNodelist, echo_quoted(*nodelist) + " names " + echo_quoted(node) + " twice");
     }
   }
 
@@ -281,11 +281,11 @@ HostsFileResult slurm_hosts(const Environment& env) {
   const auto per_node = [&](std::string_view variable, bool one_for_all) -> std::string {
     const std::string& text = *get(variable);
     TaskCounts counts = expand_tasks_per_node(text);
-    if (!counts.error.empty()) return quoted(text) + ": " + counts.error;
+    if (!counts.error.empty()) return echo_quoted(text) + ": " + counts.error;
     if (one_for_all && counts.counts.size() == 1)
       counts.counts.resize(nodes.hosts.size(), counts.counts[0]);
     if (counts.counts.size() != nodes.hosts.size()) {
-      return quoted(text) + " gives counts for " + std::to_string(counts.counts.size()) +
+      return echo_quoted(text) + " gives counts for " + std::to_string(counts.counts.size()) +
              " nodes, but " + std::string(kNodelist) + " names " +
              std::to_string(nodes.hosts.size());
     }
@@ -298,8 +298,8 @@ HostsFileResult slurm_hosts(const Environment& env) {
   if (const std::string* text = get("SLURM_GPUS_ON_NODE")) {
     const auto n = parse_number(*text);
     if (!n || *n > static_cast<std::uint64_t>(kMaxSlots)) {
-      return error("SLURM_GPUS_ON_NODE",
-                   quoted(*text) + " is not a GPU count from 0 to " + std::to_string(kMaxSlots));
+      return error("SLURM_GPUS_ON_NODE", echo_quoted(*text) + " is not a GPU count from 0 to " +
+                                             std::to_string(kMaxSlots));
     }
     gpus = static_cast<int>(*n);
   }

@@ -14,7 +14,7 @@
 #include "common/exit_codes.h"
 #include "common/log.h"
 #include "common/posix.h"
-#include "launcher/job/agent_link_perform.h"
+#include "launcher/fleet/agent_link_perform.h"
 #include "launcher/plan/agent_address.h"
 #include "launcher/plan/launch_spec_builder.h"
 #include "protocol/launch_spec.h"
@@ -31,11 +31,7 @@ JobPolicy::Config policy_config(const Plan& plan, const Options& options) {
   rdzv.job = plan.job;
   rdzv.max_restarts = options.max_restarts;
   rdzv.master_addr = plan.master_addr;
-  if (rdzv.master_addr.empty()) {
-    char name[256] = {};
-    ::gethostname(name, sizeof name - 1);
-    rdzv.master_addr = name;
-  }
+  if (rdzv.master_addr.empty()) rdzv.master_addr = this_host_name();
   rdzv.fixed_master_port = plan.master_port.value_or(0);
   if (plan.mode == Mode::hosts) {
     for (const auto& n : plan.nodes) rdzv.node_names.push_back(n.host.name);

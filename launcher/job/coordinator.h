@@ -16,15 +16,15 @@
 #include <vector>
 
 #include "launcher/config/options.h"
-#include "launcher/job/agent_stderr.h"
-#include "launcher/job/file_mirror.h"
+#include "launcher/fleet/agent_stderr.h"
 #include "launcher/job/job_policy.h"
-#include "launcher/job/job_record.h"
 #include "launcher/job/job_recorder.h"
-#include "launcher/job/log_sink.h"
-#include "launcher/job/sync_manifest.h"
-#include "launcher/job/sync_sender.h"
+#include "launcher/output/file_mirror.h"
+#include "launcher/output/log_sink.h"
 #include "launcher/plan/plan.h"
+#include "launcher/record/job_record.h"
+#include "launcher/sync/sync_manifest.h"
+#include "launcher/sync/sync_sender.h"
 #include "launcher/transport/transport.h"
 #include "rendezvous/service.h"
 

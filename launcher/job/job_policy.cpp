@@ -280,13 +280,13 @@ void JobPolicy::start_probe() {
     if (nodes_[i].conn) probe_rounds_->on_joined(i);
   send_probes(probe_rounds_->start());
   if (probe_rounds_->in_rounds()) {
-    emit(log_line(log::Level::debug, "probing in rounds: ", ProbeRounds::kScouts,
+    emit(log_line(log::Level::debug, "probing in rounds: ", net::ProbeRounds::kScouts,
                   " scout nodes try every address, then the others try the first every scout "
                   "reached"));
   }
 }
 
-void JobPolicy::send_probes(const std::vector<ProbeRounds::Request>& requests) {
+void JobPolicy::send_probes(const std::vector<net::ProbeRounds::Request>& requests) {
   for (const auto& request : requests) {
     const Node& node = nodes_[request.node];
     if (!node.conn) continue;

@@ -34,11 +34,11 @@
 #include <vector>
 
 #include "common/log.h"
-#include "launcher/job/agent_link.h"
-#include "launcher/job/job_record.h"
-#include "launcher/job/probe_rounds.h"
+#include "launcher/fleet/agent_link.h"
+#include "launcher/record/job_record.h"
 #include "net/candidates.h"
 #include "net/choice.h"
+#include "net/probe_rounds.h"
 #include "protocol/messages.h"
 #include "rendezvous/state.h"
 
@@ -187,7 +187,7 @@ class JobPolicy {
 
   void send_all(const std::vector<Outbound>& out);
   void start_probe();
-  void send_probes(const std::vector<ProbeRounds::Request>& requests);
+  void send_probes(const std::vector<net::ProbeRounds::Request>& requests);
   void choose_master();
   void maybe_assign();
   void on_assigned();
@@ -240,7 +240,7 @@ class JobPolicy {
   std::vector<net::Candidate> candidates_;  // sent in the Probe; empty until then
   bool probe_sent_ = false;
   std::optional<proto::Probe> probe_;  // every candidate; a round may send fewer
-  std::optional<ProbeRounds> probe_rounds_;
+  std::optional<net::ProbeRounds> probe_rounds_;
   // Connections to node 0's probe listener in flight at once, at most: half
   // of Linux's default accept queue (net.core.somaxconn, 4,096).
   static constexpr std::size_t kProbeConnectionsInFlight = 2048;

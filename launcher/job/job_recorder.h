@@ -8,7 +8,7 @@
 #include <string>
 
 #include "launcher/job/job_policy.h"
-#include "launcher/job/job_record.h"
+#include "launcher/record/job_record.h"
 
 namespace dlaunch {
 

@@ -47,12 +47,6 @@ std::string local_address_towards(const std::string& host) {
 
 namespace {
 
-std::string this_host_name() {
-  char name[256] = {};
-  ::gethostname(name, sizeof name - 1);
-  return name;
-}
-
 // srun prints a task's failure as soon as it hears of it, which can be before
 // the task's last stderr lines (they travel another way): the node's exit is
 // reported this much later, so the lines that explain it come first.

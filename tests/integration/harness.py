@@ -103,6 +103,12 @@ def kill_coordinators(state_dir):
                 pass
 
 
+def dlaunch(args, env=None, timeout=120):
+    """Runs dlaunch with `args` to its end; its output as text in the result."""
+    return subprocess.run([DLAUNCH, *args], capture_output=True, text=True, timeout=timeout,
+                          env=env)
+
+
 class DlaunchTestCase(unittest.TestCase):
     """Gives each test a temp dir and state dir, and kills anything of its jobs
     left behind, also when the test fails."""
@@ -135,6 +141,8 @@ class DlaunchTestCase(unittest.TestCase):
         return env
 
     def run_dlaunch(self, args, timeout=120, **kwargs):
+        if not kwargs:
+            return dlaunch(args, self.env(), timeout)
         return subprocess.run([DLAUNCH] + list(args), capture_output=True, text=True,
                               timeout=timeout, env=kwargs.pop("env", self.env()), **kwargs)
 

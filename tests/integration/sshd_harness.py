@@ -308,6 +308,11 @@ MaxSessions 50
                                        "-j", "REJECT", "--reject-with", "tcp-reset"],
                               capture_output=True).returncode == 0
 
+    def dlaunch(self, args, timeout=120, **extra_env):
+        """dlaunch run to its end against these hosts (their keys, known_hosts
+        and state dir), with `extra_env` on top of env()."""
+        return harness.dlaunch(args, self.env(**extra_env), timeout)
+
     def env(self, **extra):
         env = dict(os.environ)
         env["HOME"] = self.home

@@ -85,10 +85,9 @@ class CrossRegionTest(unittest.TestCase):
         CrossRegionTest.runs += 1
         job = f"xregion-{os.getpid()}-{CrossRegionTest.runs}"
         self.jobs.append(job)
-        return subprocess.run(
-            [harness.DLAUNCH, "--hosts", hosts_file, "--name", job, *options, "--",
-             "/usr/bin/python3", self.script, self.out],
-            capture_output=True, text=True, timeout=timeout, env=self.topo.env())
+        return harness.dlaunch(["--hosts", hosts_file, "--name", job, *options, "--",
+                                "/usr/bin/python3", self.script, self.out],
+                               self.topo.env(), timeout)
 
     def records(self, prefix):
         """{rank: record} from the files started-<rank> or rank-<rank>.json."""

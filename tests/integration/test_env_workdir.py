@@ -34,11 +34,6 @@ class EnvWorkdirTest(unittest.TestCase):
     def tearDownClass(cls):
         cls.hosts.close()
 
-    def dlaunch(self, args, env_extra=None, timeout=120):
-        env = self.hosts.env(**(env_extra or {}))
-        return subprocess.run([harness.DLAUNCH] + args, capture_output=True, text=True,
-                              timeout=timeout, env=env)
-
     def rank_vars(self, stdout):
         out = {}
         for line in stdout.splitlines():
@@ -56,8 +51,8 @@ class EnvWorkdirTest(unittest.TestCase):
         shell = {"NCCL_DEBUG": "INFO", "NCCL_ALGO": "shell", "NCCL_PROTO": "shell",
                  "CUDA_CACHE_PATH": "/cache", "CUDA_VISIBLE_DEVICES": "7",
                  "PATH": "/opt/only-here/bin:" + os.environ.get("PATH", "/usr/bin:/bin")}
-        r = self.dlaunch(["--hosts", self.hosts_file, "--env-file", env_file, "--env",
-                          "NCCL_PROTO=cli", "--", PY, "-c", DUMP, ",".join(keys)], shell)
+        r = self.hosts.dlaunch(["--hosts", self.hosts_file, "--env-file", env_file, "--env",
+                          "NCCL_PROTO=cli", "--", PY, "-c", DUMP, ",".join(keys)], **shell)
         self.assertEqual(r.returncode, 0, r.stderr)
         got = self.rank_vars(r.stdout)
         self.assertEqual(got["NCCL_DEBUG"], "INFO")          # forwarded
@@ -69,15 +64,15 @@ class EnvWorkdirTest(unittest.TestCase):
         self.assertEqual(got["FROM_ENV_FILE"], "yes")
         self.assertNotIn("/opt/only-here/bin", got["PATH"])  # the host's login PATH
 
-        r = self.dlaunch(["--hosts", self.hosts_file, "--forward-env", "PATH", "--no-forward-env",
-                          "--", PY, "-c", DUMP, "PATH,NCCL_DEBUG"], shell)
+        r = self.hosts.dlaunch(["--hosts", self.hosts_file, "--forward-env", "PATH", "--no-forward-env",
+                          "--", PY, "-c", DUMP, "PATH,NCCL_DEBUG"], **shell)
         self.assertEqual(r.returncode, 0, r.stderr)
         got = self.rank_vars(r.stdout)
         self.assertTrue(got["PATH"].startswith("/opt/only-here/bin:"), got["PATH"])
         self.assertEqual(got["NCCL_DEBUG"], "<unset>")
 
-        r = self.dlaunch(["--dry-run", "--hosts", self.hosts_file, "--env", "NCCL_PROTO=cli",
-                          "--", "prog"], shell)
+        r = self.hosts.dlaunch(["--dry-run", "--hosts", self.hosts_file, "--env", "NCCL_PROTO=cli",
+                          "--", "prog"], **shell)
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertIn("NCCL_ALGO=file (hosts file)", r.stdout)
         self.assertIn("NCCL_DEBUG=INFO (forwarded)", r.stdout)
@@ -86,7 +81,7 @@ class EnvWorkdirTest(unittest.TestCase):
     def test_workdir_on_the_host_and_a_missing_one_named(self):
         work = os.path.join(self.hosts.tmp, "work dir")
         os.makedirs(work, exist_ok=True)
-        r = self.dlaunch(["--hosts", self.hosts_file, "--workdir", work, "--", PY, "-c", DUMP,
+        r = self.hosts.dlaunch(["--hosts", self.hosts_file, "--workdir", work, "--", PY, "-c", DUMP,
                           "X"])
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertEqual(self.rank_vars(r.stdout)["cwd"], work)
@@ -99,7 +94,7 @@ class EnvWorkdirTest(unittest.TestCase):
         self.assertEqual(self.rank_vars(r.stdout)["cwd"], work)
 
         missing = os.path.join(self.hosts.tmp, "no-such-dir")
-        r = self.dlaunch(["--hosts", self.hosts_file, "--workdir", missing, "--", "true"])
+        r = self.hosts.dlaunch(["--hosts", self.hosts_file, "--workdir", missing, "--", "true"])
         self.assertNotEqual(r.returncode, 0)
         self.assertIn(f"--workdir {missing} is not usable on h1", r.stderr)
 

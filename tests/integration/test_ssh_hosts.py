@@ -6,7 +6,6 @@ hosts, the cached agent upload, and arguments that reach the rank byte for byte.
 import os
 import random
 import shutil
-import subprocess
 import sys
 import time
 import unittest
@@ -40,10 +39,6 @@ class SshHostsTest(unittest.TestCase):
         self.out = os.path.join(self.hosts.tmp, f"out-{random.randint(0, 1 << 30)}")
         os.makedirs(self.out)
 
-    def dlaunch(self, args, timeout=120, env=None):
-        return subprocess.run([harness.DLAUNCH] + args, capture_output=True, text=True,
-                              timeout=timeout, env=env or self.hosts.env())
-
     def dump_cmd(self, *args):
         return ["/usr/bin/python3", "-c", DUMP, self.out, *args]
 
@@ -57,7 +52,7 @@ class SshHostsTest(unittest.TestCase):
 
     def test_three_hosts_uneven_slots_every_rank_once(self):
         hosts_file = self.hosts.hosts_file([1, 2, 3])
-        r = self.dlaunch(["--hosts", hosts_file, "--"] + self.dump_cmd())
+        r = self.hosts.dlaunch(["--hosts", hosts_file, "--"] + self.dump_cmd())
         self.assertEqual(r.returncode, 0, r.stderr)
         recs = self.records()
         self.assertEqual(sorted(recs), list(range(6)))
@@ -72,7 +67,7 @@ class SshHostsTest(unittest.TestCase):
         for _ in range(20):  # random byte strings (no NUL: argv cannot hold one)
             raw = bytes(rng.randrange(1, 256) for _ in range(rng.randrange(1, 40)))
             args.append(os.fsdecode(raw))
-        r = self.dlaunch(["--hosts", self.hosts.hosts_file([1, 1, 1]), "--"] + self.dump_cmd(*args))
+        r = self.hosts.dlaunch(["--hosts", self.hosts.hosts_file([1, 1, 1]), "--"] + self.dump_cmd(*args))
         self.assertEqual(r.returncode, 0, r.stderr)
         want = [os.fsencode(a).hex() for a in args]
         for rank, fields in self.records().items():
@@ -81,16 +76,16 @@ class SshHostsTest(unittest.TestCase):
     def test_unknown_host_key_refused_then_accepted_with_flag(self):
         known = self.hosts.write_known_hosts(self.hosts.hosts[:2])  # h3 unknown
         hosts_file = self.hosts.hosts_file([1, 1, 1])
-        r = self.dlaunch(["--hosts", hosts_file, "--", "true"])
+        r = self.hosts.dlaunch(["--hosts", hosts_file, "--", "true"])
         self.assertNotEqual(r.returncode, 0)
         self.assertIn("h3: unknown host key", r.stderr)
         self.assertIn("--accept-new-host-keys", r.stderr)
         self.assertIn("SHA256:", r.stderr)
-        r = self.dlaunch(["--hosts", hosts_file, "--accept-new-host-keys", "--", "true"])
+        r = self.hosts.dlaunch(["--hosts", hosts_file, "--accept-new-host-keys", "--", "true"])
         self.assertEqual(r.returncode, 0, r.stderr)
         with open(known) as f:
             self.assertEqual(len(f.read().splitlines()), 3)
-        r = self.dlaunch(["--hosts", hosts_file, "--", "true"])  # now known
+        r = self.hosts.dlaunch(["--hosts", hosts_file, "--", "true"])  # now known
         self.assertEqual(r.returncode, 0, r.stderr)
 
     def test_hashed_known_hosts_entries_are_honoured(self):
@@ -98,7 +93,7 @@ class SshHostsTest(unittest.TestCase):
         sshd_harness.sh("ssh-keygen", "-H", "-f", known)
         with open(known) as f:
             self.assertTrue(all(line.startswith("|1|") for line in f.read().splitlines()))
-        r = self.dlaunch(["--hosts", self.hosts.hosts_file([1, 1, 1]), "--", "true"])
+        r = self.hosts.dlaunch(["--hosts", self.hosts.hosts_file([1, 1, 1]), "--", "true"])
         self.assertEqual(r.returncode, 0, r.stderr)
 
     def test_changed_host_key_is_always_refused(self):
@@ -107,7 +102,7 @@ class SshHostsTest(unittest.TestCase):
         try:
             hosts_file = self.hosts.hosts_file([1, 1, 1])
             for flags in ([], ["--accept-new-host-keys"]):
-                r = self.dlaunch(["--hosts", hosts_file, *flags, "--", "true"])
+                r = self.hosts.dlaunch(["--hosts", hosts_file, *flags, "--", "true"])
                 self.assertNotEqual(r.returncode, 0)
                 self.assertIn("h2: HOST KEY CHANGED", r.stderr)
                 self.assertIn("ssh-keygen -R", r.stderr)
@@ -122,8 +117,8 @@ class SshHostsTest(unittest.TestCase):
         wrong = os.path.join(home, ".ssh", "id_ed25519")
         if not os.path.exists(wrong):
             sshd_harness.sh("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", wrong)
-        r = self.dlaunch(["--hosts", self.hosts.hosts_file([1, 1, 1]), "--", "true"],
-                         env=self.hosts.env(HOME=home))
+        r = self.hosts.dlaunch(["--hosts", self.hosts.hosts_file([1, 1, 1]), "--", "true"],
+                               HOME=home)
         self.assertNotEqual(r.returncode, 0)
         self.assertIn("authentication as root@", r.stderr)
         self.assertIn(wrong, r.stderr)
@@ -139,7 +134,7 @@ class SshHostsTest(unittest.TestCase):
         with open(hosts_file, "a") as f:
             f.write(f'[[host]]\nname = "ghost"\naddress = "{dead}"\nport = {port}\nuser = "root"\n')
         start = time.monotonic()
-        r = self.dlaunch(["--hosts", hosts_file, "--ssh-timeout", "2", "--", "sleep", "30"])
+        r = self.hosts.dlaunch(["--hosts", hosts_file, "--ssh-timeout", "2", "--", "sleep", "30"])
         elapsed = time.monotonic() - start
         self.assertNotEqual(r.returncode, 0)
         self.assertIn(f"ghost: cannot connect to {dead}:{port}", r.stderr)
@@ -151,7 +146,7 @@ class SshHostsTest(unittest.TestCase):
     def test_agent_upload_is_skipped_on_the_second_run(self):
         shutil.rmtree(self.hosts.remote_cache, ignore_errors=True)
         hosts_file = self.hosts.hosts_file([1, 1, 1])
-        r = self.dlaunch(["-v", "--hosts", hosts_file, "--", "true"])
+        r = self.hosts.dlaunch(["-v", "--hosts", hosts_file, "--", "true"])
         self.assertEqual(r.returncode, 0, r.stderr)
         # The three "hosts" are this machine and share the cache directory, so
         # a host may find the copy another one has just uploaded.
@@ -164,7 +159,7 @@ class SshHostsTest(unittest.TestCase):
         agent = os.path.join(self.hosts.remote_cache, cached[0])
         self.assertEqual(os.stat(agent).st_mode & 0o777, 0o755)
         mtime = os.stat(agent).st_mtime_ns
-        r = self.dlaunch(["-v", "--hosts", hosts_file, "--", "true"])
+        r = self.hosts.dlaunch(["-v", "--hosts", hosts_file, "--", "true"])
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertEqual(r.stderr.count("uploaded the agent"), 0, r.stderr)
         self.assertEqual(r.stderr.count("agent already on host"), 3, r.stderr)

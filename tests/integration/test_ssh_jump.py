@@ -51,9 +51,8 @@ class JumpHostTest(unittest.TestCase):
         # 15 s, not the 5 s this once was: on a loaded 2-core machine an agent's
         # first answer through a bastion took longer (unreachable hosts here
         # are refused with a reset, so no test waits for it).
-        return subprocess.run([harness.DLAUNCH, "--hosts", hosts_file, "--ssh-timeout", "15", *args,
-                               "--", "/usr/bin/python3", "-c", RANK],
-                              capture_output=True, text=True, timeout=120, env=self.hosts.env())
+        return self.hosts.dlaunch(["--hosts", hosts_file, "--ssh-timeout", "15", *args, "--",
+                                   "/usr/bin/python3", "-c", RANK])
 
     def test_the_firewall_keeps_this_machine_out(self):
         r = self.dlaunch(self.hosts.hosts_file([1], hosts=[self.h3]))

@@ -39,10 +39,6 @@ class NoSftpTest(unittest.TestCase):
         except FileNotFoundError:
             pass
 
-    def dlaunch(self, args, **env):
-        return subprocess.run([harness.DLAUNCH] + args, capture_output=True, text=True,
-                              timeout=120, env=self.hosts.env(**env))
-
     def test_the_server_really_refuses_sftp(self):
         # Guards the test itself: OpenSSH's sftp client must fail against these hosts.
         if shutil.which("sftp") is None:
@@ -57,7 +53,7 @@ class NoSftpTest(unittest.TestCase):
 
     def test_job_runs_and_the_agent_is_cached(self):
         hosts_file = self.hosts.hosts_file([1, 2])
-        r = self.dlaunch(["-v", "--hosts", hosts_file, "--", "/usr/bin/python3", "-c", RANK])
+        r = self.hosts.dlaunch(["-v", "--hosts", hosts_file, "--", "/usr/bin/python3", "-c", RANK])
         self.assertEqual(r.returncode, 0, r.stderr)
         for rank in range(3):
             self.assertIn(f"rank {rank} of 3", r.stdout + r.stderr)
@@ -75,7 +71,7 @@ class NoSftpTest(unittest.TestCase):
             self.assertEqual(cached[0], "agent-" + hashlib.sha256(f.read()).hexdigest())
         self.assertEqual(os.stat(agent).st_mode & 0o777, 0o755)
 
-        r = self.dlaunch(["-v", "--hosts", hosts_file, "--", "true"])
+        r = self.hosts.dlaunch(["-v", "--hosts", hosts_file, "--", "true"])
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertEqual(r.stderr.count("uploaded the agent"), 0, r.stderr)
         self.assertEqual(r.stderr.count("agent already on host"), 2, r.stderr)
@@ -94,7 +90,7 @@ class NoSftpTest(unittest.TestCase):
         existed = os.path.isdir(fallback)
         before = set(os.listdir(fallback)) if existed else set()
         try:
-            r = self.dlaunch(["--hosts", self.hosts.hosts_file([1]), "--", "true"],
+            r = self.hosts.dlaunch(["--hosts", self.hosts.hosts_file([1]), "--", "true"],
                              DLAUNCH_REMOTE_CACHE=cache)
             self.assertEqual(r.returncode, 0, r.stderr)
             self.assertIn(f"h1: {cache} does not let the agent run (noexec?); "

@@ -42,10 +42,8 @@ class RendezvousViaSshTest(unittest.TestCase):
         self.hosts.write_known_hosts()
 
     def dlaunch(self, hosts_file, *args, code=0):
-        return subprocess.run(
-            [harness.DLAUNCH, "--hosts", hosts_file, "--rdzv-timeout", "60", *args, "--",
-             "/usr/bin/python3", "-c", RANK, str(code)],
-            capture_output=True, text=True, timeout=120, env=self.hosts.env())
+        return self.hosts.dlaunch(["--hosts", hosts_file, "--rdzv-timeout", "60", *args, "--",
+                                   "/usr/bin/python3", "-c", RANK, str(code)])
 
     def test_the_firewall_keeps_hosts_from_the_coordinator(self):
         with socket.socket() as listener:

@@ -20,11 +20,6 @@ import sshd_harness  # noqa: E402
 SLEEPER = "import os, time; print('up', os.environ['RANK'], flush=True); time.sleep(300)"
 
 
-def dlaunch(hosts, args, timeout=120, **env):
-    return subprocess.run([harness.DLAUNCH] + args, capture_output=True, text=True,
-                          timeout=timeout, env=hosts.env(**env))
-
-
 def keygen(path, passphrase=""):
     sshd_harness.sh("ssh-keygen", "-q", "-t", "ed25519", "-N", passphrase, "-f", path)
 
@@ -47,7 +42,7 @@ class SeveralHostKeysTest(unittest.TestCase):
         for key_type in ("ed25519", "ecdsa", "rsa"):
             with self.subTest(key_type=key_type):
                 self.hosts.write_known_hosts(key_type=key_type)
-                r = dlaunch(self.hosts, ["--hosts", hosts_file, "--", "true"])
+                r = self.hosts.dlaunch(["--hosts", hosts_file, "--", "true"])
                 if key_type == "rsa" and "unknown host key" in r.stderr:
                     # Older libssh2 cannot verify rsa-sha2 host keys and the
                     # server refuses SHA-1 ones: refused, never accepted blindly.
@@ -57,7 +52,7 @@ class SeveralHostKeysTest(unittest.TestCase):
     def test_accept_new_records_the_key_openssh_would(self):
         known = self.hosts.write_known_hosts(hosts=[])
         hosts_file = self.hosts.hosts_file([1, 1])
-        r = dlaunch(self.hosts, ["--hosts", hosts_file, "--accept-new-host-keys", "--", "true"])
+        r = self.hosts.dlaunch(["--hosts", hosts_file, "--accept-new-host-keys", "--", "true"])
         self.assertEqual(r.returncode, 0, r.stderr)
         with open(known) as f:
             lines = f.read().splitlines()
@@ -99,7 +94,7 @@ class SshTransportTest(unittest.TestCase):
         with open(known, "a") as f:
             f.write("this line is not known_hosts syntax\n")
             f.write(f"{self.hosts.known_hosts_name(victim)} {wrong_pub}\n")
-        r = dlaunch(self.hosts, ["--hosts", self.hosts.hosts_file([1, 1, 1]),
+        r = self.hosts.dlaunch(["--hosts", self.hosts.hosts_file([1, 1, 1]),
                                  "--accept-new-host-keys", "--", "true"])
         self.assertNotEqual(r.returncode, 0)
         self.assertIn("h3: HOST KEY CHANGED", r.stderr)
@@ -121,7 +116,7 @@ class SshTransportTest(unittest.TestCase):
         hosts_file = os.path.join(self.hosts.tmp, "alias.toml")
         with open(hosts_file, "w") as f:
             f.write('[[host]]\nname = "g"\naddress = "gpu7"\nslots = 2\ntransport = "ssh"\n')
-        r = dlaunch(self.hosts, ["--hosts", hosts_file, "--", "true"],
+        r = self.hosts.dlaunch(["--hosts", hosts_file, "--", "true"],
                     HOME=os.path.dirname(ssh_dir))
         self.assertEqual(r.returncode, 0, r.stderr)
 
@@ -138,7 +133,7 @@ class SshTransportTest(unittest.TestCase):
         hosts_file = self.hosts.hosts_file([1])
         with open(hosts_file, "a") as f:
             f.write('identity = "~/.ssh/deploy_key"\n')
-        r = dlaunch(self.hosts, ["--hosts", hosts_file, "--", "true"], HOME=home)
+        r = self.hosts.dlaunch(["--hosts", hosts_file, "--", "true"], HOME=home)
         self.assertNotEqual(r.returncode, 0)
         self.assertIn("h1: authentication as root@", r.stderr)
         self.assertIn(f"{locked} (cannot be read: passphrase-protected? load it into ssh-agent)",
@@ -160,7 +155,7 @@ class SshTransportTest(unittest.TestCase):
         existed = os.path.isdir(fallback)
         before = set(os.listdir(fallback)) if existed else set()
         try:
-            r = dlaunch(self.hosts, ["--hosts", self.hosts.hosts_file([1]), "--", "true"],
+            r = self.hosts.dlaunch(["--hosts", self.hosts.hosts_file([1]), "--", "true"],
                         DLAUNCH_REMOTE_CACHE=cache)
             self.assertEqual(r.returncode, 0, r.stderr)
             self.assertIn(f"h1: {cache} does not let the agent run (noexec?); "
@@ -209,7 +204,7 @@ class ChattyShellTest(unittest.TestCase):
                 f.write("echo 'Welcome to the cluster'\necho 'quota: 93%' >&2\n")
             with sshd_harness.SshHosts(2, sshd_extra=f"SetEnv BASH_ENV={rc}\n") as hosts:
                 hosts.write_known_hosts()
-                r = dlaunch(hosts, ["--hosts", hosts.hosts_file([1, 1]), "--", "true"])
+                r = hosts.dlaunch(["--hosts", hosts.hosts_file([1, 1]), "--", "true"])
                 self.assertEqual(r.returncode, 0, r.stderr)
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
@@ -221,7 +216,7 @@ class ManyHostsTest(unittest.TestCase):
             hosts.write_known_hosts()
             out = os.path.join(hosts.tmp, "out")
             os.makedirs(out)
-            r = dlaunch(hosts, ["--hosts", hosts.hosts_file([2] * 8), "--ssh-parallel", "2", "--",
+            r = hosts.dlaunch(["--hosts", hosts.hosts_file([2] * 8), "--ssh-parallel", "2", "--",
                                 "sh", "-c", f'touch "{out}/$RANK-$DLAUNCH_HOST"'])
             self.assertEqual(r.returncode, 0, r.stderr)
             want = sorted(f"{rank}-h{rank // 2 + 1}" for rank in range(16))

@@ -77,12 +77,8 @@ class SyncTest(WithHosts):
             f.write(text)
         os.chmod(path, file_mode)
 
-    def dlaunch(self, args, timeout=120):
-        return subprocess.run([harness.DLAUNCH] + args, capture_output=True, text=True,
-                              timeout=timeout, env=self.hosts.env())
-
     def sync(self, *extra, command=("sh", "-c", "cat cfg/config.txt")):
-        r = self.dlaunch(["-v", "--hosts", self.hosts_file, "--sync", self.src, "--workdir",
+        r = self.hosts.dlaunch(["-v", "--hosts", self.hosts_file, "--sync", self.src, "--workdir",
                           self.dest, *extra, "--", *command])
         self.assertEqual(r.returncode, 0, r.stderr)
         found = SYNCED.findall(r.stderr)
@@ -154,7 +150,7 @@ class SyncTest(WithHosts):
         self.assertTrue(os.path.isdir(os.path.join(d, ".git")))
 
     def test_dry_run_and_the_default_destination(self):
-        r = self.dlaunch(["--dry-run", "--hosts", self.hosts_file, "--sync", self.src,
+        r = self.hosts.dlaunch(["--dry-run", "--hosts", self.hosts_file, "--sync", self.src,
                           "--sync-delete", "--", "prog"])
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertIn("workdir: ~/project (--sync; created when missing)", r.stdout)
@@ -168,7 +164,7 @@ class SyncTest(WithHosts):
         # --sync-delete, and the ranks never start.
         os.makedirs(os.path.join(self.dest, "big.bin", "inside"))
         marker = os.path.join(self.hosts.tmp, "rank-started")
-        r = self.dlaunch(["--hosts", self.hosts_file, "--sync", self.src, "--workdir", self.dest,
+        r = self.hosts.dlaunch(["--hosts", self.hosts_file, "--sync", self.src, "--workdir", self.dest,
                           "--", "touch", marker])
         self.assertEqual(r.returncode, 1, r.stderr)
         self.assertIn("--sync to h1 failed: big.bin: a non-empty directory is in the way", r.stderr)

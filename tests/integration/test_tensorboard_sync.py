@@ -9,7 +9,6 @@ import glob
 import hashlib
 import json
 import os
-import subprocess
 import sys
 import unittest
 
@@ -47,21 +46,17 @@ class TensorboardSyncTest(unittest.TestCase):
         harness.kill_coordinators(os.path.join(self.hosts.tmp, "state"))
         harness.kill_marker(self.job)
 
-    def dlaunch(self, args, timeout=300):
-        return subprocess.run([harness.DLAUNCH] + args, capture_output=True, text=True,
-                              timeout=timeout, env=self.hosts.env())
-
     def record(self):
-        r = self.dlaunch(["get", self.job, "--json"])
+        r = self.hosts.dlaunch(["get", self.job, "--json"])
         self.assertEqual(r.returncode, 0, r.stderr)
         return json.loads(r.stdout)
 
     @unittest.skipUnless(os.access(mh.MNIST, os.X_OK), "mnist_dist is not built (no LibTorch)")
     def test_mnist_events_on_a_remote_host_arrive_byte_identical(self):
         remote = os.path.join(self.hosts.tmp, f"runs-{self.job}")
-        r = self.dlaunch(["--hosts", self.hosts_file, "--name", self.job, "--tensorboard-dir",
+        r = self.hosts.dlaunch(["--hosts", self.hosts_file, "--name", self.job, "--tensorboard-dir",
                           remote, "--", mh.MNIST, "--synthetic", "1024", "--epochs", "2",
-                          "--log-interval", "4", "--dir", remote])
+                          "--log-interval", "4", "--dir", remote], timeout=300)
         self.assertEqual(r.returncode, 0, r.stderr)
         job = self.record()
         copy = job["tensorboard_logdir"]
@@ -71,7 +66,7 @@ class TensorboardSyncTest(unittest.TestCase):
         self.assertTrue(next(iter(expected)).startswith("events.out.tfevents."))
         self.assertEqual(digests(copy), expected)
         self.assertEqual(job["nodes"][0]["host"], "h1")
-        self.assertIn(f"tensorboard --logdir {copy}", self.dlaunch(["get", self.job]).stdout)
+        self.assertIn(f"tensorboard --logdir {copy}", self.hosts.dlaunch(["get", self.job]).stdout)
 
     def test_a_rewritten_file_is_sent_again_whole(self):
         remote = os.path.join(self.hosts.tmp, f"rewrite-{self.job}")
@@ -79,7 +74,7 @@ class TensorboardSyncTest(unittest.TestCase):
                   f'head -c 300000 /dev/urandom > {remote}/sub/a; sleep 1.2; '
                   f'printf short > {remote}/sub/a; head -c 5000 /dev/urandom > {remote}/b; '
                   f'sleep 1.2; head -c 70000 /dev/urandom >> {remote}/b; : > {remote}/empty')
-        r = self.dlaunch(["--hosts", self.hosts_file, "--name", self.job, "--tensorboard-dir",
+        r = self.hosts.dlaunch(["--hosts", self.hosts_file, "--name", self.job, "--tensorboard-dir",
                           remote, "--", "sh", "-c", script], timeout=120)
         self.assertEqual(r.returncode, 0, r.stderr)
         copy = self.record()["tensorboard_logdir"]

@@ -24,9 +24,17 @@ struct Line {
   bool operator==(const Line&) const = default;
 };
 
-// A supervisor over fake processes, with timings short enough for a unit test
-// and everything it reports recorded.
+// A supervisor over fake processes, everything it reports recorded. Its
+// timings are far longer than a test runs: a timer fires only when the test
+// moves the clock (advance), never because the machine was slow.
 struct Fixture {
+  // The test clock before the supervisor arms any timer (members start in
+  // this order).
+  static bool test_clock() {
+    use_test_clock();
+    return true;
+  }
+  bool uses_test_clock = test_clock();
   asio::io_context io;
   FakeProcessOps ops;
   std::vector<Line> lines;
@@ -35,11 +43,12 @@ struct Fixture {
   std::optional<std::size_t> swept_left_alive;
   RankSupervisor supervisor;
 
-  static SupervisorTimings fast() {
+  static SupervisorTimings timings() {
     SupervisorTimings t;
-    t.drain_after_exit = 20ms;
-    t.kill_repeat = 5ms;
-    t.sweep_step = 1ms;
+    t.drain_after_exit = 1h;
+    t.partial_after_idle = 1h;
+    t.kill_repeat = 1min;
+    t.sweep_step = 1min;
     t.sweep_term_steps = 5;
     t.sweep_give_up_steps = 20;
     return t;
@@ -54,7 +63,7 @@ struct Fixture {
                 },
                 [this](const proto::RankExit& e) { exits.push_back(e); }, [this] { ++ranks_ended; },
                 [this](std::size_t left) { swept_left_alive = left; }},
-            fast()) {
+            timings()) {
     ops.on_child_exit = [this] { asio::post(io, [this] { supervisor.reap(); }); };
   }
 
@@ -82,6 +91,23 @@ struct Fixture {
 
   void run_for(std::chrono::milliseconds d) {
     run_until([] { return false; }, d);
+  }
+
+  // Moves the clock by `by`, then runs what that made due.
+  void advance(SteadyClock::duration by) {
+    advance_test_clock(by);
+    run_for(20ms);
+  }
+
+  // Moves the clock a step at a time until `done` holds; the steps it took,
+  // or -1 when `max_steps` were not enough.
+  template <class Pred>
+  int advance_until(Pred done, SteadyClock::duration step, int max_steps = 100) {
+    for (int taken = 0; taken <= max_steps; ++taken) {
+      if (done()) return taken;
+      advance(step);
+    }
+    return -1;
   }
 };
 
@@ -135,10 +161,14 @@ TEST_CASE("one rank exits: its exit is reported after its last line, the round g
 TEST_CASE("an exit is reported after the drain delay when a grandchild holds the pipes") {
   Fixture f;
   f.start(1);
-  const auto started = std::chrono::steady_clock::now();
+  const auto drain = Fixture::timings().drain_after_exit;
   f.ops.exit(f.ops.spawned[0], exited_status(0), /*keep_pipes_open=*/true);
+  f.run_for(50ms);
+  CHECK(f.ranks_ended == 0);
+  f.advance(drain / 2);
+  CHECK(f.ranks_ended == 0);  // the pipes are still open and the delay is not over
+  f.advance(drain / 2 + 1s);
   REQUIRE(f.run_until([&] { return f.ranks_ended == 1; }));
-  CHECK(std::chrono::steady_clock::now() - started >= Fixture::fast().drain_after_exit);
   REQUIRE(f.exits.size() == 1);
   CHECK(f.exits[0].exit_code == 0);
 }
@@ -175,16 +205,15 @@ TEST_CASE("stop escalates to SIGKILL of the group and every descendant after the
   const pid_t rank = f.ops.spawned[0];
   f.ops.process(rank).ignores_term = true;
   const pid_t helper = f.ops.add_leftover(/*ignores_term=*/true);  // escaped the group
-  const auto grace = 60ms;
-  const auto stopped_at = std::chrono::steady_clock::now();
+  const auto grace = 60s;
   f.supervisor.stop(grace);
   CHECK(f.ops.count_signals(f.ops.group_signals, SIGTERM) == 1);
-  f.run_for(20ms);
+  f.advance(grace - 1s);
   CHECK(f.ops.count_signals(f.ops.group_signals, SIGKILL) == 0);
   CHECK(f.ops.alive(rank));
 
+  f.advance(2s);
   REQUIRE(f.run_until([&] { return f.ops.count_signals(f.ops.group_signals, SIGKILL) > 0; }));
-  CHECK(std::chrono::steady_clock::now() - stopped_at >= grace);
   CHECK(f.ops.pid_signals == std::vector<std::pair<pid_t, int>>{{helper, SIGKILL}});
   REQUIRE(f.run_until([&] { return f.ranks_ended == 1; }));
   CHECK(f.exits[0].signal == SIGKILL);
@@ -195,13 +224,21 @@ TEST_CASE("SIGKILL is repeated until every rank is reaped") {
   f.start(1);
   const pid_t rank = f.ops.spawned[0];
   f.ops.process(rank).unkillable = true;
+  const auto repeat = Fixture::timings().kill_repeat;
   f.supervisor.stop(0ms);
-  REQUIRE(f.run_until([&] { return f.ops.count_signals(f.ops.group_signals, SIGKILL) >= 3; }));
+  REQUIRE(f.run_until([&] { return f.ops.count_signals(f.ops.group_signals, SIGKILL) == 1; }));
+  // One more SIGKILL each kill_repeat, and none in between.
+  for (int kills = 2; kills <= 4; ++kills) {
+    f.advance(repeat / 2);
+    CHECK(f.ops.count_signals(f.ops.group_signals, SIGKILL) == kills - 1);
+    f.advance(repeat / 2 + 1ms);
+    CHECK(f.ops.count_signals(f.ops.group_signals, SIGKILL) == kills);
+  }
   f.ops.process(rank).unkillable = false;
   f.ops.exit(rank, dlaunch::testing::signalled_status(SIGKILL));
   REQUIRE(f.run_until([&] { return f.ranks_ended == 1; }));
   const int kills = f.ops.count_signals(f.ops.group_signals, SIGKILL);
-  f.run_for(30ms);
+  f.advance(repeat * 5);
   CHECK(f.ops.count_signals(f.ops.group_signals, SIGKILL) == kills);  // and then stops
 }
 
@@ -209,9 +246,9 @@ TEST_CASE("kill_after replaces the grace (a Stop that says kill now)") {
   Fixture f;
   f.start(1);
   f.ops.process(f.ops.spawned[0]).ignores_term = true;
-  f.supervisor.stop(10s);
+  f.supervisor.stop(1h);
   f.supervisor.kill_after(0ms);
-  REQUIRE(f.run_until([&] { return f.ranks_ended == 1; }, 500ms));
+  REQUIRE(f.run_until([&] { return f.ranks_ended == 1; }));
   CHECK(f.exits[0].signal == SIGKILL);
 }
 
@@ -233,7 +270,8 @@ TEST_CASE("the sweep wakes and terminates leftovers") {
   // SIGCONT too: a stopped process could not act on the SIGTERM.
   CHECK(f.ops.pid_signals ==
         std::vector<std::pair<pid_t, int>>{{daemon, SIGTERM}, {daemon, SIGCONT}});
-  REQUIRE(f.run_until([&] { return f.swept_left_alive.has_value(); }));
+  const auto step = Fixture::timings().sweep_step;
+  CHECK(f.advance_until([&] { return f.swept_left_alive.has_value(); }, step) == 1);
   CHECK(*f.swept_left_alive == 0);
 }
 
@@ -243,9 +281,12 @@ TEST_CASE("the sweep kills leftovers that ignore SIGTERM") {
   f.supervisor.sweep();
   CHECK(f.ops.pid_signals ==
         std::vector<std::pair<pid_t, int>>{{stubborn, SIGTERM}, {stubborn, SIGCONT}});
-  REQUIRE(f.run_until([&] { return f.swept_left_alive.has_value(); }));
+  const auto t = Fixture::timings();
+  // SIGTERM at each of sweep_term_steps steps, then SIGKILL, then one step to see it gone.
+  CHECK(f.advance_until([&] { return f.swept_left_alive.has_value(); }, t.sweep_step) ==
+        t.sweep_term_steps + 1);
   CHECK(*f.swept_left_alive == 0);
-  CHECK(f.ops.count_signals(f.ops.pid_signals, SIGTERM) == Fixture::fast().sweep_term_steps);
+  CHECK(f.ops.count_signals(f.ops.pid_signals, SIGTERM) == t.sweep_term_steps);
   CHECK(f.ops.count_signals(f.ops.pid_signals, SIGKILL) == 1);
   CHECK_FALSE(f.ops.alive(stubborn));
 }
@@ -254,9 +295,11 @@ TEST_CASE("the sweep gives up on leftovers that cannot be killed") {
   Fixture f;
   f.ops.add_leftover(false, /*unkillable=*/true);
   f.supervisor.sweep();
-  REQUIRE(f.run_until([&] { return f.swept_left_alive.has_value(); }));
+  const auto t = Fixture::timings();
+  CHECK(f.advance_until([&] { return f.swept_left_alive.has_value(); }, t.sweep_step) ==
+        t.sweep_give_up_steps);
+  REQUIRE(f.swept_left_alive.has_value());
   CHECK(*f.swept_left_alive == 1);
-  const auto t = Fixture::fast();
   CHECK(f.ops.count_signals(f.ops.pid_signals, SIGTERM) == t.sweep_term_steps);
   CHECK(f.ops.count_signals(f.ops.pid_signals, SIGKILL) ==
         t.sweep_give_up_steps - t.sweep_term_steps);
@@ -266,13 +309,13 @@ TEST_CASE("the sweep ends a pending SIGKILL, and cancel_timers ends the sweep") 
   Fixture f;
   f.start(1);
   f.ops.process(f.ops.spawned[0]).ignores_term = true;
-  f.supervisor.stop(30ms);
+  f.supervisor.stop(1min);
   f.ops.exit(f.ops.spawned[0], exited_status(0));
   REQUIRE(f.run_until([&] { return f.ranks_ended == 1; }));
   f.ops.add_leftover(/*ignores_term=*/true);
   f.supervisor.sweep();
   f.supervisor.cancel_timers();
-  f.run_for(60ms);
+  f.advance(1h);
   CHECK(f.ops.count_signals(f.ops.group_signals, SIGKILL) == 0);
   CHECK(f.ops.count_signals(f.ops.pid_signals, SIGKILL) == 0);
   CHECK_FALSE(f.swept_left_alive.has_value());

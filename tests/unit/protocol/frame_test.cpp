@@ -1,6 +1,8 @@
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <fstream>
+#include <map>
 #include <random>
 #include <sstream>
 
@@ -123,9 +125,12 @@ TEST_CASE("a zero-length frame is bad") {
   CHECK(d.next().status == FrameDecoder::Status::bad);
 }
 
-TEST_CASE("every message type round-trips through encode and decode") {
+namespace {
+
+// One or more messages of every type, with fields at their limits.
+std::vector<proto::Message> sample_messages() {
   const std::string full_chunk(proto::kMaxFileChunk, '\x07');
-  std::vector<proto::Message> messages = {
+  return {
       proto::Hello{proto::kMagic, proto::kVersion, std::string(32, 'n')},
       proto::Challenge{proto::kMagic, proto::kVersion, std::string(32, 's')},
       proto::Join{std::string(32, 'p'), 3, 8, 8, "gpu7", 29500, 4242},
@@ -195,6 +200,12 @@ TEST_CASE("every message type round-trips through encode and decode") {
       proto::NcclReport{"", "2.27.3", "", {{8, 12000}, {1LL << 30, 2'500'000'000LL}}},
       proto::NcclReport{"", "", "cannot load libnccl.so.2", {}},
   };
+}
+
+}  // namespace
+
+TEST_CASE("every message type round-trips through encode and decode") {
+  const auto messages = sample_messages();
   for (const auto& m : messages) {
     const std::string bytes = proto::encode(m);
     FrameDecoder d(kMaxFrame);
@@ -226,15 +237,123 @@ TEST_CASE("decoding rejects truncated, padded and out-of-range messages") {
       proto::decode(static_cast<std::uint8_t>(proto::Type::assign), assign.substr(5)).has_value());
 }
 
-TEST_CASE("random garbage never crashes the decoder") {
+// The decoder's contract on any input: a message of the type it was given
+// whose encoding decodes to itself, or nothing; never a crash. Mutants of a
+// valid message of every type reach past the first field check.
+TEST_CASE("mangled payloads of every type decode to a canonical message or to nothing") {
   std::mt19937 rng(12345);
-  for (int i = 0; i < 20000; ++i) {
-    std::string junk(rng() % 64, '\0');
-    for (auto& c : junk) c = static_cast<char>(rng());
-    (void)proto::decode(static_cast<std::uint8_t>(rng() % 13), junk);
-    FrameDecoder d(kMaxPreAuthFrame);
-    d.feed(junk);
-    for (int k = 0; k < 4 && d.next().status == FrameDecoder::Status::ok; ++k) {
+  std::map<int, std::pair<int, int>> accepted_rejected;  // by type
+  const auto mutate = [&](std::string p) {
+    switch (rng() % 4) {
+      case 0:  // flip a few bits
+        for (int k = 0, n = 1 + static_cast<int>(rng() % 4); k < n && !p.empty(); ++k)
+          p[rng() % p.size()] ^= static_cast<char>(1u << (rng() % 8));
+        break;
+      case 1:  // cut short
+        p.resize(p.empty() ? 0 : rng() % p.size());
+        break;
+      case 2:  // trailing bytes
+        for (int k = 0, n = 1 + static_cast<int>(rng() % 8); k < n; ++k)
+          p.push_back(static_cast<char>(rng()));
+        break;
+      default:  // a run of random bytes
+        if (!p.empty()) {
+          const std::size_t at = rng() % p.size();
+          for (std::size_t k = at; k < std::min(p.size(), at + 1 + rng() % 16); ++k)
+            p[k] = static_cast<char>(rng());
+        }
+    }
+    return p;
+  };
+  for (const auto& m : sample_messages()) {
+    const std::string bytes = proto::encode(m);
+    const auto type = static_cast<std::uint8_t>(bytes[4]);
+    for (int i = 0; i < 2000; ++i) {
+      const std::string mutant = mutate(bytes.substr(5));
+      const auto back = proto::decode(type, mutant);
+      auto& [accepted, rejected] = accepted_rejected[type];
+      if (!back) {
+        ++rejected;
+        continue;
+      }
+      ++accepted;
+      const std::string again = proto::encode(*back);
+      REQUIRE(static_cast<std::uint8_t>(again[4]) == type);
+      const auto twice = proto::decode(type, std::string_view(again).substr(5));
+      REQUIRE(twice.has_value());
+      CHECK(proto::encode(*twice) == again);
+    }
+  }
+  // Every type the protocol has was fed, and its checks both took and refused.
+  for (int t = static_cast<int>(proto::Type::hello);
+       t <= static_cast<int>(proto::Type::nccl_report); ++t) {
+    CAPTURE(t);
+    REQUIRE(accepted_rejected.count(t) == 1);
+    CHECK(accepted_rejected[t].second > 0);
+  }
+  // Types outside the protocol are refused whatever their payload.
+  for (int t : {0, static_cast<int>(proto::Type::nccl_report) + 1, 200, 255}) {
+    for (int i = 0; i < 200; ++i) {
+      std::string junk(rng() % 64, '\0');
+      for (auto& c : junk) c = static_cast<char>(rng());
+      CHECK_FALSE(proto::decode(static_cast<std::uint8_t>(t), junk).has_value());
+    }
+  }
+}
+
+// FrameDecoder on any byte stream, fed in any pieces: each frame it returns is
+// exactly the bytes the stream holds there and within the limit; it asks for
+// more only when the next frame is incomplete; "bad" only for a length of 0
+// or over the limit.
+TEST_CASE("the frame decoder cuts any byte stream exactly where its headers say") {
+  std::mt19937 rng(54321);
+  for (int round = 0; round < 3000; ++round) {
+    std::string stream;
+    for (int k = 0, n = static_cast<int>(rng() % 6); k < n; ++k) {
+      if (rng() % 2) {
+        stream += encode_frame(static_cast<std::uint8_t>(rng()), std::string(rng() % 40, 'x'));
+      } else {
+        for (int b = 0, len = static_cast<int>(rng() % 12); b < len; ++b)
+          stream.push_back(static_cast<char>(rng() % 3 ? rng() % 4 : rng()));
+      }
+    }
+    const std::size_t limit = 1 + rng() % 64;
+    FrameDecoder d(limit);
+    std::size_t fed = 0, pos = 0;
+    bool stopped = false;
+    while (!stopped) {
+      const std::size_t piece = std::min<std::size_t>(stream.size() - fed, rng() % 9);
+      d.feed(std::string_view(stream).substr(fed, piece));
+      fed += piece;
+      for (;;) {
+        REQUIRE(d.buffered() == fed - pos);
+        const auto r = d.next();
+        const std::size_t have = fed - pos;
+        const std::uint32_t length =
+            have < 4
+                ? 0
+                : (static_cast<std::uint32_t>(static_cast<unsigned char>(stream[pos])) << 24 |
+                   static_cast<std::uint32_t>(static_cast<unsigned char>(stream[pos + 1])) << 16 |
+                   static_cast<std::uint32_t>(static_cast<unsigned char>(stream[pos + 2])) << 8 |
+                   static_cast<std::uint32_t>(static_cast<unsigned char>(stream[pos + 3])));
+        if (r.status == FrameDecoder::Status::bad) {
+          REQUIRE(have >= 4);
+          CHECK((length == 0 || length > limit));
+          stopped = true;
+          break;
+        }
+        if (r.status == FrameDecoder::Status::need_more) {
+          CHECK((have < 4 || (length >= 1 && length <= limit && have < 4 + length)));
+          break;
+        }
+        REQUIRE(have >= 4 + static_cast<std::size_t>(length));
+        CHECK(length >= 1);
+        CHECK(length <= limit);
+        CHECK(r.frame.type == static_cast<std::uint8_t>(stream[pos + 4]));
+        CHECK(r.frame.payload == stream.substr(pos + 5, length - 1));
+        pos += 4 + length;
+      }
+      if (fed == stream.size()) break;
     }
   }
 }

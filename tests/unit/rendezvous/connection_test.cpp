@@ -148,7 +148,7 @@ TEST_CASE("connection: heartbeats overtake queued output; a rank's exit does not
   }
   // Only what was already in flight (one batch of at most 256 KiB, 16 lines)
   // goes before the heartbeat.
-  CHECK(heartbeat_at <= Connection::kMaxWriteBatch / (16 * 1024));
+  CHECK(heartbeat_at <= kMaxWriteBatch / (16 * 1024));
   // The exit comes after every line queued before it, and the lines in order.
   CHECK(std::holds_alternative<proto::RankExit>(got.back()));
   int expected_rank = 0;

@@ -32,8 +32,8 @@ Job job(std::string name, JobStatus status, std::vector<std::string> hosts, int 
   return j;
 }
 
-RankSample sample(std::string job, std::string rank, int pid, std::string host,
-                  std::optional<int> gpu, double cpu = 12.5) {
+RankSample rank_sample(std::string job, std::string rank, int pid, std::string host,
+                       std::optional<int> gpu, double cpu = 12.5) {
   RankSample s;
   s.job = std::move(job);
   s.rank = std::move(rank);
@@ -117,9 +117,9 @@ TEST_CASE("top job: usage of the ranks here; GPUs by distinct host and index; ot
   top.here = {"localhost", "head"};
   top.jobs = {job("train", JobStatus::running, {"head", "gpu2", "gpu3"}, 6),
               job("idle", JobStatus::pending, {"gpu2"}, 2)};
-  top.ranks = {sample("train", "1", 300, "head", 1), sample("train", "0", 200, "head", 0),
-               sample("train", "0", 201, "head", 0),  // a child of rank 0: same GPU
-               sample("other", "", 50, "", std::nullopt)};
+  top.ranks = {rank_sample("train", "1", 300, "head", 1), rank_sample("train", "0", 200, "head", 0),
+               rank_sample("train", "0", 201, "head", 0),  // a child of rank 0: same GPU
+               rank_sample("other", "", 50, "", std::nullopt)};
   const auto u = job_usage(top, top.jobs[0]);
   CHECK(u.processes == 3);
   CHECK(u.gpus == 2);
@@ -157,7 +157,7 @@ TEST_CASE("top job: usage of the ranks here; GPUs by distinct host and index; ot
 TEST_CASE("top job: a host named by a local rank, loopback and standalone jobs are here") {
   TopJobs top;
   top.jobs = {job("local", JobStatus::running, {"node0", "node1", "127.0.0.1"}, 3)};
-  top.ranks = {sample("local", "0", 10, "node0", std::nullopt)};
+  top.ranks = {rank_sample("local", "0", 10, "node0", std::nullopt)};
   CHECK(job_usage(top, top.jobs[0]).other_hosts == std::vector<std::string>{"node1"});
   top.jobs[0].info.mode = "standalone";
   CHECK(job_usage(top, top.jobs[0]).other_hosts.empty());
@@ -173,8 +173,8 @@ TEST_CASE("top job: ranks of jobs without a row (another state dir's) are left o
   TopJobs top;
   top.log_dir = "/state";
   top.jobs = {job("train", JobStatus::running, {"localhost"}, 1)};
-  top.ranks = {sample("train", "0", 200, "localhost", 0),
-               sample("elsewhere", "0", 50, "localhost", std::nullopt)};
+  top.ranks = {rank_sample("train", "0", 200, "localhost", 0),
+               rank_sample("elsewhere", "0", 50, "localhost", std::nullopt)};
   keep_ranks_of_listed_jobs(top);
   REQUIRE(top.ranks.size() == 1);
   CHECK(top.ranks[0].job == "train");

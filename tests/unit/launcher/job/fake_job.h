@@ -16,7 +16,7 @@
 
 #include "common/console.h"
 #include "common/text.h"
-#include "launcher/job/agent_stderr.h"
+#include "launcher/fleet/agent_stderr.h"
 #include "launcher/job/job_policy.h"
 #include "launcher/transport/fake_transport.h"
 

@@ -1,0 +1,37 @@
+// Taking a job's name in the state dir. The check that no active job holds the
+// name and the creation of the new job's record are one step under a lock on
+// the state dir, so two dlaunch processes racing for one name (overlapping cron
+// runs) never both start: exactly one gets it.
+#pragma once
+
+#include <string>
+#include <variant>
+
+#include "launcher/record/job_record.h"
+
+namespace dlaunch {
+
+struct ClaimedJob {
+  std::string name;  // as taken (an unnamed job's name may get a -2, -3, ...)
+  std::string dir;
+  std::string archived_as;  // a finished job of the same name moved aside to this name
+  std::string write_error;  // the record could not be written (the job goes on)
+};
+
+// The name belongs to a job that is still PENDING, RUNNING or RESTARTING.
+struct NameTaken {
+  std::string name;
+  long long coordinator_pid = 0;
+  JobStatus status = JobStatus::running;
+};
+
+// Creates <log_dir>/<name> and writes `info` there (its name set to the one
+// taken). `exact`: the user chose the name, so it is refused while an active
+// job holds it, and a finished (or lost) job of that name is moved aside to
+// "<name>.<its start time>" so that `dlaunch get NAME` shows the newest run.
+// Otherwise a taken name gets -2, -3, ... Throws std::runtime_error when the
+// state dir cannot be used.
+std::variant<ClaimedJob, NameTaken> claim_job(const std::string& log_dir, const std::string& name,
+                                              bool exact, JobInfo info);
+
+}  // namespace dlaunch

@@ -1,0 +1,288 @@
+#include "launcher/record/job_record.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <toml++/toml.h>
+#include <cctype>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <sstream>
+#include <stdexcept>
+#include <string_view>
+
+#include "common/json.h"
+#include "common/posix.h"
+
+namespace dlaunch {
+namespace {
+
+std::string failure(const std::string& what, const std::string& path, int error) {
+  return "cannot " + what + " " + path + ": " + std::strerror(error);
+}
+
+// Closes the descriptor and removes the temporary unless it was renamed.
+class TempFile {
+ public:
+  explicit TempFile(std::string path_template) : path_(std::move(path_template)) {
+    fd_ = ::mkostemp(path_.data(), O_CLOEXEC);
+  }
+  TempFile(const TempFile&) = delete;
+  TempFile& operator=(const TempFile&) = delete;
+  ~TempFile() {
+    if (fd_ >= 0) ::close(fd_);
+    if (!renamed_) ::unlink(path_.c_str());
+  }
+
+  bool opened() const { return fd_ >= 0; }
+  int fd() const { return fd_; }
+  // Closes and reports the error close() saw (NFS reports write-back failures there).
+  int close() {
+    const int result = ::close(fd_);
+    fd_ = -1;
+    return result;
+  }
+  void mark_renamed() { renamed_ = true; }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+  int fd_ = -1;
+  bool renamed_ = false;
+};
+
+// The rename is durable only once the directory itself is on disk.
+int sync_directory(const std::string& dir) {
+  const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return -1;
+  const int result = ::fsync(fd);
+  const int saved = errno;
+  ::close(fd);
+  errno = saved;
+  return result;
+}
+
+std::optional<std::string> write_private_file(const std::string& dir, const std::string& name,
+                                              const std::string& content) {
+  const std::string path = dir + "/" + name;
+  // Hidden and unique, in the same directory so that rename() is atomic;
+  // mkostemp creates it 0600.
+  TempFile tmp(dir + "/." + name + ".XXXXXX");
+  if (!tmp.opened()) return failure("create a temporary file for", path, errno);
+  if (!write_all(tmp.fd(), content)) return failure("write", path, errno);
+  if (::fsync(tmp.fd()) != 0) return failure("write", path, errno);
+  if (tmp.close() != 0) return failure("write", path, errno);
+  if (::rename(tmp.path().c_str(), path.c_str()) != 0) return failure("rename to", path, errno);
+  tmp.mark_renamed();
+  if (sync_directory(dir) != 0) return failure("flush the directory of", path, errno);
+  return std::nullopt;
+}
+
+toml::array to_array(const std::vector<std::string>& items) {
+  toml::array a;
+  for (const auto& s : items) a.push_back(s);
+  return a;
+}
+
+template <class View>
+std::vector<std::string> from_array(View node) {
+  std::vector<std::string> out;
+  if (const auto* a = node.as_array()) {
+    for (const auto& item : *a) {
+      if (auto s = item.template value<std::string>()) out.push_back(*s);
+    }
+  }
+  return out;
+}
+
+// The nodes as an array of tables, `[[node]]`, written by hand: a job of
+// 10,000 nodes is rewritten when it starts running and when it ends, and
+// building that through toml++'s tree took about 25 ms each time on the
+// coordinator's event loop. JSON's string escapes are TOML's basic-string
+// escapes (json_quote also escapes DEL, as TOML asks).
+void append_node_records(std::string& text, const std::vector<NodeRecord>& nodes) {
+  text.reserve(text.size() + nodes.size() * 112);
+  for (const auto& n : nodes) {
+    text += "\n[[node]]\nhost = ";
+    text += json_quote(n.host);
+    text += "\nnode_rank = ";
+    text += std::to_string(n.node_rank);
+    text += "\nfirst_rank = ";
+    text += std::to_string(n.first_rank);
+    text += "\nranks = ";
+    text += std::to_string(n.ranks);
+    text += "\nagent_pid = ";
+    text += std::to_string(n.agent_pid);
+    text += "\nstate = ";
+    text += json_quote(n.state);
+    text += "\n";
+  }
+}
+
+std::optional<toml::table> read_table(const std::string& path) {
+  try {
+    return toml::parse_file(path);
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+}
+
+std::string serialize(const toml::table& t) {
+  std::ostringstream out;
+  out << t << "\n";
+  return out.str();
+}
+
+}  // namespace
+
+std::string_view job_status_name(JobStatus status) {
+  switch (status) {
+    case JobStatus::pending:
+      return "PENDING";
+    case JobStatus::running:
+      return "RUNNING";
+    case JobStatus::restarting:
+      return "RESTARTING";
+    case JobStatus::succeeded:
+      return "SUCCEEDED";
+    case JobStatus::failed:
+      return "FAILED";
+    case JobStatus::stopped:
+      return "STOPPED";
+    case JobStatus::lost:
+      return "LOST";
+  }
+  return "?";
+}
+
+std::optional<JobStatus> parse_job_status(std::string_view text) {
+  std::string upper(text);
+  for (char& c : upper) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  for (auto s : {JobStatus::pending, JobStatus::running, JobStatus::restarting,
+                 JobStatus::succeeded, JobStatus::failed, JobStatus::stopped, JobStatus::lost}) {
+    if (job_status_name(s) == upper) return s;
+  }
+  return std::nullopt;
+}
+
+bool is_active(JobStatus status) {
+  return status == JobStatus::pending || status == JobStatus::running ||
+         status == JobStatus::restarting;
+}
+
+JobStatus final_status(const JobResult& result) {
+  if (result.interrupted) return JobStatus::stopped;
+  return result.exit_code == 0 ? JobStatus::succeeded : JobStatus::failed;
+}
+
+void make_private_dirs(const std::string& path) {
+  for (std::size_t i = 1; i <= path.size(); ++i) {
+    if (i == path.size() || path[i] == '/') {
+      const std::string partial = path.substr(0, i);
+      if (::mkdir(partial.c_str(), 0700) != 0 && errno != EEXIST) {
+        throw std::runtime_error("cannot create " + partial + ": " + std::strerror(errno));
+      }
+    }
+  }
+}
+
+std::optional<std::string> write_job_record(const std::string& job_dir, const JobInfo& info,
+                                            const JobResult* result) {
+  toml::table t{{"name", info.name},
+                {"status", std::string(job_status_name(info.status))},
+                {"mode", info.mode},
+                {"nnodes", info.nnodes},
+                {"command", to_array(info.command)},
+                {"coordinator_pid", info.coordinator_pid},
+                {"coordinator_start_ticks", info.coordinator_start_ticks},
+                {"started", info.started},
+                {"started_ms", info.started_ms},
+                {"round", info.round},
+                {"detached", info.detached},
+                {"hosts", to_array(info.hosts)}};
+  if (!info.workdir.empty()) t.insert("workdir", info.workdir);
+  if (!info.tensorboard_dir.empty()) t.insert("tensorboard_dir", info.tensorboard_dir);
+  if (result) {
+    const JobResult& r = *result;
+    t.insert("result", toml::table{{"exit_code", r.exit_code},
+                                   {"root_cause", r.root_cause},
+                                   {"root_cause_tail", to_array(r.root_cause_tail)},
+                                   {"restarts", r.restarts},
+                                   {"world_size", r.world_size},
+                                   {"finished", r.finished},
+                                   {"interrupted", r.interrupted}});
+  }
+  std::string text = serialize(t);
+  append_node_records(text, info.nodes);
+  return write_private_file(job_dir, "job.toml", text);
+}
+
+std::optional<JobInfo> read_job_info(const std::string& job_dir) {
+  auto t = read_table(job_dir + "/job.toml");
+  if (!t) return std::nullopt;
+  JobInfo info;
+  info.name = (*t)["name"].value_or(std::string());
+  info.mode = (*t)["mode"].value_or(std::string());
+  info.nnodes = (*t)["nnodes"].value_or(1);
+  info.command = from_array((*t)["command"]);
+  info.coordinator_pid = (*t)["coordinator_pid"].value_or(0LL);
+  info.coordinator_start_ticks = (*t)["coordinator_start_ticks"].value_or(0LL);
+  info.started = (*t)["started"].value_or(0LL);
+  info.started_ms = (*t)["started_ms"].value_or(0LL);
+  if (info.started_ms == 0) info.started_ms = info.started * 1000;
+  info.hosts = from_array((*t)["hosts"]);
+  info.status =
+      parse_job_status((*t)["status"].value_or(std::string())).value_or(JobStatus::running);
+  info.round = (*t)["round"].value_or(0);
+  info.detached = (*t)["detached"].value_or(false);
+  info.workdir = (*t)["workdir"].value_or(std::string());
+  info.tensorboard_dir = (*t)["tensorboard_dir"].value_or(std::string());
+  if (const auto* nodes = (*t)["node"].as_array()) {
+    for (const auto& item : *nodes) {
+      const auto* n = item.as_table();
+      if (!n) continue;
+      NodeRecord r;
+      r.host = (*n)["host"].value_or(std::string());
+      r.node_rank = (*n)["node_rank"].value_or(0);
+      r.first_rank = (*n)["first_rank"].value_or(-1);
+      r.ranks = (*n)["ranks"].value_or(0);
+      r.agent_pid = (*n)["agent_pid"].value_or(0LL);
+      r.state = (*n)["state"].value_or(std::string());
+      info.nodes.push_back(std::move(r));
+    }
+  }
+  return info;
+}
+
+namespace {
+
+std::optional<JobResult> result_from(const toml::table& t) {
+  // A result without its exit code (cut short) says nothing: not a success.
+  const auto code = t["exit_code"].value<int>();
+  if (!code) return std::nullopt;
+  JobResult r;
+  r.exit_code = *code;
+  r.root_cause = t["root_cause"].value_or(std::string());
+  r.root_cause_tail = from_array(t["root_cause_tail"]);
+  r.restarts = t["restarts"].value_or(0);
+  r.world_size = t["world_size"].value_or(0);
+  r.finished = t["finished"].value_or(0LL);
+  // Records written before the key existed: an interruption's codes.
+  r.interrupted = t["interrupted"].value_or(r.exit_code == 130 || r.exit_code == 143);
+  return r;
+}
+
+}  // namespace
+
+std::optional<JobResult> read_job_result(const std::string& job_dir) {
+  if (auto t = read_table(job_dir + "/job.toml")) {
+    if (const auto* result = (*t)["result"].as_table()) return result_from(*result);
+  }
+  auto old = read_table(job_dir + "/result.toml");
+  if (!old) return std::nullopt;
+  return result_from(*old);
+}
+
+}  // namespace dlaunch

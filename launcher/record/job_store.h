@@ -1,0 +1,56 @@
+// The jobs under a state dir as the job commands see them: each job's record
+// read back, and its status decided from it. An active record (PENDING,
+// RUNNING, RESTARTING) stays so only while its coordinator lives; a coordinator
+// that died without ending the record leaves the job LOST.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "launcher/record/job_record.h"
+
+namespace dlaunch {
+
+// Pure: the status a job's record and its coordinator's liveness add up to.
+// A result decides (records of older versions wrote no final status).
+JobStatus decide_job_status(const JobInfo& info, const std::optional<JobResult>& result,
+                            bool coordinator_alive);
+
+struct Job {
+  std::string dir;
+  JobInfo info;
+  std::optional<JobResult> result;
+  JobStatus status = JobStatus::lost;
+};
+
+// Seconds from start to finish (or to `now` while running); -1 for a lost job,
+// whose end is unknown.
+long long job_duration(const Job& job, long long now);
+
+// Whether `pid` is still a dlaunch process: the pid may have been reused since.
+// Whether the coordinator of a job record still runs: its pid with the same
+// start time (records from before start times were kept: a live process whose
+// program is dlaunch itself, never dlaunch-agent).
+bool coordinator_alive(const JobInfo& info);
+
+// The job in `dir`, or nothing when it holds no readable job.toml.
+std::optional<Job> load_job(const std::string& dir);
+
+// Every job under `log_dir`, newest first (by start time, then name).
+std::vector<Job> load_jobs(const std::string& log_dir);
+
+// The job called `name` under `log_dir`. A name with a '/' is never a job:
+// it would reach outside the state dir.
+std::optional<Job> find_job(const std::string& log_dir, const std::string& name);
+
+// A job's rank log files by rank number: each rank's first file (rank-<R>.log,
+// or its first restart's when the first run wrote nothing).
+std::map<int, std::string> rank_logs(const std::string& job_dir);
+// Every file of each rank by restart round: round 0 is rank-<R>.log, round N
+// rank-<R>.<N>.log.
+std::map<int, std::map<int, std::string>> rank_log_rounds(const std::string& job_dir);
+
+}  // namespace dlaunch

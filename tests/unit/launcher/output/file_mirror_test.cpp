@@ -1,0 +1,47 @@
+#include "launcher/output/file_mirror.h"
+#include "tests/unit/scratch_dir.h"
+
+#include <doctest/doctest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+using namespace dlaunch;
+using dlaunch::testing::read_file;
+using dlaunch::testing::ScratchDir;
+namespace fs = std::filesystem;
+
+TEST_CASE("chunks are written at their offsets; a restart empties the copy first") {
+  ScratchDir d;
+  FileMirror mirror((d.dir() / "tensorboard").string());
+  CHECK_FALSE(mirror.write({"train/events", 0, true, "abc"}));
+  CHECK_FALSE(mirror.write({"train/events", 3, false, "def"}));
+  CHECK(read_file(d.dir() / "tensorboard/train/events") == "abcdef");
+  struct stat st {};
+  REQUIRE(::stat((d.dir() / "tensorboard/train/events").c_str(), &st) == 0);
+  CHECK((st.st_mode & 0777) == 0600);
+  CHECK_FALSE(mirror.write({"train/events", 0, true, "x"}));
+  CHECK(read_file(d.dir() / "tensorboard/train/events") == "x");
+  CHECK_FALSE(mirror.write({"empty", 0, true, ""}));
+  CHECK(fs::exists(d.dir() / "tensorboard/empty"));
+}
+
+TEST_CASE("a bad path or a failed write is reported once, naming the file") {
+  ScratchDir d;
+  FileMirror mirror((d.dir() / "tensorboard").string());
+  auto error = mirror.write({"../escape", 0, true, "x"});
+  REQUIRE(error);
+  CHECK(error->find("'../escape'") != std::string::npos);
+  CHECK_FALSE(mirror.write({"../escape", 0, true, "x"}));  // once
+  CHECK_FALSE(fs::exists(d.dir() / "escape"));
+
+  // A file where a directory must go.
+  CHECK_FALSE(mirror.write({"a", 0, true, "x"}));
+  error = mirror.write({"a/b", 0, true, "y"});
+  REQUIRE(error);
+  CHECK(error->find("tensorboard/a/b") != std::string::npos);
+  CHECK_FALSE(mirror.write({"a/b", 1, false, "z"}));  // skipped quietly from then on
+}

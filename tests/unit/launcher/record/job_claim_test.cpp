@@ -1,0 +1,100 @@
+#include "launcher/record/job_claim.h"
+#include "tests/unit/scratch_dir.h"
+
+#include <doctest/doctest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "common/posix.h"
+#include "launcher/record/job_store.h"
+
+using namespace dlaunch;
+namespace fs = std::filesystem;
+
+namespace {
+
+// A PENDING record whose coordinator is this test process (alive).
+JobInfo live_info(long long started = 1000) {
+  JobInfo info;
+  info.mode = "standalone";
+  info.command = {"prog"};
+  info.coordinator_pid = ::getpid();
+  info.coordinator_start_ticks = process_start_ticks(::getpid());
+  info.started = started;
+  info.status = JobStatus::pending;
+  return info;
+}
+
+}  // namespace
+
+TEST_CASE("an unnamed job's taken name gets -2, -3") {
+  dlaunch::testing::ScratchDir state;
+  const std::string dir = state.path();
+  for (const char* expected : {"prog-1", "prog-1-2", "prog-1-3"}) {
+    auto result = claim_job(dir, "prog-1", false, live_info());
+    REQUIRE(std::holds_alternative<ClaimedJob>(result));
+    CHECK(std::get<ClaimedJob>(result).name == expected);
+    CHECK(read_job_info(dir + "/" + expected)->name == expected);
+  }
+}
+
+TEST_CASE("a name held by an active job is refused, naming its pid and status") {
+  dlaunch::testing::ScratchDir state;
+  const std::string dir = state.path();
+  REQUIRE(std::holds_alternative<ClaimedJob>(claim_job(dir, "nightly", true, live_info())));
+  auto again = claim_job(dir, "nightly", true, live_info());
+  REQUIRE(std::holds_alternative<NameTaken>(again));
+  CHECK(std::get<NameTaken>(again).coordinator_pid == ::getpid());
+  CHECK(std::get<NameTaken>(again).status == JobStatus::pending);
+}
+
+TEST_CASE("a finished or lost job of the same name is moved aside for the new run") {
+  dlaunch::testing::ScratchDir state;
+  const std::string dir = state.path();
+  JobInfo old = live_info(1700000000);
+  old.coordinator_pid = 1 << 30;  // gone: the record reads LOST
+  REQUIRE(std::holds_alternative<ClaimedJob>(claim_job(dir, "nightly", true, old)));
+  std::ofstream(dir + "/nightly/rank-0.log") << "old run\n";
+
+  auto result = claim_job(dir, "nightly", true, live_info(1800000000));
+  REQUIRE(std::holds_alternative<ClaimedJob>(result));
+  const auto& claimed = std::get<ClaimedJob>(result);
+  CHECK(claimed.name == "nightly");
+  REQUIRE(claimed.archived_as.starts_with("nightly."));
+  CHECK(fs::exists(dir + "/" + claimed.archived_as + "/rank-0.log"));
+  CHECK_FALSE(fs::exists(dir + "/nightly/rank-0.log"));
+  CHECK(find_job(dir, "nightly")->info.started == 1800000000);
+  CHECK(find_job(dir, claimed.archived_as)->status == JobStatus::lost);
+}
+
+TEST_CASE("processes racing for one name: exactly one gets it") {
+  dlaunch::testing::ScratchDir state;
+  const std::string dir = state.path();
+  constexpr int kRacers = 8;
+  std::vector<pid_t> racers;
+  // Each racer claims for the test process, which outlives them all.
+  const JobInfo info = live_info();
+  for (int i = 0; i < kRacers; ++i) {
+    const pid_t pid = ::fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0) {
+      auto result = claim_job(dir, "race", true, info);
+      ::_exit(std::holds_alternative<ClaimedJob>(result) ? 0 : 3);
+    }
+    racers.push_back(pid);
+  }
+  int winners = 0, refused = 0;
+  for (pid_t pid : racers) {
+    int status = 0;
+    REQUIRE(::waitpid(pid, &status, 0) == pid);
+    REQUIRE(WIFEXITED(status));
+    winners += WEXITSTATUS(status) == 0;
+    refused += WEXITSTATUS(status) == 3;
+  }
+  CHECK(winners == 1);
+  CHECK(refused == kRacers - 1);
+  CHECK(load_jobs(dir).size() == 1);
+}

@@ -1,0 +1,105 @@
+#include "launcher/sync/sync_manifest.h"
+
+#include <doctest/doctest.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "protocol/sha256.h"
+#include "tests/unit/scratch_dir.h"
+
+using namespace dlaunch;
+namespace fs = std::filesystem;
+using dlaunch::testing::ScratchDir;
+
+namespace {
+
+void write(const fs::path& p, const std::string& text) {
+  fs::create_directories(p.parent_path());
+  std::ofstream(p, std::ios::binary) << text;
+}
+
+const proto::SyncEntry* find(const SyncManifest& m, const std::string& path) {
+  for (const auto& e : m.entries)
+    if (e.path == path) return &e;
+  return nullptr;
+}
+
+}  // namespace
+
+TEST_CASE("the manifest lists files with mode, size and SHA-256, symlinks unfollowed, dirs first") {
+  const ScratchDir dir_scratch;
+  const fs::path& dir = dir_scratch.dir();
+  write(dir / "run.sh", "#!/bin/sh\n");
+  ::chmod((dir / "run.sh").c_str(), 0755);
+  write(dir / "src/a.py", "print(1)\n");
+  write(dir / "src/b.py", "print(2)\n");
+  ::chmod((dir / "src").c_str(), 0750);
+  fs::create_symlink("src/a.py", dir / "latest");
+  fs::create_symlink("/nonexistent/anywhere", dir / "dangling");
+  write(dir / ".git/HEAD", "ref: refs/heads/main\n");
+  write(dir / "w.pt", "weights");
+  write(dir / "data/x", "x");
+  write(dir / ".dlaunchignore", "# big things\n*.pt\ndata/\n");
+  ::mkfifo((dir / "fifo").c_str(), 0600);
+
+  auto built = build_sync_manifest(dir.string());
+  REQUIRE(std::holds_alternative<SyncManifest>(built));
+  const auto& m = std::get<SyncManifest>(built);
+  CHECK(m.root == dir.string());
+  CHECK(m.ignore == std::vector<std::string>{".git", "*.pt", "data/"});
+  std::vector<std::string> paths;
+  for (const auto& e : m.entries) paths.push_back(e.path);
+  CHECK(paths == std::vector<std::string>{".dlaunchignore", "dangling", "latest", "run.sh", "src",
+                                          "src/a.py", "src/b.py"});
+  CHECK(m.ignored == 3);  // .git, data, w.pt
+  CHECK(m.special == 1);
+  CHECK(m.files == 4);
+  CHECK(m.bytes == 24 + 10 + 9 + 9);
+
+  const auto* run = find(m, "run.sh");
+  REQUIRE(run);
+  CHECK(run->kind == proto::SyncKind::file);
+  CHECK(run->mode == 0755);
+  CHECK(run->size == 10);
+  CHECK(run->sha256 == sha256("#!/bin/sh\n"));
+  const auto* src = find(m, "src");
+  REQUIRE(src);
+  CHECK(src->kind == proto::SyncKind::dir);
+  CHECK(src->mode == 0750);
+  const auto* latest = find(m, "latest");
+  REQUIRE(latest);
+  CHECK(latest->kind == proto::SyncKind::symlink);
+  CHECK(latest->target == "src/a.py");
+  CHECK(find(m, "dangling")->target == "/nonexistent/anywhere");
+  CHECK(describe_manifest(m) ==
+        "4 files, 2 symlinks, 1 directories, 52 B; 3 ignored, 1 sockets/FIFOs/devices skipped");
+
+  // --dry-run counts without hashing.
+  auto counted = build_sync_manifest(dir.string(), false);
+  REQUIRE(std::holds_alternative<SyncManifest>(counted));
+  CHECK(find(std::get<SyncManifest>(counted), "run.sh")->sha256.empty());
+  fs::remove_all(dir);
+}
+
+TEST_CASE("a missing directory or a file instead of one is an error naming it") {
+  auto missing = build_sync_manifest("/nonexistent/dlaunch-sync-src");
+  REQUIRE(std::holds_alternative<std::string>(missing));
+  CHECK(std::get<std::string>(missing).find("/nonexistent/dlaunch-sync-src") != std::string::npos);
+  const ScratchDir dir_scratch;
+  const fs::path& dir = dir_scratch.dir();
+  write(dir / "f", "x");
+  auto file = build_sync_manifest((dir / "f").string());
+  REQUIRE(std::holds_alternative<std::string>(file));
+  CHECK(std::get<std::string>(file).find("not a directory") != std::string::npos);
+  fs::remove_all(dir);
+}
+
+TEST_CASE("human_bytes") {
+  CHECK(human_bytes(0) == "0 B");
+  CHECK(human_bytes(1023) == "1023 B");
+  CHECK(human_bytes(1536) == "1.5 KiB");
+  CHECK(human_bytes(3ULL << 30) == "3.0 GiB");
+}
