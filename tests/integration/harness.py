@@ -103,10 +103,11 @@ def kill_coordinators(state_dir):
                 pass
 
 
-def dlaunch(args, env=None, timeout=120):
-    """Runs dlaunch with `args` to its end; its output as text in the result."""
+def dlaunch(args, env=None, timeout=120, **kwargs):
+    """Runs dlaunch with `args` to its end; its output as text in the result.
+    `kwargs` go to subprocess.run (input=, cwd=, ...)."""
     return subprocess.run([DLAUNCH, *args], capture_output=True, text=True, timeout=timeout,
-                          env=env)
+                          env=env, **kwargs)
 
 
 class DlaunchTestCase(unittest.TestCase):
@@ -141,10 +142,7 @@ class DlaunchTestCase(unittest.TestCase):
         return env
 
     def run_dlaunch(self, args, timeout=120, **kwargs):
-        if not kwargs:
-            return dlaunch(args, self.env(), timeout)
-        return subprocess.run([DLAUNCH] + list(args), capture_output=True, text=True,
-                              timeout=timeout, env=kwargs.pop("env", self.env()), **kwargs)
+        return dlaunch(args, kwargs.pop("env", self.env()), timeout, **kwargs)
 
     def start_dlaunch(self, args, **kwargs):
         p = subprocess.Popen([DLAUNCH] + list(args), stdout=subprocess.PIPE,
