@@ -16,19 +16,32 @@ if [[ -z "$build" ]]; then
     -DDLAUNCH_BUILD_TESTS=OFF -DDLAUNCH_BUILD_BENCH=OFF -DDLAUNCH_WERROR=ON >/dev/null
 fi
 cmake --build "$build" -j "$(nproc)" --target frame_fuzz hosts_file_fuzz
-for target in frame_fuzz hosts_file_fuzz; do
-  seeds=$PWD/tests/fuzz/corpus/${target%_fuzz}
+# Side by side: each fuzzer is one process on one core.
+fuzz_one() {
+  local target=$1 seeds=$PWD/tests/fuzz/corpus/${1%_fuzz} scratch log status=0
   scratch=$(mktemp -d)
-  echo "fuzz: $target for ${seconds}s"
   log=$(mktemp)
-  status=0
   (cd "$build" && UBSAN_OPTIONS=halt_on_error=1 ./bin/$target -max_total_time="$seconds" \
     -print_final_stats=1 -timeout=10 -rss_limit_mb=2048 "$scratch" "$seeds" >"$log" 2>&1) || status=$?
-  grep -E "stat::number_of_executed_units|stat::new_units_added|ERROR|SUMMARY|Test unit written" "$log" || true
-  if [[ $status -ne 0 ]]; then
-    tail -50 "$log"; echo "fuzz: $target failed (exit $status; input kept in $build/)"; exit 1
-  fi
-  rm -f "$log"
-  rm -rf "$scratch"
+  {
+    echo "fuzz: $target for ${seconds}s"
+    grep -E "stat::number_of_executed_units|stat::new_units_added|ERROR|SUMMARY|Test unit written" "$log" || true
+    if [[ $status -ne 0 ]]; then
+      tail -50 "$log"; echo "fuzz: $target failed (exit $status; input kept in $build/)"
+    fi
+  }
+  rm -rf "$log" "$scratch"
+  return "$status"
+}
+pids=()
+for target in frame_fuzz hosts_file_fuzz; do
+  fuzz_one "$target" >"$build/$target.out" 2>&1 &
+  pids+=($!)
 done
+failed=0
+for i in "${!pids[@]}"; do
+  wait "${pids[$i]}" || failed=1
+done
+cat "$build/frame_fuzz.out" "$build/hosts_file_fuzz.out"
+if [[ $failed -ne 0 ]]; then exit 1; fi
 echo "fuzz: no crashes"

@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
-# Builds everything with warnings as errors and runs every test:
+# Builds everything with warnings as errors and runs every test, each once:
 #   1. a clang build with AddressSanitizer + UBSan, which also carries the
-#      libFuzzer targets: the fuzzers (frame decoder, hosts-file loader) run for
-#      FUZZ_SECONDS (30) each, then the unit and integration tests
+#      libFuzzer targets and the bench tools: the fuzzers (frame decoder,
+#      hosts-file loader) run for FUZZ_SECONDS (30) side by side, then the
+#      doctest units and every integration test that needs no unsanitized build
 #   2. the threaded code built with ThreadSanitizer: the rendezvous server and
 #      the terminal writer
-#   3. the normal build (GCC): doctest units, integration tests with real
-#      dlaunch processes, sshd servers and LibTorch ranks
-# DLAUNCH_QUICK=1 runs step 3 only.
+#   3. the normal build (GCC, each file alone, so a missing #include shows): the
+#      product, mnist_dist and the aarch64 agent, and the integration tests
+#      labelled `unsanitized` (tests/CMakeLists.txt): real LibTorch ranks, the
+#      static agent, the package, Slurm and the documentation's examples
+# DLAUNCH_QUICK=1 runs step 3 only, with the units and every test in it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/configure.sh
@@ -22,7 +25,7 @@ common=(-DDLAUNCH_WERROR=ON)
 # gives line numbers in reports. No examples or bench tools: no test runs them.
 sanitized=(-DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=None
   "-DCMAKE_C_FLAGS=-O1 -g1" "-DCMAKE_CXX_FLAGS=-O1 -g1" -DCMAKE_UNITY_BUILD=ON
-  -DDLAUNCH_BUILD_EXAMPLES=OFF -DDLAUNCH_BUILD_BENCH=OFF)
+  -DDLAUNCH_BUILD_EXAMPLES=OFF)
 
 if [[ -z "${DLAUNCH_QUICK:-}" ]]; then
   phase "AddressSanitizer + UBSan build (clang, fuzzers included)"
@@ -34,12 +37,8 @@ if [[ -z "${DLAUNCH_QUICK:-}" ]]; then
   FUZZ_SECONDS=${FUZZ_SECONDS:-30} ./scripts/fuzz.sh build-asan
 
   phase "AddressSanitizer + UBSan: running"
-  # Packaging, the Slurm cluster and the documentation's examples exercise no
-  # code of ours that the other tests do not: they run in the normal build
-  # only, to keep CI short (the examples also need mnist_dist, not built here).
   ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
-    ctest --test-dir build-asan --output-on-failure -j "$jobs" \
-    -E 'mnist|test_package|test_slurm|test_doc_examples'
+    ctest --test-dir build-asan --output-on-failure -j "$jobs" -LE unsanitized
 
   phase "ThreadSanitizer: rendezvous server and terminal writer"
   configure build-tsan "${common[@]}" "${sanitized[@]}" -DDLAUNCH_SANITIZE=thread
@@ -48,9 +47,18 @@ if [[ -z "${DLAUNCH_QUICK:-}" ]]; then
 fi
 
 phase "build and test"
-# With the agent for the other architecture (cmake/agent_arches.cmake).
-configure build "${common[@]}" "-DDLAUNCH_AGENT_ARCHES=x86_64;aarch64"
+# With the agent for the other architecture (cmake/agent_arches.cmake). The
+# units and the bench tools were built and run under the sanitizers.
+normal=("${common[@]}" "-DDLAUNCH_AGENT_ARCHES=x86_64;aarch64")
+only=()
+if [[ -z "${DLAUNCH_QUICK:-}" ]]; then
+  normal+=(-DDLAUNCH_UNIT_TESTS=OFF -DDLAUNCH_BUILD_BENCH=OFF)
+  only=(-L unsanitized)
+else
+  normal+=(-DDLAUNCH_UNIT_TESTS=ON -DDLAUNCH_BUILD_BENCH=ON)
+fi
+configure build "${normal[@]}"
 cmake --build build -j "$jobs"
 phase "normal build: running"
-ctest --test-dir build --output-on-failure -j "$jobs"
+ctest --test-dir build --output-on-failure -j "$jobs" "${only[@]}"
 phase "done"
