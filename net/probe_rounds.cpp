@@ -15,13 +15,24 @@ std::vector<ProbeRounds::Request> ProbeRounds::start() {
   in_rounds_ = n >= kRoundsFromNodes && candidates_ >= 2;
   if (!in_rounds_) {
     stage_ = Stage::everyone;
-    for (std::size_t i = 0; i < n; ++i) queue(i, true);
+    for (std::size_t i = 0; i < n; ++i)
+      if (!nodes_[i].lost) queue(i, true);
   } else {
     stage_ = Stage::scouts;
     scouts_ = probe_scouts(n);
-    for (auto i : scouts_) queue(i, true);
+    for (auto i : scouts_)
+      if (!nodes_[i].lost) queue(i, true);
   }
-  complete_ = n == 0;
+  if (stage_waiting_ == 0) {
+    Reply reply;  // nobody to ask (none, or all lost): the end, or the scouts' stage is done
+    if (stage_ == Stage::scouts && n > 0) {
+      on_scouts_done(reply);
+      auto next = drain();
+      reply.next.insert(reply.next.end(), next.begin(), next.end());
+      return reply.next;
+    }
+    complete_ = true;
+  }
   return drain();
 }
 
@@ -144,13 +155,7 @@ ProbeRounds::Reply ProbeRounds::on_report(std::size_t node, std::vector<ProbeOut
       return reply;
     }
     record(node, std::move(outcomes), true);
-    if (--stage_waiting_ == 0) {
-      if (stage_ == Stage::scouts) {
-        on_scouts_done(reply);
-      } else {
-        complete_ = true;
-      }
-    }
+    on_stage_request_done(reply);
   }
   auto next = drain();
   reply.next.insert(reply.next.end(), std::make_move_iterator(next.begin()),
@@ -158,10 +163,39 @@ ProbeRounds::Reply ProbeRounds::on_report(std::size_t node, std::vector<ProbeOut
   return reply;
 }
 
+void ProbeRounds::on_stage_request_done(Reply& reply) {
+  if (--stage_waiting_ > 0) return;
+  if (stage_ == Stage::scouts) {
+    on_scouts_done(reply);
+  } else {
+    complete_ = true;
+  }
+}
+
+ProbeRounds::Reply ProbeRounds::on_lost(std::size_t node) {
+  Reply reply;
+  if (node >= nodes_.size() || complete_ || nodes_[node].lost) return reply;
+  auto& n = nodes_[node];
+  n.lost = true;
+  // The request this stage waits for: the scouts' choice while confirming,
+  // every candidate otherwise (a confirmation overtaken by a fallback is not).
+  const Ask counted = stage_ == Stage::confirm ? n.one : n.all;
+  if (n.all == Ask::sent) in_flight_ -= candidates_;
+  if (n.one == Ask::sent) in_flight_ -= 1;
+  n.all = n.one = Ask::none;  // drain() skips what is still queued
+  auto lost = not_tried();
+  for (auto& o : lost) o.error = "lost";
+  record(node, std::move(lost), true);  // tried_all: a fallback asks it nothing
+  if (counted != Ask::none) on_stage_request_done(reply);
+  reply.next = drain();
+  return reply;
+}
+
 void ProbeRounds::on_scouts_done(Reply& reply) {
   for (std::size_t c = 0; c < candidates_ && !scouts_choice_; ++c) {
-    const bool all = std::all_of(scouts_.begin(), scouts_.end(),
-                                 [&](std::size_t i) { return (*nodes_[i].result)[c].reached; });
+    const bool all = std::all_of(scouts_.begin(), scouts_.end(), [&](std::size_t i) {
+      return nodes_[i].lost || (*nodes_[i].result)[c].reached;
+    });
     if (all) scouts_choice_ = c;
   }
   if (!scouts_choice_) {

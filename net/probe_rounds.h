@@ -15,7 +15,8 @@
 // candidates is asked once more; in rounds, a second miss ends the probe. A node is asked only once
 // it has joined (on_joined): the probe can start as soon as node 0 has, and runs while the last
 // nodes of a big job are still arriving; a stage waits for the requests of nodes not yet joined as
-// for any other.
+// for any other. A node that is lost (its agent gone, or down before the probe began) is waited
+// for no more: its outcomes read "lost", and the scouts' choice is made without it.
 #pragma once
 
 #include <cstddef>
@@ -65,6 +66,8 @@ class ProbeRounds {
   // A node's report: one outcome per candidate it was asked to try, in the
   // request's order. A report nobody is waiting for changes nothing.
   Reply on_report(std::size_t node, std::vector<ProbeOutcome> outcomes);
+  // The node will never report. Before start(), it is simply never asked.
+  Reply on_lost(std::size_t node);
 
   bool complete() const { return complete_; }
   bool reported(std::size_t node) const { return nodes_[node].result.has_value(); }
@@ -84,6 +87,7 @@ class ProbeRounds {
     bool tried_all = false;  // result holds an outcome for every candidate
     bool joined = false;     // requests wait (as queued) until the node has joined
     bool retried = false;    // it reached nothing once and was asked again
+    bool lost = false;       // never asked again; its result reads "lost"
     std::optional<std::vector<ProbeOutcome>> result;
   };
   enum class Stage { everyone, scouts, confirm, fallback };
@@ -96,6 +100,8 @@ class ProbeRounds {
   bool send_if_room(std::size_t node, bool all, std::vector<Request>& out);
   void record(std::size_t node, std::vector<ProbeOutcome> outcomes, bool all);
   void on_scouts_done(Reply& reply);
+  // One request of the current stage answered (or given up): the next stage, or the end.
+  void on_stage_request_done(Reply& reply);
   // Every node tries every candidate; `missed`, the node that missed the
   // scouts' choice, first: if it reaches nothing at all (twice), the probe
   // ends before the others' thousands of connections.

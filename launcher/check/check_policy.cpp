@@ -171,6 +171,7 @@ void CheckPolicy::on_facts(int index, const proto::HostFacts& facts, std::int64_
   auto& node = nodes_[static_cast<std::size_t>(index)];
   if (phase_ != Phase::joining || node.facts_done || node.down) return;
   node.facts_done = true;
+  ++settled_;
   auto& row = result_.hosts[static_cast<std::size_t>(index)];
   row.up = true;
   row.error.clear();
@@ -184,10 +185,30 @@ void CheckPolicy::on_facts(int index, const proto::HostFacts& facts, std::int64_
 }
 
 void CheckPolicy::on_probe_report(int index, const proto::ProbeReport& report) {
-  auto& node = nodes_[static_cast<std::size_t>(index)];
-  if (phase_ != Phase::probing || node.probe) return;
-  node.probe = report.outcomes;
-  advance();
+  if (phase_ != Phase::probing || !probe_ || !up(index)) return;
+  apply_probe_reply(
+      probe_->on_report(static_cast<std::size_t>(index), node_label(index), report.outcomes));
+}
+
+// A job would fail where the reply says no address is reachable by every
+// host; the check reports it and goes on to the matrix.
+void CheckPolicy::apply_probe_reply(MasterProbe::Reply reply) {
+  for (auto& n : reply.notes) log(n.level, std::move(n.text));
+  for (auto& send : reply.sends) {
+    emit(check_action::Send{*nodes_[send.node].conn, std::move(send.probe)});
+  }
+  if (reply.unreachable) {
+    probe_failure_ = std::move(*reply.unreachable);
+    choose_and_plan_matrix();
+    return;
+  }
+  if (probe_->complete()) {
+    choose_and_plan_matrix();
+    return;
+  }
+  // Each answer lets the next hosts go: the time runs from the latest one.
+  emit(check_action::ArmTimer{CheckTimer::probe,
+                              std::chrono::milliseconds(config_.probe_timeout_ms + 5000)});
 }
 
 void CheckPolicy::on_peer_report(int index, const proto::PeerTestReport& report) {
@@ -209,10 +230,16 @@ void CheckPolicy::mark_down(int index, const std::string& why) {
   auto& node = nodes_[static_cast<std::size_t>(index)];
   if (node.down) return;
   node.down = true;
+  if (!node.facts_done) ++settled_;
   auto& row = result_.hosts[static_cast<std::size_t>(index)];
   row.up = false;
   row.error = why;
   log(log::Level::debug, node_label(index) + " is down: " + why);
+  if (phase_ == Phase::probing && probe_) {
+    // Waited for no more; the probe may be complete without it (advance()).
+    for (auto& send : probe_->on_lost(static_cast<std::size_t>(index)).sends)
+      emit(check_action::Send{*nodes_[send.node].conn, std::move(send.probe)});
+  }
   if (phase_ == Phase::collective && node.nccl_first_rank >= 0) {
     end_nccl(node_label(index) + " went down: " + why);
     return;
@@ -244,6 +271,7 @@ CheckActions CheckPolicy::on_agent_exited(int index, int exit_code, const std::s
                                           const std::string& stderr_tail) {
   if (phase_ == Phase::done) return {};
   auto& node = nodes_[static_cast<std::size_t>(index)];
+  if (!node.agent_gone) ++agents_gone_;
   node.agent_gone = true;
   if (phase_ == Phase::stopping) {
     check_finished();
@@ -330,12 +358,9 @@ CheckActions CheckPolicy::on_signal(int signal) {
 }
 
 void CheckPolicy::advance() {
-  const int n = static_cast<int>(nodes_.size());
   switch (phase_) {
     case Phase::joining:
-      for (const auto& node : nodes_) {
-        if (!node.facts_done && !node.down) return;
-      }
+      if (settled_ < nodes_.size()) return;
       if (config_.facts_only) {
         stop_all();
         return;
@@ -343,10 +368,7 @@ void CheckPolicy::advance() {
       start_probe();
       return;
     case Phase::probing:
-      for (int i = 0; i < n; ++i) {
-        if (up(i) && !nodes_[static_cast<std::size_t>(i)].probe) return;
-      }
-      choose_and_plan_matrix();
+      if (probe_ && probe_->complete()) choose_and_plan_matrix();
       return;
     case Phase::testing:
       if (owed_.empty()) next_round();
@@ -371,35 +393,53 @@ void CheckPolicy::start_probe() {
     choose_and_plan_matrix();
     return;
   }
-  const auto probe = proto::make_probe(candidates_, nodes_[0].probe_port, config_.probe_timeout_ms);
   log(log::Level::debug, "probing " + std::to_string(candidates_.size()) +
                              " candidate MASTER_ADDRs of node 0 from every host");
+  probe_.emplace(candidates_, nodes_[0].probe_port, config_.probe_timeout_ms, nodes_.size());
   for (int i = 0; i < n; ++i) {
-    if (up(i)) emit(check_action::Send{*nodes_[static_cast<std::size_t>(i)].conn, probe});
+    if (up(i)) {
+      probe_->on_joined(static_cast<std::size_t>(i));
+    } else {
+      probe_->on_lost(static_cast<std::size_t>(i));
+    }
   }
-  emit(check_action::ArmTimer{CheckTimer::probe,
-                              std::chrono::milliseconds(config_.probe_timeout_ms + 5000)});
+  apply_probe_reply(probe_->start());
 }
 
 void CheckPolicy::choose_and_plan_matrix() {
   phase_ = Phase::testing;
   const int n = static_cast<int>(nodes_.size());
-  std::vector<net::NodeProbe> probes(static_cast<std::size_t>(n));
-  std::vector<net::NodeProbe> up_probes;
-  std::vector<int> up_nodes;
-  for (int i = 0; i < n; ++i) {
-    auto& node = nodes_[static_cast<std::size_t>(i)];
-    auto& p = probes[static_cast<std::size_t>(i)];
-    p = net::node_probe(node_label(i), node.interfaces, node.probe, candidates_.size());
-    if (up(i)) {
-      up_probes.push_back(p);
-      up_nodes.push_back(i);
+  std::vector<net::NodeProbe> probes;
+  if (probe_) {
+    std::vector<std::string> labels;
+    std::vector<net::Interfaces> interfaces;
+    for (int i = 0; i < n; ++i) {
+      labels.push_back(node_label(i));
+      interfaces.push_back(nodes_[static_cast<std::size_t>(i)].interfaces);
     }
+    probes = probe_->take_probes(std::move(labels), std::move(interfaces));
+    probe_.reset();
+  } else {
+    for (int i = 0; i < n; ++i) {
+      probes.push_back(net::node_probe(node_label(i),
+                                       nodes_[static_cast<std::size_t>(i)].interfaces, std::nullopt,
+                                       candidates_.size()));
+    }
+  }
+  std::vector<net::NodeProbe> up_probes;
+  for (int i = 0; i < n; ++i) {
+    if (up(i)) up_probes.push_back(probes[static_cast<std::size_t>(i)]);
   }
   std::optional<std::size_t> tested_candidate;
   if (up(0) && !candidates_.empty()) {
-    const auto choice = net::choose_master(candidates_, config_.master_sources, up_probes);
+    auto choice = net::choose_master(candidates_, config_.master_sources, up_probes);
     result_.master_report = choice.report;
+    if (!probe_failure_.empty()) {
+      // Cut short: the others' outcomes are partly "not tried", and what a job
+      // would say is this.
+      choice.choice.reset();
+      result_.master_report = "MASTER_ADDR: none. " + probe_failure_ + "\n";
+    }
     if (choice.choice) {
       result_.master_chosen = true;
       result_.master_addr = choice.choice->address;
@@ -432,12 +472,15 @@ void CheckPolicy::choose_and_plan_matrix() {
   }
   const auto addresses = test_addresses(candidates_, tested_candidate, interfaces, probe_ptrs);
   std::vector<int> testable;
+  std::vector<bool> is_testable(static_cast<std::size_t>(n), false);
   for (int i = 0; i < n; ++i) {
     auto& row = result_.hosts[static_cast<std::size_t>(i)];
     row.test_address = addresses[static_cast<std::size_t>(i)].address;
     row.interface = addresses[static_cast<std::size_t>(i)].interface;
-    if (up(i) && !row.test_address.empty() && nodes_[static_cast<std::size_t>(i)].probe_port != 0)
+    if (up(i) && !row.test_address.empty() && nodes_[static_cast<std::size_t>(i)].probe_port != 0) {
       testable.push_back(i);
+      is_testable[static_cast<std::size_t>(i)] = true;
+    }
   }
   for (auto& p : result_.pairs) {
     const auto why = [&](int node) -> std::string {
@@ -446,8 +489,8 @@ void CheckPolicy::choose_and_plan_matrix() {
         return node_label(node) + " has no address to test";
       return node_label(node) + " has no probe port";
     };
-    const bool from_ok = std::count(testable.begin(), testable.end(), p.from) > 0;
-    const bool to_ok = std::count(testable.begin(), testable.end(), p.to) > 0;
+    const bool from_ok = is_testable[static_cast<std::size_t>(p.from)];
+    const bool to_ok = is_testable[static_cast<std::size_t>(p.to)];
     if (!from_ok) p.untested = why(p.from);
     if (from_ok && !to_ok) p.untested = why(p.to);
   }
@@ -627,10 +670,7 @@ void CheckPolicy::stop_all() {
 }
 
 void CheckPolicy::check_finished() {
-  if (phase_ != Phase::stopping) return;
-  for (const auto& n : nodes_) {
-    if (!n.agent_gone) return;
-  }
+  if (phase_ != Phase::stopping || agents_gone_ < nodes_.size()) return;
   phase_ = Phase::done;
   emit(check_action::Finish{});
 }

@@ -5,8 +5,9 @@
 //   joining: every agent joins (the rendezvous state checks it is who the plan
 //            says) and answers FactsRequest; a host whose agent cannot start,
 //            or that does not join within the timeout, is down with the reason.
-//   probing: node 0's candidate MASTER_ADDRs, probed by every host that is up,
-//            chosen by net::choose_master as a job would.
+//   probing: node 0's candidate MASTER_ADDRs, probed by every host that is up
+//            and chosen exactly as a job does (fleet/master_probe.h: the same
+//            window of connections, the same rounds on a big fleet).
 //   testing: rounds of disjoint pairs (pair_schedule.h): both hosts of a pair
 //            connect to each other's probe port on the address of the other's
 //            chosen interface and write for the round's duration.
@@ -29,6 +30,7 @@
 #include "launcher/check/check_result.h"
 #include "launcher/check/pair_schedule.h"
 #include "launcher/fleet/agent_link.h"
+#include "launcher/fleet/master_probe.h"
 #include "net/candidates.h"
 #include "net/choice.h"
 #include "protocol/messages.h"
@@ -37,6 +39,7 @@
 namespace dlaunch {
 
 enum class CheckTimer { join, probe, round, nccl, stop };
+inline constexpr std::size_t kCheckTimers = 5;
 
 namespace check_action {
 using agent_link::CloseConnection;
@@ -124,13 +127,13 @@ class CheckPolicy {
     std::int64_t facts_sent_us = 0;
     std::int32_t probe_port = 0;
     net::Interfaces interfaces;
-    std::optional<std::vector<net::ProbeOutcome>> probe;
     std::int32_t nccl_first_rank = -1;  // -1: no GPUs in the NCCL test
     std::int32_t nccl_gpus = 0;
   };
 
   void on_facts(int node, const proto::HostFacts& facts, std::int64_t now_us);
   void on_probe_report(int node, const proto::ProbeReport& report);
+  void apply_probe_reply(MasterProbe::Reply reply);
   void on_peer_report(int node, const proto::PeerTestReport& report);
   void on_nccl_report(int node, const proto::NcclReport& report);
   void after_matrix();
@@ -161,6 +164,11 @@ class CheckPolicy {
   Phase phase_ = Phase::joining;
   CheckResult result_;
   std::vector<net::Candidate> candidates_;
+  std::optional<MasterProbe> probe_;
+  std::string probe_failure_;  // a host reached none of node 0's addresses, twice
+  // Counts kept as events come, so that no event rescans every host.
+  std::size_t settled_ = 0;      // hosts with their facts, or down
+  std::size_t agents_gone_ = 0;  // hosts whose agent has exited
   std::vector<PairRound> rounds_;
   std::size_t round_ = 0;
   std::set<int> owed_;  // nodes whose report for the current round (or NCCL test) is due

@@ -1,6 +1,7 @@
-// Runs `dlaunch check`: the rendezvous server, one check-mode agent per host
-// through the transports (as a job starts them), and CheckPolicy's actions
-// carried out on one io_context.
+// Runs `dlaunch check`: one check-mode agent per host, started and connected
+// exactly as a job's (fleet/agent_fleet.h: the same transports, and relays
+// past the descriptor limit), and CheckPolicy's actions carried out on one
+// io_context.
 #pragma once
 
 #include <asio.hpp>
@@ -10,10 +11,9 @@
 
 #include "launcher/check/check_policy.h"
 #include "launcher/config/options.h"
-#include "launcher/fleet/agent_stderr.h"
+#include "launcher/fleet/agent_fleet.h"
 #include "launcher/plan/plan.h"
 #include "launcher/transport/transport.h"
-#include "rendezvous/server.h"
 
 namespace dlaunch {
 
@@ -25,6 +25,9 @@ class CheckRunner {
     std::string secret;
     std::string agent_binary;
     CheckPolicy::Config policy;
+    // More agents than this process may hold connections (descriptor_budget.h).
+    std::size_t rendezvous_relays = 0;
+    std::size_t sessions_per_relay = 0;
   };
 
   // `transports` must outlive the runner.
@@ -36,31 +39,16 @@ class CheckRunner {
   const CheckResult& result() const { return policy_.result(); }
 
  private:
-  struct Agent {
-    PlannedNode plan;
-    std::unique_ptr<AgentHandle> handle;
-    AgentStderr diagnostics;
-  };
-
   void start_agent(const PlannedNode& planned);
   void apply(const CheckActions& actions);
   void perform(const check_action::ArmTimer& a);
   void perform(const check_action::Finish& a);
-  asio::steady_timer& timer(CheckTimer which);
-  void watch_signals();
 
   asio::io_context& io_;
   Settings s_;
-  AgentTransports& transports_;
   CheckPolicy policy_;
-  std::unique_ptr<RendezvousServer> server_;
-  std::vector<Agent> agents_;
-  asio::signal_set signals_;
-  asio::steady_timer join_timer_;
-  asio::steady_timer probe_timer_;
-  asio::steady_timer round_timer_;
-  asio::steady_timer nccl_timer_;
-  asio::steady_timer stop_timer_;
+  AgentFleet fleet_;
+  PolicyTimers<CheckTimer, kCheckTimers> timers_;
 };
 
 }  // namespace dlaunch

@@ -2,9 +2,11 @@
 
 #include "common/console.h"
 #include "common/exit_codes.h"
+#include "common/posix.h"
 #include "launcher/check/check_runner.h"
 #include "launcher/cli/commands.h"
 #include "launcher/cli/transports.h"
+#include "launcher/fleet/descriptor_budget.h"
 #include "launcher/plan/plan.h"
 #include "protocol/auth.h"
 
@@ -30,10 +32,21 @@ std::variant<CheckResult, int> run_check_agents(Options& o, CheckPolicy::Config 
   policy.master_sources.node0_address = plan.node0_address;
   policy.master_sources.all_nodes_local = plan.all_nodes_local;
 
+  // As for a job: relay processes hold the agents' connections past the limit.
+  auto needs = descriptor_needs(plan, o.host_source == HostSource::slurm);
+  needs.run = "a check";
+  const DescriptorBudget descriptors = descriptor_budget(needs, descriptor_limit());
+  if (!descriptors.problem.empty()) {
+    console().error(descriptors.problem);
+    return kExitFailure;
+  }
+
   asio::io_context io;
   AgentTransports transports =
       make_agent_transports(io, o, o.rdzv_via_ssh || hosts.rendezvous.via_ssh, "dlaunch-check");
-  CheckRunner runner(io, {plan, o, auth::random_bytes(auth::kSecretSize), agent, policy},
+  CheckRunner runner(io,
+                     {plan, o, auth::random_bytes(auth::kSecretSize), agent, policy,
+                      descriptors.relays, descriptors.sessions_per_relay},
                      transports);
   if (!runner.run()) return kExitFailure;
   return runner.result();

@@ -28,8 +28,8 @@
 #include "launcher/config/host_source.h"
 #include "launcher/config/options.h"
 #include "launcher/config/secret.h"
+#include "launcher/fleet/descriptor_budget.h"
 #include "launcher/job/coordinator.h"
-#include "launcher/job/descriptor_budget.h"
 #include "launcher/output/log_sink.h"
 #include "launcher/plan/agent_address.h"
 #include "launcher/plan/launch_spec_builder.h"
@@ -269,16 +269,8 @@ int run_command(int argc, const char* const* argv) {
   // Node 0 must be able to hold every agent's connection.
   DescriptorBudget descriptors;
   if (plan.coordinator) {
-    DescriptorNeeds needs;
-    needs.nnodes = static_cast<std::size_t>(plan.nnodes);
-    for (const auto& n : plan.nodes) {
-      if (n.local) ++needs.local_agents;
-      // Slurm's nodes all start from one srun, its pipes like a local agent's.
-      else if (o.host_source != HostSource::slurm)
-        ++needs.ssh_hosts;
-    }
-    if (o.host_source == HostSource::slurm) ++needs.local_agents;
-    descriptors = descriptor_budget(needs, descriptor_limit());
+    descriptors = descriptor_budget(descriptor_needs(plan, o.host_source == HostSource::slurm),
+                                    descriptor_limit());
     if (!descriptors.problem.empty()) {
       console().error(descriptors.problem);
       return kExitFailure;

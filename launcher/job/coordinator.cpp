@@ -14,12 +14,9 @@
 #include "common/exit_codes.h"
 #include "common/log.h"
 #include "common/posix.h"
-#include "launcher/fleet/agent_link_perform.h"
 #include "launcher/plan/agent_address.h"
 #include "launcher/plan/launch_spec_builder.h"
 #include "protocol/launch_spec.h"
-#include "rendezvous/relayed_server.h"
-#include "rendezvous/server.h"
 
 namespace dlaunch {
 namespace {
@@ -71,12 +68,13 @@ Coordinator::Coordinator(asio::io_context& io, Settings settings, AgentTransport
       sink_(sink),
       policy_(policy_config(s_.plan, s_.options)),
       recorder_(s_.job_dir, s_.record),
-      signals_(io, SIGINT, SIGTERM),
+      fleet_(
+          io, transports,
+          {s_.plan.rdzv_bind, s_.plan.rdzv_port, s_.secret,
+           std::chrono::seconds(s_.options.heartbeat_timeout_s),
+           static_cast<std::size_t>(s_.plan.nnodes), s_.rendezvous_relays, s_.sessions_per_relay}),
+      timers_(io),
       suspend_signals_(io, SIGTSTP),
-      rdzv_timer_(io),
-      waiting_timer_(io),
-      stop_deadline_(io),
-      restart_timer_(io),
       flush_timer_(io) {
   if (!s_.options.tensorboard_dir.empty() && !s_.job_dir.empty())
     tensorboard_.emplace(s_.job_dir + "/tensorboard");
@@ -94,7 +92,7 @@ int Coordinator::run() {
   std::signal(SIGPIPE, SIG_IGN);
   // Local agents' orphans come to us if an agent is killed outright.
   become_subreaper();
-  watch_signals();
+  fleet_.watch_signals([this](int signal) { on_signal(signal); });
   watch_suspend();
   try {
     start_server();
@@ -115,21 +113,18 @@ int Coordinator::run() {
       asio::post(io_, [this] {
         if (!reading_paused_) return;
         reading_paused_ = false;
-        server_->set_reading_paused(false);
+        fleet_.server().set_reading_paused(false);
       });
     });
   }
   workdir_ = current_directory();  // where local ranks start; once, not per node
-  agents_.resize(static_cast<std::size_t>(s_.plan.nnodes));
   for (const auto& planned : s_.plan.nodes) start_agent(planned);
   flush_logs_periodically();
   apply(policy_.start());
   io_.run();
   sink_.terminal().on_space(nullptr);
   // Orphans of killed local agents were re-parented to us (we are a subreaper).
-  const bool local_agents = std::any_of(s_.plan.nodes.begin(), s_.plan.nodes.end(),
-                                        [](const PlannedNode& n) { return n.local; });
-  if (local_agents) end_descendants();
+  if (fleet_.any_local()) end_descendants();
   sink_.flush();
   result_ = policy_.result();
   result_.finished = std::time(nullptr);
@@ -149,60 +144,36 @@ void Coordinator::flush_logs_periodically() {
 }
 
 void Coordinator::start_server() {
-  const auto address = asio::ip::make_address(s_.plan.rdzv_bind);
-  RendezvousServer::Options options;
-  options.heartbeat_timeout = std::chrono::seconds(s_.options.heartbeat_timeout_s);
-  // Room for every expected agent in the handshake at once, plus a margin for
-  // retries and strays: a whole fleet arriving together is never evicted.
-  options.max_pending =
-      std::max(options.max_pending, static_cast<std::size_t>(s_.plan.nnodes) + 1024);
-  const asio::ip::tcp::endpoint endpoint(address, static_cast<std::uint16_t>(s_.plan.rdzv_port));
-  RendezvousService::Callbacks callbacks{
-      [this](ConnId c, const proto::Join& j) { apply(policy_.on_join(c, j)); },
-      [this](ConnId c, proto::Message&& m) { on_message(c, std::move(m)); },
-      [this](ConnId c, const std::string& r) { apply(policy_.on_connection_closed(c, r)); }};
-  if (s_.rendezvous_relays > 0) {
-    options.max_sessions = s_.sessions_per_relay;
-    server_ = std::make_unique<RelayedRendezvous>(io_, endpoint, s_.secret, std::move(callbacks),
-                                                  options, s_.rendezvous_relays);
-    log::info("rendezvous: ", s_.rendezvous_relays,
-              " relay processes hold the agents' connections, up to ", s_.sessions_per_relay,
-              " each (this process may open ", descriptor_limit(), " files)");
-  } else {
-    server_ =
-        std::make_unique<RendezvousServer>(io_, endpoint, s_.secret, std::move(callbacks), options);
-  }
-  log::debug("rendezvous listening on ", s_.plan.rdzv_bind, ":", server_->port());
+  fleet_.listen(
+      {[this](ConnId c, const proto::Join& j) { apply(policy_.on_join(c, j)); },
+       [this](ConnId c, proto::Message&& m) { on_message(c, std::move(m)); },
+       [this](ConnId c, const std::string& r) { apply(policy_.on_connection_closed(c, r)); }});
 }
 
 void Coordinator::start_agent(const PlannedNode& planned) {
   const int node_rank = planned.node_rank;
-  auto& agent = agents_[static_cast<std::size_t>(node_rank)];
-  agent.plan = planned;
-  AgentLaunch launch;
-  launch.agent_binary = s_.agent_binary;
-  launch.make_stdin = [this, node_rank](const std::string& local_address) {
+  auto make_stdin = [this, node_rank](const std::string& local_address) {
     LaunchContext context;
     context.secret = s_.secret;
     context.rdzv_host = s_.plan.rdzv_connect.empty() ? local_address : s_.plan.rdzv_connect;
-    context.rdzv_port = server_->port();
+    context.rdzv_port = fleet_.server().port();
     context.local_workdir = workdir_;
-    PlannedNode node = agents_[static_cast<std::size_t>(node_rank)].plan;
+    PlannedNode node = fleet_.agent(node_rank).plan;
     node.host.name = policy_.node_label(node_rank);
     const LaunchSpec spec = make_launch_spec(s_.plan, node, s_.options, context);
     return encode_launch_spec(spec);
   };
   AgentEvents events;
   events.on_stderr = [this, node_rank](std::string_view bytes) {
-    auto unreachable = agents_[static_cast<std::size_t>(node_rank)].diagnostics.add(
-        bytes, policy_.node_label(node_rank));
+    auto unreachable =
+        fleet_.agent(node_rank).diagnostics.add(bytes, policy_.node_label(node_rank));
     if (unreachable) apply(policy_.on_agent_unreachable(node_rank, std::move(*unreachable)));
   };
   events.on_exit = [this, node_rank](int code, const std::string& error) {
-    const auto& diagnostics = agents_[static_cast<std::size_t>(node_rank)].diagnostics;
+    const auto& diagnostics = fleet_.agent(node_rank).diagnostics;
     apply(policy_.on_agent_exited(node_rank, code, error, diagnostics.last(5)));
   };
-  agent.handle = transports_.for_node(planned.local).start(planned.host, launch, std::move(events));
+  fleet_.start_agent(planned, std::move(make_stdin), s_.agent_binary, std::move(events));
 }
 
 void Coordinator::on_message(ConnId conn, proto::Message&& message) {
@@ -242,7 +213,7 @@ void Coordinator::perform(const job_action::StartSync& a) {
   sync.sender = std::make_unique<SyncSender>(*s_.sync, s_.options.sync_delete);
   log::debug("sync to ", policy_.node_label(a.node), ": offering ", s_.sync->entries.size(),
              " entries");
-  server_->on_output_space(a.conn, [this, node = a.node] { pump_sync(node); });
+  fleet_.server().on_output_space(a.conn, [this, node = a.node] { pump_sync(node); });
   pump_sync(a.node);
 }
 
@@ -250,9 +221,9 @@ void Coordinator::pump_sync(int node) {
   auto it = syncs_.find(node);
   if (it == syncs_.end() || it->second.ended) return;
   auto& sync = it->second;
-  while (!server_->output_full(sync.conn)) {
+  while (!fleet_.server().output_full(sync.conn)) {
     if (auto offer = sync.sender->next_offer()) {
-      server_->send(sync.conn, *offer);
+      fleet_.server().send(sync.conn, *offer);
       continue;
     }
     const auto piece = sync.sender->next_piece();
@@ -262,7 +233,7 @@ void Coordinator::pump_sync(int node) {
       end_sync(node, proto::SyncDone{0, 0, 0, *error});
       return;
     }
-    server_->send(sync.conn, proto::SyncData{piece->index, piece->offset, std::move(data)});
+    fleet_.server().send(sync.conn, proto::SyncData{piece->index, piece->offset, std::move(data)});
   }
   show_sync_progress(false);
 }
@@ -361,7 +332,7 @@ void Coordinator::on_log_line(ConnId conn, const proto::LogLine& line) {
   // agents' bounded queues, instead of losing lines.
   if (s_.options.no_skip && !reading_paused_ && sink_.terminal_backlogged()) {
     reading_paused_ = true;
-    server_->set_reading_paused(true);
+    fleet_.server().set_reading_paused(true);
   }
 }
 
@@ -377,14 +348,10 @@ void Coordinator::on_file_chunk(ConnId conn, const proto::FileChunk& chunk) {
   if (auto error = tensorboard_->write(chunk)) log::warn(*error);
 }
 
-void Coordinator::watch_signals() {
-  signals_.async_wait([this](const asio::error_code& ec, int signal) {
-    if (ec) return;
-    // `dlaunch stop --grace S` left its grace next to the record.
-    const auto grace = signal == SIGTERM ? take_stop_request(s_.job_dir) : std::nullopt;
-    apply(policy_.on_signal(signal, grace));
-    watch_signals();
-  });
+void Coordinator::on_signal(int signal) {
+  // `dlaunch stop --grace S` left its grace next to the record.
+  const auto grace = signal == SIGTERM ? take_stop_request(s_.job_dir) : std::nullopt;
+  apply(policy_.on_signal(signal, grace));
 }
 
 // A stopped coordinator answers no heartbeat, and its agents would stop every
@@ -406,7 +373,7 @@ void Coordinator::apply(const JobActions& actions) {
     std::visit(
         [this](const auto& a) {
           if constexpr (agent_link::is_action<std::decay_t<decltype(a)>>) {
-            agent_link::perform(*server_, agents_, a);
+            fleet_.perform(a);
           } else {
             perform(a);
           }
@@ -416,30 +383,12 @@ void Coordinator::apply(const JobActions& actions) {
   recorder_.update(policy_);
 }
 
-asio::steady_timer& Coordinator::timer(JobTimer which) {
-  switch (which) {
-    case JobTimer::rendezvous:
-      return rdzv_timer_;
-    case JobTimer::restart_backoff:
-      return restart_timer_;
-    case JobTimer::waiting_report:
-      return waiting_timer_;
-    case JobTimer::stop_deadline:
-      break;
-  }
-  return stop_deadline_;
-}
-
 void Coordinator::perform(const job_action::ArmTimer& a) {
-  auto& t = timer(a.timer);
-  t.expires_after(a.after);
-  t.async_wait([this, which = a.timer](const asio::error_code& ec) {
-    if (!ec) apply(policy_.on_timer(which));
-  });
+  timers_.arm(a.timer, a.after, [this, which = a.timer] { apply(policy_.on_timer(which)); });
 }
 
 void Coordinator::perform(const job_action::CancelTimer& a) {
-  timer(a.timer).cancel();
+  timers_.cancel(a.timer);
 }
 
 void Coordinator::perform(const job_action::Note& a) {
@@ -453,13 +402,9 @@ void Coordinator::perform(const job_action::MarkRound& a) {
 void Coordinator::perform(const job_action::Finish&) {
   if (sync_progress_shown_ && sync_progress_) console().status("");
   sync_progress_ = false;
-  rdzv_timer_.cancel();
-  waiting_timer_.cancel();
-  restart_timer_.cancel();
-  stop_deadline_.cancel();
+  timers_.cancel_all();
   flush_timer_.cancel();
-  signals_.cancel();
-  server_->stop();
+  fleet_.stop();
   io_.stop();
 }
 

@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "launcher/config/options.h"
-#include "launcher/fleet/agent_stderr.h"
+#include "launcher/fleet/agent_fleet.h"
 #include "launcher/job/job_policy.h"
 #include "launcher/job/job_recorder.h"
 #include "launcher/output/file_mirror.h"
@@ -26,7 +26,6 @@
 #include "launcher/sync/sync_manifest.h"
 #include "launcher/sync/sync_sender.h"
 #include "launcher/transport/transport.h"
-#include "rendezvous/service.h"
 
 namespace dlaunch {
 
@@ -56,12 +55,6 @@ class Coordinator {
   const JobResult& result() const { return result_; }
 
  private:
-  struct Agent {
-    PlannedNode plan;
-    std::unique_ptr<AgentHandle> handle;  // null for nodes that start their own agent
-    AgentStderr diagnostics;
-  };
-
   void start_server();
   void flush_logs_periodically();
   void start_agent(const PlannedNode& planned);
@@ -81,7 +74,7 @@ class Coordinator {
   std::optional<std::string> read_piece(NodeSync& sync, const SyncSender::Piece& piece,
                                         std::string& data);
   void show_sync_progress(bool force);
-  void watch_signals();
+  void on_signal(int signal);
   void watch_suspend();
 
   void apply(const JobActions& actions);
@@ -91,7 +84,6 @@ class Coordinator {
   void perform(const job_action::MarkRound& a);
   void perform(const job_action::StartSync& a);
   void perform(const job_action::Finish& a);
-  asio::steady_timer& timer(JobTimer which);
 
   asio::io_context& io_;
   Settings s_;
@@ -100,11 +92,10 @@ class Coordinator {
   JobPolicy policy_;
   JobRecorder recorder_;
   std::optional<FileMirror> tensorboard_;  // --tensorboard-dir, into <job dir>/tensorboard
-  std::unique_ptr<RendezvousService> server_;
-  std::vector<Agent> agents_;  // indexed by node rank
+  AgentFleet fleet_;
+  PolicyTimers<JobTimer, kJobTimers> timers_;
   std::string workdir_;
   JobResult result_;
-  asio::signal_set signals_;
   asio::signal_set suspend_signals_;  // Ctrl-Z: answered, never obeyed
   bool reading_paused_ = false;       // --no-skip and the terminal is behind
   std::map<int, NodeSync> syncs_;     // by node rank
@@ -112,10 +103,6 @@ class Coordinator {
   bool sync_progress_ = false;  // a line redrawn in place on stderr (a terminal)
   bool sync_progress_shown_ = false;
   std::chrono::steady_clock::time_point sync_progress_at_{};
-  asio::steady_timer rdzv_timer_;
-  asio::steady_timer waiting_timer_;
-  asio::steady_timer stop_deadline_;
-  asio::steady_timer restart_timer_;
   asio::steady_timer flush_timer_;
 };
 

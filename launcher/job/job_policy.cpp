@@ -138,9 +138,9 @@ JobActions JobPolicy::on_join(ConnId conn, const proto::Join& join) {
   // The last node that was still on its way has arrived: the rest cannot.
   fail_if_none_is_coming();
   if (config_.probe_master && phase_ == Phase::starting && !rendezvous_.assigned()) {
-    if (probe_rounds_) {
+    if (probe_) {
       if (const auto index = node_of(conn))
-        send_probes(probe_rounds_->on_joined(static_cast<std::size_t>(*index)));
+        send_probes(probe_->on_joined(static_cast<std::size_t>(*index)));
     } else if (!probe_sent_) {
       start_probe();
     }
@@ -262,98 +262,57 @@ void JobPolicy::start_probe() {
     maybe_assign();
     return;
   }
-  const auto probe = proto::make_probe(candidates_, node0.probe_port, config_.probe_timeout_ms);
   emit(log_line(log::Level::debug, "probing ", candidates_.size(),
-                " candidate MASTER_ADDRs of node 0 from every node at port ", probe.port));
+                " candidate MASTER_ADDRs of node 0 from every node at port ", node0.probe_port));
   if (candidates_.empty()) {
     choose_master();
     return;
   }
-  probe_.emplace(probe);
-  // A window, not a burst: each probing node opens one connection per
-  // candidate it tries to node 0's probe listener, and beyond the listener's
-  // accept queue (4,096 on Linux by default) the kernel drops SYNs, which the
-  // prober's kernel resends only after a second. A big job goes in rounds
-  // (probe_rounds.h).
-  probe_rounds_.emplace(nodes_.size(), candidates_.size(), kProbeConnectionsInFlight);
+  probe_.emplace(candidates_, node0.probe_port, config_.probe_timeout_ms, nodes_.size());
   for (std::size_t i = 0; i < nodes_.size(); ++i)
-    if (nodes_[i].conn) probe_rounds_->on_joined(i);
-  send_probes(probe_rounds_->start());
-  if (probe_rounds_->in_rounds()) {
-    emit(log_line(log::Level::debug, "probing in rounds: ", net::ProbeRounds::kScouts,
-                  " scout nodes try every address, then the others try the first every scout "
-                  "reached"));
+    if (nodes_[i].conn) probe_->on_joined(i);
+  apply_probe_reply(probe_->start());
+}
+
+void JobPolicy::send_probes(const std::vector<MasterProbe::Send>& sends) {
+  for (const auto& send : sends) {
+    if (const auto& conn = nodes_[send.node].conn) emit(job_action::Send{*conn, send.probe});
   }
 }
 
-void JobPolicy::send_probes(const std::vector<net::ProbeRounds::Request>& requests) {
-  for (const auto& request : requests) {
-    const Node& node = nodes_[request.node];
-    if (!node.conn) continue;
-    if (request.candidates.size() == candidates_.size()) {
-      emit(job_action::Send{*node.conn, *probe_});
-      continue;
-    }
-    auto probe = *probe_;
-    probe.addresses.clear();
-    for (auto c : request.candidates) probe.addresses.push_back(candidates_[c].address);
-    emit(job_action::Send{*node.conn, std::move(probe)});
+void JobPolicy::apply_probe_reply(MasterProbe::Reply reply) {
+  for (auto& n : reply.notes) emit(job_action::Log{n.level, std::move(n.text)});
+  if (reply.unreachable) {
+    fail(kExitFailure, *reply.unreachable, -1, {});
+    return;
   }
+  send_probes(reply.sends);
+  if (probe_->complete()) choose_master();
 }
 
 JobActions JobPolicy::on_probe_report(ConnId conn, const proto::ProbeReport& report) {
   const auto index = node_of(conn);
-  if (finished_ || !index || !probe_rounds_ || probe_rounds_->complete() ||
-      rendezvous_.assigned() || phase_ != Phase::starting)
+  if (finished_ || !index || !probe_ || probe_->complete() || rendezvous_.assigned() ||
+      phase_ != Phase::starting)
     return {};
-  const auto node_index = static_cast<std::size_t>(*index);
-  auto reply = probe_rounds_->on_report(node_index, report.outcomes);
-  const std::string& label = nodes_[node_index].setup.label;
-  if (reply.malformed) {
-    emit(log_line(log::Level::warn, label, " answered the probe with ", report.outcomes.size(),
-                  " results for a different number of addresses; counted as reaching none"));
-  }
-  if (reply.retrying) {
-    emit(log_line(log::Level::info, label,
-                  " reached none of node 0's addresses; it tries them once more"));
-  }
-  if (reply.reached_nothing) {
-    std::string why = "no MASTER_ADDR can be reached by every node: " + label +
-                      " reached none of node 0's addresses, twice:";
-    for (std::size_t c = 0; c < reply.outcomes.size() && c < candidates_.size(); ++c) {
-      why += "\n  " + candidates_[c].address + ": " +
-             (reply.outcomes[c].error.empty() ? "not reached" : reply.outcomes[c].error);
-    }
-    why +=
-        "\n(check its firewall and routes towards node 0, or name an address every node "
-        "reaches with --master-addr)";
-    fail(kExitFailure, why, -1, {});
-    return take();
-  }
-  if (reply.fell_back) {
-    const auto choice = probe_rounds_->scouts_choice();
-    emit(log_line(log::Level::info,
-                  choice ? label + " did not reach " + candidates_[*choice].address +
-                               ", which every scout reached: every node now tries every address"
-                         : std::string("no address of node 0 was reached by every scout: every "
-                                       "node now tries every address")));
-  }
-  send_probes(reply.next);
-  if (probe_rounds_->complete()) choose_master();
+  const auto node = static_cast<std::size_t>(*index);
+  apply_probe_reply(probe_->on_report(node, nodes_[node].setup.label, report.outcomes));
   return take();
 }
 
 void JobPolicy::choose_master() {
-  std::vector<std::vector<net::ProbeOutcome>> outcomes;
-  if (probe_rounds_) outcomes = probe_rounds_->take_outcomes();
   std::vector<net::NodeProbe> probes;
-  probes.reserve(nodes_.size());
-  for (std::size_t i = 0; i < nodes_.size(); ++i) {  // interfaces are not needed after this
-    auto& n = nodes_[i];
-    std::optional<std::vector<net::ProbeOutcome>> reported;
-    if (i < outcomes.size()) reported = std::move(outcomes[i]);
-    probes.push_back(net::node_probe(n.setup.label, std::move(n.interfaces), std::move(reported),
-                                     candidates_.size()));
+  if (probe_) {
+    std::vector<std::string> labels;
+    std::vector<net::Interfaces> interfaces;  // not needed after this
+    for (auto& n : nodes_) {
+      labels.push_back(n.setup.label);
+      interfaces.push_back(std::move(n.interfaces));
+    }
+    probes = probe_->take_probes(std::move(labels), std::move(interfaces));
+  } else {
+    for (auto& n : nodes_)
+      probes.push_back(net::node_probe(n.setup.label, std::move(n.interfaces), std::nullopt, 0));
   }
   const auto result = net::choose_master(candidates_, config_.master_sources, probes);
   if (!result.choice) {
@@ -652,8 +611,7 @@ std::string JobPolicy::missing_nodes(std::size_t at_most) const {
 }
 
 std::string JobPolicy::missing_probe_reports(std::size_t at_most) const {
-  return names_of([this](std::size_t i) { return probe_rounds_ && !probe_rounds_->reported(i); },
-                  at_most);
+  return names_of([this](std::size_t i) { return probe_ && !probe_->reported(i); }, at_most);
 }
 
 std::string JobPolicy::missing_syncs(std::size_t at_most) const {
@@ -663,7 +621,7 @@ std::string JobPolicy::missing_syncs(std::size_t at_most) const {
 // Every node joined and the probe (if any) is answered: only --sync is left.
 bool JobPolicy::waiting_for_sync() const {
   return config_.sync && rendezvous_.all_joined() && synced_ < nodes_.size() &&
-         (!probe_sent_ || (probe_rounds_ && probe_rounds_->complete()));
+         (!probe_sent_ || (probe_ && probe_->complete()));
 }
 
 void JobPolicy::report_waiting() {
@@ -676,7 +634,7 @@ void JobPolicy::report_waiting() {
     return;
   }
   if (probe_sent_ && rendezvous_.all_joined()) {
-    note("waiting for " + std::to_string(probe_rounds_ ? probe_rounds_->reports_missing() : 0) +
+    note("waiting for " + std::to_string(probe_ ? probe_->reports_missing() : 0) +
          " nodes to report their probe of node 0's addresses: " + missing_probe_reports(20));
     emit(job_action::ArmTimer{JobTimer::waiting_report, kWaitingReport});
     return;

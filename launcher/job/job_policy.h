@@ -35,10 +35,10 @@
 
 #include "common/log.h"
 #include "launcher/fleet/agent_link.h"
+#include "launcher/fleet/master_probe.h"
 #include "launcher/record/job_record.h"
 #include "net/candidates.h"
 #include "net/choice.h"
-#include "net/probe_rounds.h"
 #include "protocol/messages.h"
 #include "rendezvous/state.h"
 
@@ -47,6 +47,7 @@ namespace dlaunch {
 // waiting_report: while nodes are missing at the rendezvous, say which, every
 // kWaitingReport, instead of silence for the whole --rdzv-timeout.
 enum class JobTimer { rendezvous, restart_backoff, stop_deadline, waiting_report };
+inline constexpr std::size_t kJobTimers = 4;
 inline constexpr std::chrono::seconds kWaitingReport{10};
 
 namespace job_action {
@@ -187,7 +188,8 @@ class JobPolicy {
 
   void send_all(const std::vector<Outbound>& out);
   void start_probe();
-  void send_probes(const std::vector<net::ProbeRounds::Request>& requests);
+  void send_probes(const std::vector<MasterProbe::Send>& sends);
+  void apply_probe_reply(MasterProbe::Reply reply);
   void choose_master();
   void maybe_assign();
   void on_assigned();
@@ -237,13 +239,9 @@ class JobPolicy {
   std::chrono::seconds elapsed_waiting_{0};  // nodes before it are known gone (see check_finished)
   JobResult result_;
   JobActions out_;
-  std::vector<net::Candidate> candidates_;  // sent in the Probe; empty until then
+  std::vector<net::Candidate> candidates_;  // node 0's; empty until it has joined
   bool probe_sent_ = false;
-  std::optional<proto::Probe> probe_;  // every candidate; a round may send fewer
-  std::optional<net::ProbeRounds> probe_rounds_;
-  // Connections to node 0's probe listener in flight at once, at most: half
-  // of Linux's default accept queue (net.core.somaxconn, 4,096).
-  static constexpr std::size_t kProbeConnectionsInFlight = 2048;
+  std::optional<MasterProbe> probe_;
   // The probe's outcome, kept until the syncs are done too.
   std::optional<std::pair<std::string, std::vector<std::string>>> network_;
   std::size_t synced_ = 0;

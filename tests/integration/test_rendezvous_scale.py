@@ -5,6 +5,7 @@ job's result comes out as a user would see it; a job that fails while every
 agent's connection closes at once, as a real fleet's agents exit while node 0
 is still writing Stop to them, ends with the failing rank's code and no crash."""
 
+import json
 import os
 import resource
 import signal
@@ -168,6 +169,26 @@ class RendezvousScaleTest(DlaunchTestCase):
         finally:
             os.kill(node0.pid, signal.SIGKILL)
             node0.communicate()
+
+    def test_a_check_of_more_hosts_than_node_0_may_open_files_runs_through_relays(self):
+        # `dlaunch check` starts and holds its agents as a job does: past the
+        # descriptor limit, relay processes hold their connections (a check
+        # had no relays and refused, or ran out of files, where a job ran).
+        # 40 agents on this machine, 3 pipes each, under 256 files: one
+        # connection per agent more would not fit.
+        hosts = self.write("check-hosts.toml", "".join(
+            f'[[host]]\nname = "c{n}"\naddress = "127.0.0.{n + 1}"\n' for n in range(40)))
+        p = self.start_dlaunch(["check", "--hosts", hosts, "--json", "--matrix-seconds", "0",
+                                "-v"], preexec_fn=limit_files(256))
+        out, err = p.communicate(timeout=240)
+        self.assertNoCrash(p.returncode, err)
+        self.assertIn("relay processes hold the agents' connections", err)
+        self.assertEqual(p.returncode, 0, f"stderr:\n{err[-3000:]}\nstdout:\n{out[-3000:]}")
+        report = json.loads(out)
+        self.assertEqual([h["name"] for h in report["hosts"] if h["up"]],
+                         [f"c{n}" for n in range(40)])
+        self.assertTrue(report["ok"])
+        self.assertNoRelayLeft()
 
     def assertNoRelayLeft(self):
         self.assertEqual(relay_pids(), [], "relay processes outlived the job")

@@ -250,3 +250,55 @@ TEST_CASE("a node that misses the scouts' choice tries everything first; nothing
   CHECK(reply.reached_nothing == missed);
   CHECK(rounds.complete());
 }
+
+TEST_CASE(
+    "a node lost before the probe is never asked; one lost while asked is waited for no more") {
+  auto rounds = joined_rounds(4, 2, 100);
+  rounds.on_lost(1);
+  const auto first = rounds.start();
+  CHECK(nodes_of(first) == std::set<std::size_t>{0, 2, 3});
+  rounds.on_report(0, outcomes({true, true}));
+  rounds.on_report(2, outcomes({true, false}));
+  CHECK_FALSE(rounds.complete());
+  // Node 3's connections are released and the probe ends without it.
+  const auto reply = rounds.on_lost(3);
+  CHECK(reply.next.empty());
+  REQUIRE(rounds.complete());
+  const auto all = rounds.take_outcomes();
+  CHECK(all[1][0].error == "lost");
+  CHECK(all[3][1].error == "lost");
+  CHECK(all[2][0].reached);
+}
+
+TEST_CASE("a big job: a lost scout does not hold the scouts' stage, nor its choice") {
+  const std::size_t n = 1000;
+  auto rounds = joined_rounds(n, 2, 100000);
+  const auto scouts = rounds.start();
+  REQUIRE(rounds.in_rounds());
+  REQUIRE(scouts.size() == ProbeRounds::kScouts);
+  // Every scout but the last reaches candidate 1 only; the last is lost.
+  std::vector<ProbeRounds::Request> next;
+  for (std::size_t i = 0; i + 1 < scouts.size(); ++i) {
+    auto reply = rounds.on_report(scouts[i].node, outcomes({false, true}));
+    CHECK_FALSE(reply.fell_back);
+    next.insert(next.end(), reply.next.begin(), reply.next.end());
+  }
+  CHECK(next.empty());
+  next = rounds.on_lost(scouts.back().node).next;
+  REQUIRE(rounds.scouts_choice() == std::size_t{1});
+  // The others try the scouts' choice alone; the lost scout is not asked.
+  CHECK(next.size() == n - ProbeRounds::kScouts);
+  for (const auto& r : next) {
+    CHECK(r.candidates == std::vector<std::size_t>{1});
+    CHECK(r.node != scouts.back().node);
+  }
+}
+
+TEST_CASE("a node lost while others wait for the window lets the next one go") {
+  auto rounds = joined_rounds(3, 2, 2);  // one node's two connections at a time
+  const auto first = rounds.start();
+  REQUIRE(nodes_of(first) == std::set<std::size_t>{0});
+  const auto reply = rounds.on_lost(0);
+  CHECK(nodes_of(reply.next) == std::set<std::size_t>{1});
+  CHECK(rounds.reports_missing() == 2);
+}

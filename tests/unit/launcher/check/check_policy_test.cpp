@@ -229,6 +229,9 @@ TEST_CASE("check: h1 blocked from node 0: no MASTER_ADDR, the matrix still runs 
   c.probe_report(0, {{"198.19.1.0", true}, {"198.18.1.10", true}});
   c.probe_report(1, {});
   c.probe_report(2, {{"198.18.1.10", true}});
+  // As in a job, a host that reached nothing is asked once more.
+  CHECK(c.peer_tests().empty());
+  c.probe_report(1, {});
   const auto& r = c.policy->result();
   CHECK_FALSE(r.master_chosen);
   CHECK(r.master_report.find("no address of node 0") != std::string::npos);
@@ -383,4 +386,69 @@ TEST_CASE("check --nccl: a host that never answers is named at the timeout") {
   c.take(c.policy->on_timer(CheckTimer::nccl));
   CHECK(c.policy->result().nccl.error == "no answer within 180 s from h2");
   CHECK(c.count_stops() == 3);
+}
+
+// A fleet past net::ProbeRounds' threshold, with one address every host
+// reaches and one that only node 0 does: the check probes as a job would.
+TEST_CASE("check of a big fleet: the probe goes in rounds within the window, as a job's does") {
+  const int n = 300;  // rounds from net::ProbeRounds::kRoundsFromNodes (256) on
+  FakeCheck c(n, 5000, false);
+  for (int i = 0; i < n; ++i) c.join(i);
+  for (int i = 0; i < n; ++i) c.facts(i, 1'000'200);
+  std::size_t seen = 0;
+  auto probes = c.sent_since<proto::Probe>(seen);
+  // Only the scouts first, each asked for every address: not every host's
+  // connection to every address at node 0's listener at once.
+  CHECK(probes.size() == net::ProbeRounds::kScouts);
+  for (const auto& [node, probe] : probes) CHECK(probe.addresses.size() == 2);
+  for (const auto& [node, probe] : probes)
+    c.take(c.policy->on_message(
+        FakeCheck::conn(node),
+        [&] {
+          proto::ProbeReport report;
+          for (const auto& address : probe.addresses) {
+            const bool ok = address == "198.18.1.10" || node == 0;
+            report.outcomes.push_back(
+                {ok, ok ? 300 : 0, "ens" + std::to_string(node), ok ? "" : "timed out"});
+          }
+          return report;
+        }(),
+        0));
+  // Then everyone else, for the scouts' choice alone, within the window.
+  std::size_t connections = 0, answered = 0;
+  for (int wave = 0; wave < 10 && !c.policy->result().master_chosen; ++wave) {
+    probes = c.sent_since<proto::Probe>(seen);
+    if (probes.empty()) break;
+    for (const auto& [node, probe] : probes) {
+      REQUIRE(probe.addresses == std::vector<std::string>{"198.18.1.10"});
+      connections += probe.addresses.size();
+    }
+    CHECK(probes.size() <= MasterProbe::kConnectionsInFlight);
+    for (const auto& [node, probe] : probes) {
+      proto::ProbeReport report;
+      report.outcomes.push_back({true, 300, "ens" + std::to_string(node), ""});
+      c.take(c.policy->on_message(FakeCheck::conn(node), report, 0));
+      ++answered;
+    }
+  }
+  CHECK(answered == n - net::ProbeRounds::kScouts);
+  CHECK(connections == n - net::ProbeRounds::kScouts);
+  const auto& r = c.policy->result();
+  CHECK(r.master_chosen);
+  CHECK(r.master_addr == "198.18.1.10");
+}
+
+TEST_CASE("check: a host lost while the others probe is waited for no more") {
+  FakeCheck c(3);
+  for (int i = 0; i < 3; ++i) c.join(i);
+  for (int i = 0; i < 3; ++i) c.facts(i, 1'000'200);
+  c.probe_report(0, {{"198.19.1.0", true}, {"198.18.1.10", true}});
+  c.probe_report(1, {{"198.18.1.10", true}});
+  c.take(c.policy->on_connection_closed(FakeCheck::conn(2), "reset by peer"));
+  // The MASTER_ADDR choice is made among the hosts that are up, at once.
+  const auto& r = c.policy->result();
+  CHECK(r.master_chosen);
+  CHECK(r.master_addr == "198.18.1.10");
+  CHECK_FALSE(r.hosts[2].up);
+  CHECK(r.hosts[2].error.find("reset by peer") != std::string::npos);
 }

@@ -1,4 +1,4 @@
-#include "launcher/job/descriptor_budget.h"
+#include "launcher/fleet/descriptor_budget.h"
 
 #include <algorithm>
 
@@ -14,6 +14,20 @@ std::string grouped(std::size_t n) {
 
 }  // namespace
 
+DescriptorNeeds descriptor_needs(const Plan& plan, bool srun) {
+  DescriptorNeeds needs;
+  needs.nnodes = static_cast<std::size_t>(plan.nnodes);
+  for (const auto& n : plan.nodes) {
+    if (n.local) {
+      ++needs.local_agents;
+    } else if (!srun) {
+      ++needs.ssh_hosts;
+    }
+  }
+  if (srun) ++needs.local_agents;
+  return needs;
+}
+
 DescriptorBudget descriptor_budget(const DescriptorNeeds& needs, std::size_t limit) {
   DescriptorBudget b;
   const std::size_t unrelayed = needs.ssh_hosts + 3 * needs.local_agents + kOwnDescriptors;
@@ -24,7 +38,7 @@ DescriptorBudget descriptor_budget(const DescriptorNeeds& needs, std::size_t lim
     b.needed = unrelayed + b.relays;
   }
   if (b.needed + kMinRankLogFiles > limit) {
-    b.problem = "a job of " + grouped(needs.nnodes) + " nodes needs about " +
+    b.problem = needs.run + " of " + grouped(needs.nnodes) + " nodes needs about " +
                 grouped(b.needed + kMinRankLogFiles) + " open files on this machine (" +
                 (b.relays > 0 ? "" : "one connection per agent, ") +
                 (needs.ssh_hosts > 0 ? "one SSH session per host, " : "") +

@@ -1,6 +1,6 @@
 #include <doctest/doctest.h>
 
-#include "launcher/job/descriptor_budget.h"
+#include "launcher/fleet/descriptor_budget.h"
 
 using namespace dlaunch;
 

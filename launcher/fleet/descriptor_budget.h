@@ -12,13 +12,20 @@
 #include <cstddef>
 #include <string>
 
+#include "launcher/plan/plan.h"
+
 namespace dlaunch {
 
 struct DescriptorNeeds {
   std::size_t nnodes = 0;        // every node's agent connects to node 0
   std::size_t ssh_hosts = 0;     // agents started over SSH by this process
   std::size_t local_agents = 0;  // agents (or srun) started here by fork/exec
+  std::string run = "a job";     // what the problem calls it
 };
+
+// What running `plan`'s agents from this process needs; `srun`: one srun
+// starts every node's agent (Slurm), its pipes like a local agent's.
+DescriptorNeeds descriptor_needs(const Plan& plan, bool srun);
 
 struct DescriptorBudget {
   std::size_t needed = 0;          // without the rank log files

@@ -1,0 +1,109 @@
+// The I/O of a run of agents, the same for a job (job/coordinator) and for
+// `dlaunch check` (check/check_runner): the rendezvous service, held by this
+// process or, when the agents' connections do not fit under its descriptor
+// limit (descriptor_budget.h), by relay processes; one agent per planned node,
+// started through the transports, with what its stderr says; SIGINT and
+// SIGTERM; and the policy's agent_link actions carried out. What the agents
+// are for, and every decision, stays with the caller and its policy.
+#pragma once
+
+#include <asio.hpp>
+#include <chrono>
+#include <cstddef>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "launcher/fleet/agent_link_perform.h"
+#include "launcher/fleet/agent_stderr.h"
+#include "launcher/plan/plan.h"
+#include "launcher/transport/transport.h"
+#include "rendezvous/service.h"
+
+namespace dlaunch {
+
+class AgentFleet {
+ public:
+  struct Settings {
+    std::string bind;  // the rendezvous's address and port (0: any free one)
+    int port = 0;
+    std::string secret;
+    std::chrono::seconds heartbeat_timeout{15};
+    std::size_t nnodes = 0;
+    // 0: this process holds every agent's connection; else this many relay
+    // processes, up to sessions_per_relay each.
+    std::size_t relays = 0;
+    std::size_t sessions_per_relay = 0;
+  };
+  struct Agent {
+    PlannedNode plan;
+    std::unique_ptr<AgentHandle> handle;  // null for nodes that start their own agent
+    AgentStderr diagnostics;
+  };
+
+  // `transports` must outlive the fleet (the agents' handles point into them).
+  AgentFleet(asio::io_context& io, AgentTransports& transports, Settings settings);
+  ~AgentFleet();
+
+  // Throws when it cannot listen.
+  void listen(RendezvousService::Callbacks callbacks);
+  // Starts `planned`'s agent; `make_stdin` builds its launch spec once the
+  // transport knows this machine's address as the host sees it.
+  void start_agent(const PlannedNode& planned,
+                   std::function<std::string(const std::string& local_address)> make_stdin,
+                   const std::string& agent_binary, AgentEvents events);
+  // Calls `on_signal` for every SIGINT and SIGTERM until stop().
+  void watch_signals(std::function<void(int)> on_signal);
+  // Stops listening, closes every agent's connection and stops watching signals.
+  void stop();
+
+  RendezvousService& server() { return *server_; }
+  std::vector<Agent>& agents() { return agents_; }
+  Agent& agent(int node) { return agents_[static_cast<std::size_t>(node)]; }
+  // Whether an agent runs on this machine (its orphans are ours to end).
+  bool any_local() const;
+
+  template <class Action>
+  void perform(const Action& action) {
+    agent_link::perform(*server_, agents_, action);
+  }
+
+ private:
+  void next_signal();
+
+  asio::io_context& io_;
+  AgentTransports& transports_;
+  Settings s_;
+  std::unique_ptr<RendezvousService> server_;
+  std::vector<Agent> agents_;  // by node rank
+  asio::signal_set signals_;
+  std::function<void(int)> on_signal_;
+};
+
+// A policy's named timers (an enum of Count values) on one io_context: arming
+// one again replaces its deadline, and a cancelled or replaced wait never calls back.
+template <class Which, std::size_t Count>
+class PolicyTimers {
+ public:
+  explicit PolicyTimers(asio::io_context& io) {
+    for (std::size_t i = 0; i < Count; ++i)
+      timers_.push_back(std::make_unique<asio::steady_timer>(io));
+  }
+  void arm(Which which, std::chrono::milliseconds after, std::function<void()> on_expiry) {
+    auto& timer = *timers_[static_cast<std::size_t>(which)];
+    timer.expires_after(after);
+    timer.async_wait([on_expiry = std::move(on_expiry)](const asio::error_code& ec) {
+      if (!ec) on_expiry();
+    });
+  }
+  void cancel(Which which) { timers_[static_cast<std::size_t>(which)]->cancel(); }
+  void cancel_all() {
+    for (auto& timer : timers_) timer->cancel();
+  }
+
+ private:
+  std::vector<std::unique_ptr<asio::steady_timer>> timers_;
+};
+
+}  // namespace dlaunch
