@@ -177,7 +177,8 @@ class RendezvousScaleTest(DlaunchTestCase):
         # 40 agents on this machine, 3 pipes each, under 256 files: one
         # connection per agent more would not fit.
         hosts = self.write("check-hosts.toml", "".join(
-            f'[[host]]\nname = "c{n}"\naddress = "127.0.0.{n + 1}"\n' for n in range(40)))
+            f'[[host]]\nname = "c{n}"\naddress = "127.0.0.{n + 1}"\ntransport = "local"\n'
+            for n in range(40)))
         p = self.start_dlaunch(["check", "--hosts", hosts, "--json", "--matrix-seconds", "0",
                                 "-v"], preexec_fn=limit_files(256))
         out, err = p.communicate(timeout=240)
