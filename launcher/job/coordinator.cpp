@@ -1,10 +1,6 @@
 #include "launcher/job/coordinator.h"
 
-#include <fcntl.h>
 #include <unistd.h>
-
-#include <cerrno>
-#include <cstring>
 
 #include <algorithm>
 #include <csignal>
@@ -78,14 +74,10 @@ Coordinator::Coordinator(asio::io_context& io, Settings settings, AgentTransport
       flush_timer_(io) {
   if (!s_.options.tensorboard_dir.empty() && !s_.job_dir.empty())
     tensorboard_.emplace(s_.job_dir + "/tensorboard");
-  sync_progress_ = s_.sync && !s_.options.detach && ::isatty(2) == 1;
   s_.plan.rdzv_connect = address_for_agents(s_.plan.rdzv_connect);
 }
 
-Coordinator::~Coordinator() {
-  for (auto& [node, sync] : syncs_)
-    if (sync.fd >= 0) ::close(sync.fd);
-}
+Coordinator::~Coordinator() = default;
 
 int Coordinator::run() {
   std::signal(SIGHUP, SIG_IGN);  // a closed terminal or cron must not kill the job
@@ -148,6 +140,17 @@ void Coordinator::start_server() {
       {[this](ConnId c, const proto::Join& j) { apply(policy_.on_join(c, j)); },
        [this](ConnId c, proto::Message&& m) { on_message(c, std::move(m)); },
        [this](ConnId c, const std::string& r) { apply(policy_.on_connection_closed(c, r)); }});
+  if (!s_.sync) return;
+  SyncStreams::Settings sync;
+  sync.manifest = s_.sync;
+  sync.delete_extra = s_.options.sync_delete;
+  sync.nnodes = s_.plan.nnodes;
+  sync.progress_line = !s_.options.detach && ::isatty(2) == 1;
+  syncs_.emplace(
+      std::move(sync), fleet_.server(), [this](int node) { return policy_.node_label(node); },
+      [this](ConnId conn, const proto::SyncDone& done) {
+        apply(policy_.on_sync_done(conn, done));
+      });
 }
 
 void Coordinator::start_agent(const PlannedNode& planned) {
@@ -188,132 +191,16 @@ void Coordinator::on_message(ConnId conn, proto::Message&& message) {
   } else if (auto* chunk = std::get_if<proto::FileChunk>(&message)) {
     on_file_chunk(conn, *chunk);
   } else if (auto* want = std::get_if<proto::SyncWant>(&message)) {
-    const auto node = policy_.node_of(conn);
-    auto it = node ? syncs_.find(*node) : syncs_.end();
-    if (it == syncs_.end() || it->second.ended || it->second.conn != conn) return;
-    if (auto error = it->second.sender->on_want(*want)) {
-      end_sync(*node, proto::SyncDone{0, 0, 0, "its agent " + *error});
-      return;
-    }
-    pump_sync(*node);
+    if (const auto node = policy_.node_of(conn); node && syncs_)
+      syncs_->on_want(*node, conn, *want);
   } else if (auto* synced = std::get_if<proto::SyncDone>(&message)) {
-    const auto node = policy_.node_of(conn);
-    auto it = node ? syncs_.find(*node) : syncs_.end();
-    if (it == syncs_.end() || it->second.ended || it->second.conn != conn) return;
-    end_sync(*node, *synced);
+    if (const auto node = policy_.node_of(conn); node && syncs_)
+      syncs_->on_done(*node, conn, *synced);
   }
 }
 
-// --sync: sends the offer and then the wanted files' pieces while the node's
-// connection has room; the connection calls back once it has drained.
 void Coordinator::perform(const job_action::StartSync& a) {
-  if (!s_.sync) return;
-  auto& sync = syncs_[a.node];
-  sync.conn = a.conn;
-  sync.sender = std::make_unique<SyncSender>(*s_.sync, s_.options.sync_delete);
-  log::debug("sync to ", policy_.node_label(a.node), ": offering ", s_.sync->entries.size(),
-             " entries");
-  fleet_.server().on_output_space(a.conn, [this, node = a.node] { pump_sync(node); });
-  pump_sync(a.node);
-}
-
-void Coordinator::pump_sync(int node) {
-  auto it = syncs_.find(node);
-  if (it == syncs_.end() || it->second.ended) return;
-  auto& sync = it->second;
-  while (!fleet_.server().output_full(sync.conn)) {
-    if (auto offer = sync.sender->next_offer()) {
-      fleet_.server().send(sync.conn, *offer);
-      continue;
-    }
-    const auto piece = sync.sender->next_piece();
-    if (!piece) break;
-    std::string data;
-    if (auto error = read_piece(sync, *piece, data)) {
-      end_sync(node, proto::SyncDone{0, 0, 0, *error});
-      return;
-    }
-    fleet_.server().send(sync.conn, proto::SyncData{piece->index, piece->offset, std::move(data)});
-  }
-  show_sync_progress(false);
-}
-
-std::optional<std::string> Coordinator::read_piece(NodeSync& sync, const SyncSender::Piece& piece,
-                                                   std::string& data) {
-  const auto& entry = s_.sync->entries[piece.index];
-  const std::string path = s_.sync->root + "/" + entry.path;
-  if (sync.fd < 0 || sync.fd_index != piece.index) {
-    if (sync.fd >= 0) ::close(sync.fd);
-    sync.fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-    sync.fd_index = piece.index;
-    if (sync.fd < 0) return path + ": " + std::strerror(errno);
-  }
-  data.resize(piece.length);
-  std::size_t got = 0;
-  while (got < piece.length) {
-    const ssize_t n = ::pread(sync.fd, data.data() + got, piece.length - got,
-                              static_cast<off_t>(piece.offset + got));
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return path + ": " + std::strerror(errno);
-    if (n == 0) return path + ": it became shorter while syncing";
-    got += static_cast<std::size_t>(n);
-  }
-  if (piece.offset + piece.length >= entry.size) {
-    ::close(sync.fd);
-    sync.fd = -1;
-  }
-  return std::nullopt;
-}
-
-void Coordinator::end_sync(int node, const proto::SyncDone& done) {
-  auto& sync = syncs_[node];
-  sync.ended = true;
-  if (sync.fd >= 0) ::close(sync.fd);
-  sync.fd = -1;
-  ++syncs_ended_;
-  show_sync_progress(true);
-  apply(policy_.on_sync_done(sync.conn, done));
-}
-
-// One line on a terminal, redrawn at most 10 times a second: each host's
-// files and bytes sent of those it wanted (all hosts summed past three).
-void Coordinator::show_sync_progress(bool force) {
-  if (!sync_progress_) return;
-  const auto now = std::chrono::steady_clock::now();
-  if (!force && now - sync_progress_at_ < std::chrono::milliseconds(100)) return;
-  sync_progress_at_ = now;
-  if (syncs_ended_ >= static_cast<std::size_t>(s_.plan.nnodes)) {
-    if (sync_progress_shown_) console().status("");
-    sync_progress_ = false;
-    return;
-  }
-  std::string text =
-      "sync " + std::to_string(syncs_ended_) + "/" + std::to_string(s_.plan.nnodes) + " hosts done";
-  std::uint64_t files = 0, files_wanted = 0, bytes = 0, bytes_wanted = 0;
-  for (const auto& [node, sync] : syncs_) {
-    files += sync.sender->files_sent();
-    files_wanted += sync.sender->files_wanted();
-    bytes += sync.sender->bytes_sent();
-    bytes_wanted += sync.sender->bytes_wanted();
-    if (s_.plan.nnodes > 3) continue;
-    text += " | " + policy_.node_label(node) + " ";
-    if (sync.ended) {
-      text += "done";
-    } else if (!sync.sender->wants_complete()) {
-      text += "comparing";
-    } else {
-      text += std::to_string(sync.sender->files_sent()) + "/" +
-              std::to_string(sync.sender->files_wanted()) + " files " +
-              human_bytes(sync.sender->bytes_sent()) + "/" +
-              human_bytes(sync.sender->bytes_wanted());
-    }
-  }
-  if (s_.plan.nnodes > 3) {
-    text += ", " + std::to_string(files) + "/" + std::to_string(files_wanted) + " files, " +
-            human_bytes(bytes) + "/" + human_bytes(bytes_wanted);
-  }
-  console().status("dlaunch: " + text);
-  sync_progress_shown_ = true;
+  if (syncs_) syncs_->start(a.node, a.conn);
 }
 
 // Output does not change the job's fate, so it bypasses the policy: the
@@ -400,8 +287,7 @@ void Coordinator::perform(const job_action::MarkRound& a) {
 }
 
 void Coordinator::perform(const job_action::Finish&) {
-  if (sync_progress_shown_ && sync_progress_) console().status("");
-  sync_progress_ = false;
+  if (syncs_) syncs_->finish();
   timers_.cancel_all();
   flush_timer_.cancel();
   fleet_.stop();

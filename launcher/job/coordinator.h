@@ -24,7 +24,7 @@
 #include "launcher/plan/plan.h"
 #include "launcher/record/job_record.h"
 #include "launcher/sync/sync_manifest.h"
-#include "launcher/sync/sync_sender.h"
+#include "launcher/sync/sync_streams.h"
 #include "launcher/transport/transport.h"
 
 namespace dlaunch {
@@ -61,19 +61,6 @@ class Coordinator {
   void on_message(ConnId conn, proto::Message&& message);
   void on_log_line(ConnId conn, const proto::LogLine& line);
   void on_file_chunk(ConnId conn, const proto::FileChunk& chunk);
-  // --sync: one node's transfer (the decisions are SyncSender's).
-  struct NodeSync {
-    ConnId conn = 0;
-    std::unique_ptr<SyncSender> sender;
-    bool ended = false;
-    int fd = -1;  // the file being read, and its entry
-    std::uint32_t fd_index = 0;
-  };
-  void pump_sync(int node);
-  void end_sync(int node, const proto::SyncDone& done);
-  std::optional<std::string> read_piece(NodeSync& sync, const SyncSender::Piece& piece,
-                                        std::string& data);
-  void show_sync_progress(bool force);
   void on_signal(int signal);
   void watch_suspend();
 
@@ -98,11 +85,7 @@ class Coordinator {
   JobResult result_;
   asio::signal_set suspend_signals_;  // Ctrl-Z: answered, never obeyed
   bool reading_paused_ = false;       // --no-skip and the terminal is behind
-  std::map<int, NodeSync> syncs_;     // by node rank
-  std::size_t syncs_ended_ = 0;
-  bool sync_progress_ = false;  // a line redrawn in place on stderr (a terminal)
-  bool sync_progress_shown_ = false;
-  std::chrono::steady_clock::time_point sync_progress_at_{};
+  std::optional<SyncStreams> syncs_;  // --sync, once the rendezvous listens
   asio::steady_timer flush_timer_;
 };
 

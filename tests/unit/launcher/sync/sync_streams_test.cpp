@@ -1,0 +1,167 @@
+#include "launcher/sync/sync_streams.h"
+
+#include <doctest/doctest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <vector>
+
+#include "tests/unit/scratch_dir.h"
+
+using namespace dlaunch;
+namespace fs = std::filesystem;
+using dlaunch::testing::ScratchDir;
+
+namespace {
+
+// The agents' connections as SyncStreams sees them: what was sent to each,
+// and a connection that is full after `room` messages until drain() calls
+// back, as a real one does once its queue has gone out.
+class FakeService : public RendezvousService {
+ public:
+  std::uint16_t port() const override { return 1; }
+  void send(ConnId id, const proto::Message& message) override {
+    sent[id].push_back(message);
+    --room[id];
+  }
+  void close(ConnId, const std::string&) override {}
+  bool output_full(ConnId id) const override {
+    auto it = room.find(id);
+    return it == room.end() || it->second <= 0;
+  }
+  void on_output_space(ConnId id, std::function<void()> callback) override {
+    space[id] = std::move(callback);
+  }
+  void set_reading_paused(bool) override {}
+  void stop() override {}
+
+  void drain(ConnId id, int messages) {
+    room[id] = messages;
+    if (space[id]) space[id]();
+  }
+  template <class M>
+  std::vector<M> of(ConnId id) const {
+    std::vector<M> out;
+    if (!sent.count(id)) return out;
+    for (const auto& m : sent.at(id))
+      if (const auto* x = std::get_if<M>(&m)) out.push_back(*x);
+    return out;
+  }
+
+  std::map<ConnId, std::vector<proto::Message>> sent;
+  std::map<ConnId, int> room;
+  std::map<ConnId, std::function<void()>> space;
+};
+
+void write(const fs::path& p, const std::string& text) {
+  fs::create_directories(p.parent_path());
+  std::ofstream(p, std::ios::binary) << text;
+}
+
+struct Streams {
+  explicit Streams(const std::string& dir) {
+    auto built = build_sync_manifest(dir);
+    REQUIRE(std::holds_alternative<SyncManifest>(built));
+    manifest = std::make_shared<const SyncManifest>(std::get<SyncManifest>(std::move(built)));
+    SyncStreams::Settings settings;
+    settings.manifest = manifest;
+    settings.nnodes = 2;
+    streams.emplace(
+        settings, service, [](int node) { return "host" + std::to_string(node); },
+        [this](ConnId conn, const proto::SyncDone& done) { ended[conn] = done; });
+  }
+  // Every file of the offer, as the agent of an empty directory answers.
+  proto::SyncWant want_all() const {
+    proto::SyncWant want;
+    for (std::uint32_t i = 0; i < manifest->entries.size(); ++i)
+      if (manifest->entries[i].kind == proto::SyncKind::file) want.indices.push_back(i);
+    want.last = true;
+    return want;
+  }
+  // The bytes the node got, by path, from its SyncData in order.
+  std::map<std::string, std::string> received(ConnId conn) const {
+    std::map<std::string, std::string> out;
+    for (const auto& d : service.of<proto::SyncData>(conn)) {
+      auto& bytes = out[manifest->entries[d.index].path];
+      CHECK(d.offset == bytes.size());
+      bytes += d.data;
+    }
+    return out;
+  }
+
+  std::shared_ptr<const SyncManifest> manifest;
+  FakeService service;
+  std::optional<SyncStreams> streams;
+  std::map<ConnId, proto::SyncDone> ended;
+};
+
+}  // namespace
+
+TEST_CASE("sync streams: the offer, then every wanted byte, only while the connection has room") {
+  ScratchDir dir;
+  const std::string big(3 * proto::kMaxFileChunk + 17, 'x');
+  write(dir.dir() / "a.py", "print(1)\n");
+  write(dir.dir() / "data" / "big.bin", big);
+  write(dir.dir() / "empty", "");
+  Streams s(dir.path());
+  s.service.room[7] = 1;
+  s.streams->start(0, 7);
+  REQUIRE(s.service.of<proto::SyncOffer>(7).size() == 1);  // then the connection was full
+  s.streams->on_want(0, 7, s.want_all());
+  CHECK(s.service.of<proto::SyncData>(7).empty());  // still full: nothing read or queued
+  // Each time the connection drains, two more pieces go out, and no more.
+  std::size_t pieces = 0;
+  for (int drains = 0; drains < 10; ++drains) {
+    s.service.drain(7, 2);
+    const auto now = s.service.of<proto::SyncData>(7).size();
+    CHECK(now - pieces <= 2);
+    pieces = now;
+  }
+  const auto got = s.received(7);
+  CHECK(got.at("a.py") == "print(1)\n");
+  CHECK(got.at("data/big.bin") == big);
+  CHECK(got.count("empty") == 1);
+  CHECK(got.at("empty").empty());
+  // The agent's SyncDone ends its sync and goes to the policy, once.
+  s.streams->on_done(0, 7, proto::SyncDone{3, big.size() + 9, 0, ""});
+  REQUIRE(s.ended.count(7) == 1);
+  CHECK(s.ended.at(7).error.empty());
+  s.streams->on_done(0, 7, proto::SyncDone{0, 0, 0, "again"});
+  CHECK(s.ended.at(7).error.empty());
+}
+
+TEST_CASE("sync streams: a file gone since the manifest ends that node's sync, naming it") {
+  ScratchDir dir;
+  write(dir.dir() / "keep.txt", "k");
+  write(dir.dir() / "gone.txt", "g");
+  Streams s(dir.path());
+  fs::remove(dir.dir() / "gone.txt");
+  s.service.room[7] = 100;
+  s.service.room[8] = 100;
+  s.streams->start(0, 7);
+  s.streams->start(1, 8);
+  s.streams->on_want(0, 7, s.want_all());
+  REQUIRE(s.ended.count(7) == 1);
+  CHECK(s.ended.at(7).error.find("gone.txt") != std::string::npos);
+  CHECK(s.ended.at(7).error.find("No such file") != std::string::npos);
+  CHECK(s.ended.count(8) == 0);  // the other node is not affected
+}
+
+TEST_CASE("sync streams: an agent's answer out of turn ends its sync; strangers are ignored") {
+  ScratchDir dir;
+  write(dir.dir() / "a", "a");
+  Streams s(dir.path());
+  s.service.room[7] = 100;
+  s.streams->start(0, 7);
+  // Another connection claiming node 0, and a node that is not syncing.
+  s.streams->on_want(0, 9, s.want_all());
+  s.streams->on_done(1, 8, proto::SyncDone{});
+  CHECK(s.ended.empty());
+  proto::SyncWant bad;
+  bad.indices = {999};
+  bad.last = true;
+  s.streams->on_want(0, 7, bad);
+  REQUIRE(s.ended.count(7) == 1);
+  CHECK(s.ended.at(7).error.rfind("its agent ", 0) == 0);
+}
