@@ -24,11 +24,11 @@ CheckRunner::CheckRunner(asio::io_context& io, Settings settings, AgentTransport
     : io_(io),
       s_(std::move(settings)),
       policy_(s_.policy),
-      fleet_(
-          io, transports,
-          {s_.plan.rdzv_bind, s_.plan.rdzv_port, s_.secret,
-           std::chrono::seconds(s_.options.heartbeat_timeout_s),
-           static_cast<std::size_t>(s_.plan.nnodes), s_.rendezvous_relays, s_.sessions_per_relay}),
+      fleet_(io, transports,
+             {s_.plan.rdzv_bind, s_.plan.rdzv_port, s_.secret,
+              std::chrono::seconds(s_.options.heartbeat_timeout_s),
+              static_cast<std::size_t>(s_.plan.nnodes), s_.rendezvous_relays, s_.sessions_per_relay,
+              s_.service}),
       timers_(io) {
   s_.plan.rdzv_connect = address_for_agents(s_.plan.rdzv_connect);
 }

@@ -28,6 +28,7 @@ class CheckRunner {
     // More agents than this process may hold connections (descriptor_budget.h).
     std::size_t rendezvous_relays = 0;
     std::size_t sessions_per_relay = 0;
+    AgentFleet::ServiceFactory service = {};  // tests: instead of listening
   };
 
   // `transports` must outlive the runner.

@@ -20,6 +20,10 @@ AgentFleet::AgentFleet(asio::io_context& io, AgentTransports& transports, Settin
 AgentFleet::~AgentFleet() = default;
 
 void AgentFleet::listen(RendezvousService::Callbacks callbacks) {
+  if (s_.service) {
+    server_ = s_.service(std::move(callbacks));
+    return;
+  }
   RendezvousServer::Options options;
   options.heartbeat_timeout = s_.heartbeat_timeout;
   // Room for every expected agent in the handshake at once, plus a margin for

@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "common/clock.h"
 #include "launcher/fleet/agent_link_perform.h"
 #include "launcher/fleet/agent_stderr.h"
 #include "launcher/plan/plan.h"
@@ -25,6 +26,9 @@ namespace dlaunch {
 
 class AgentFleet {
  public:
+  // Tests: a rendezvous service of their own instead of a listening one.
+  using ServiceFactory =
+      std::function<std::unique_ptr<RendezvousService>(RendezvousService::Callbacks)>;
   struct Settings {
     std::string bind;  // the rendezvous's address and port (0: any free one)
     int port = 0;
@@ -35,6 +39,7 @@ class AgentFleet {
     // processes, up to sessions_per_relay each.
     std::size_t relays = 0;
     std::size_t sessions_per_relay = 0;
+    ServiceFactory service = {};
   };
   struct Agent {
     PlannedNode plan;
@@ -82,13 +87,13 @@ class AgentFleet {
 };
 
 // A policy's named timers (an enum of Count values) on one io_context: arming
-// one again replaces its deadline, and a cancelled or replaced wait never calls back.
+// one again replaces its deadline, and a cancelled or replaced wait never calls
+// back. On common/clock.h's clock, which a unit test can move.
 template <class Which, std::size_t Count>
 class PolicyTimers {
  public:
   explicit PolicyTimers(asio::io_context& io) {
-    for (std::size_t i = 0; i < Count; ++i)
-      timers_.push_back(std::make_unique<asio::steady_timer>(io));
+    for (std::size_t i = 0; i < Count; ++i) timers_.push_back(std::make_unique<Timer>(io));
   }
   void arm(Which which, std::chrono::milliseconds after, std::function<void()> on_expiry) {
     auto& timer = *timers_[static_cast<std::size_t>(which)];
@@ -103,7 +108,7 @@ class PolicyTimers {
   }
 
  private:
-  std::vector<std::unique_ptr<asio::steady_timer>> timers_;
+  std::vector<std::unique_ptr<Timer>> timers_;
 };
 
 }  // namespace dlaunch

@@ -1,5 +1,5 @@
 // A temporary directory for one test, removed with everything in it at the
-// end (also after a chmod that made it read-only), and a whole-file reader.
+// end (also after a chmod that made it read-only), and whole-file helpers.
 #pragma once
 
 #include <doctest/doctest.h>
@@ -35,6 +35,12 @@ class ScratchDir {
   std::string path_;
   std::filesystem::path dir_;
 };
+
+// Writes `text` as the whole file, making its directories.
+inline void write_file(const std::filesystem::path& path, const std::string& text) {
+  std::filesystem::create_directories(path.parent_path());
+  std::ofstream(path, std::ios::binary) << text;
+}
 
 inline std::string read_file(const std::filesystem::path& path) {
   std::ifstream in(path, std::ios::binary);

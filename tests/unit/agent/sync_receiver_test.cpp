@@ -16,12 +16,9 @@ using namespace dlaunch;
 namespace fs = std::filesystem;
 using dlaunch::testing::read_file;
 using dlaunch::testing::ScratchDir;
+using dlaunch::testing::write_file;
 
 namespace {
-
-void write(const fs::path& p, const std::string& text) {
-  std::ofstream(p, std::ios::binary) << text;
-}
 
 unsigned mode_of(const fs::path& p) {
   struct stat st {};
@@ -104,12 +101,12 @@ TEST_CASE("a first sync writes files with their modes, symlinks and directories"
 TEST_CASE("only files whose content differs are wanted; a mode change needs no data") {
   const ScratchDir dest_scratch;
   const fs::path& dest = dest_scratch.dir();
-  write(dest / "same", "same content");
+  write_file(dest / "same", "same content");
   ::chmod((dest / "same").c_str(), 0644);
-  write(dest / "mode", "mode only");
+  write_file(dest / "mode", "mode only");
   ::chmod((dest / "mode").c_str(), 0644);
-  write(dest / "changed", "old!");  // same size, other content
-  write(dest / "longer", "short");
+  write_file(dest / "changed", "old!");  // same size, other content
+  write_file(dest / "longer", "short");
   fs::create_symlink("elsewhere", dest / "link");
   SyncReceiver r(dest.string());
   const auto wanted =
@@ -131,7 +128,7 @@ TEST_CASE("only files whose content differs are wanted; a mode change needs no d
 TEST_CASE("content that does not match its SHA-256 is never renamed into place") {
   const ScratchDir dest_scratch;
   const fs::path& dest = dest_scratch.dir();
-  write(dest / "f", "original");
+  write_file(dest / "f", "original");
   SyncReceiver r(dest.string());
   proto::SyncEntry e = file_entry("f", "expected");
   sync(r, {e}, {{0, "tampered"}});
@@ -204,14 +201,14 @@ TEST_CASE("--sync-delete removes what the offer lacks, except ignored paths and 
   const ScratchDir dest_scratch;
   const fs::path& dest = dest_scratch.dir();
   fs::create_directories(dest / "keep/old");
-  write(dest / "keep/a", "a");
-  write(dest / "keep/old/f", "f");
-  write(dest / "gone.txt", "g");
-  write(dest / "model.pt", "ignored: stays");
+  write_file(dest / "keep/a", "a");
+  write_file(dest / "keep/old/f", "f");
+  write_file(dest / "gone.txt", "g");
+  write_file(dest / "model.pt", "ignored: stays");
   fs::create_directories(dest / "data/sub");
-  write(dest / "data/sub/x", "ignored dir: stays");
+  write_file(dest / "data/sub/x", "ignored dir: stays");
   fs::create_directories(dest / ".git");
-  write(dest / ".git/HEAD", "stays");
+  write_file(dest / ".git/HEAD", "stays");
   fs::create_symlink("/etc", dest / "stray-link");
   SyncReceiver r(dest.string());
   sync(r, {dir_entry("keep"), file_entry("keep/a", "a")}, {}, true);
@@ -232,7 +229,7 @@ TEST_CASE("--sync-delete removes what the offer lacks, except ignored paths and 
 TEST_CASE("without --sync-delete nothing is deleted and a non-empty directory in the way fails") {
   const ScratchDir dest_scratch;
   const fs::path& dest = dest_scratch.dir();
-  write(dest / "extra", "stays");
+  write_file(dest / "extra", "stays");
   fs::create_directories(dest / "was-dir/x");
   SyncReceiver r(dest.string());
   sync(r, {file_entry("was-dir", "now a file")}, {{0, "now a file"}});
@@ -246,7 +243,7 @@ TEST_CASE("hashing existing files goes a budget at a time") {
   const ScratchDir dest_scratch;
   const fs::path& dest = dest_scratch.dir();
   const std::string big(1 << 20, 'b');
-  write(dest / "big", big);
+  write_file(dest / "big", big);
   SyncReceiver r(dest.string());
   REQUIRE(r.on_offer({false, {}, 0, {file_entry("big", big)}, true}));
   int steps = 0;

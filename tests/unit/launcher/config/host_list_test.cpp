@@ -4,18 +4,12 @@
 #include <vector>
 
 #include "launcher/config/host_list.h"
+#include "tests/unit/launcher/config/hosts_result.h"
 
 using namespace dlaunch;
+using dlaunch::testing::ok;
 
 namespace {
-
-HostsFile ok(HostsFileResult result) {
-  if (auto* diags = std::get_if<std::vector<Diagnostic>>(&result)) {
-    for (const auto& d : *diags) MESSAGE(d.to_string());
-    FAIL("expected hosts");
-  }
-  return std::get<HostsFile>(std::move(result));
-}
 
 std::vector<Diagnostic> errors(HostsFileResult result) {
   REQUIRE_MESSAGE(std::holds_alternative<std::vector<Diagnostic>>(result), "expected diagnostics");

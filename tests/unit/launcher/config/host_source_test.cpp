@@ -8,8 +8,10 @@
 #include <string>
 
 #include "launcher/config/host_source.h"
+#include "tests/unit/launcher/config/hosts_result.h"
 
 using namespace dlaunch;
+using dlaunch::testing::ok;
 
 namespace {
 
@@ -38,14 +40,6 @@ Options hosts_options(HostSource source) {
   o.mode = Mode::hosts;
   o.host_source = source;
   return o;
-}
-
-HostsFile ok(HostsFileResult result) {
-  if (auto* diags = std::get_if<std::vector<Diagnostic>>(&result)) {
-    for (const auto& d : *diags) MESSAGE(d.to_string());
-    FAIL("expected hosts");
-  }
-  return std::get<HostsFile>(std::move(result));
 }
 
 }  // namespace

@@ -13,13 +13,9 @@
 using namespace dlaunch;
 namespace fs = std::filesystem;
 using dlaunch::testing::ScratchDir;
+using dlaunch::testing::write_file;
 
 namespace {
-
-void write(const fs::path& p, const std::string& text) {
-  fs::create_directories(p.parent_path());
-  std::ofstream(p, std::ios::binary) << text;
-}
 
 const proto::SyncEntry* find(const SyncManifest& m, const std::string& path) {
   for (const auto& e : m.entries)
@@ -32,17 +28,17 @@ const proto::SyncEntry* find(const SyncManifest& m, const std::string& path) {
 TEST_CASE("the manifest lists files with mode, size and SHA-256, symlinks unfollowed, dirs first") {
   const ScratchDir dir_scratch;
   const fs::path& dir = dir_scratch.dir();
-  write(dir / "run.sh", "#!/bin/sh\n");
+  write_file(dir / "run.sh", "#!/bin/sh\n");
   ::chmod((dir / "run.sh").c_str(), 0755);
-  write(dir / "src/a.py", "print(1)\n");
-  write(dir / "src/b.py", "print(2)\n");
+  write_file(dir / "src/a.py", "print(1)\n");
+  write_file(dir / "src/b.py", "print(2)\n");
   ::chmod((dir / "src").c_str(), 0750);
   fs::create_symlink("src/a.py", dir / "latest");
   fs::create_symlink("/nonexistent/anywhere", dir / "dangling");
-  write(dir / ".git/HEAD", "ref: refs/heads/main\n");
-  write(dir / "w.pt", "weights");
-  write(dir / "data/x", "x");
-  write(dir / ".dlaunchignore", "# big things\n*.pt\ndata/\n");
+  write_file(dir / ".git/HEAD", "ref: refs/heads/main\n");
+  write_file(dir / "w.pt", "weights");
+  write_file(dir / "data/x", "x");
+  write_file(dir / ".dlaunchignore", "# big things\n*.pt\ndata/\n");
   ::mkfifo((dir / "fifo").c_str(), 0600);
 
   auto built = build_sync_manifest(dir.string());
@@ -90,7 +86,7 @@ TEST_CASE("a missing directory or a file instead of one is an error naming it") 
   CHECK(std::get<std::string>(missing).find("/nonexistent/dlaunch-sync-src") != std::string::npos);
   const ScratchDir dir_scratch;
   const fs::path& dir = dir_scratch.dir();
-  write(dir / "f", "x");
+  write_file(dir / "f", "x");
   auto file = build_sync_manifest((dir / "f").string());
   REQUIRE(std::holds_alternative<std::string>(file));
   CHECK(std::get<std::string>(file).find("not a directory") != std::string::npos);

@@ -12,6 +12,7 @@
 using namespace dlaunch;
 namespace fs = std::filesystem;
 using dlaunch::testing::ScratchDir;
+using dlaunch::testing::write_file;
 
 namespace {
 
@@ -53,11 +54,6 @@ class FakeService : public RendezvousService {
   std::map<ConnId, int> room;
   std::map<ConnId, std::function<void()>> space;
 };
-
-void write(const fs::path& p, const std::string& text) {
-  fs::create_directories(p.parent_path());
-  std::ofstream(p, std::ios::binary) << text;
-}
 
 struct Streams {
   explicit Streams(const std::string& dir) {
@@ -101,9 +97,9 @@ struct Streams {
 TEST_CASE("sync streams: the offer, then every wanted byte, only while the connection has room") {
   ScratchDir dir;
   const std::string big(3 * proto::kMaxFileChunk + 17, 'x');
-  write(dir.dir() / "a.py", "print(1)\n");
-  write(dir.dir() / "data" / "big.bin", big);
-  write(dir.dir() / "empty", "");
+  write_file(dir.dir() / "a.py", "print(1)\n");
+  write_file(dir.dir() / "data" / "big.bin", big);
+  write_file(dir.dir() / "empty", "");
   Streams s(dir.path());
   s.service.room[7] = 1;
   s.streams->start(0, 7);
@@ -133,8 +129,8 @@ TEST_CASE("sync streams: the offer, then every wanted byte, only while the conne
 
 TEST_CASE("sync streams: a file gone since the manifest ends that node's sync, naming it") {
   ScratchDir dir;
-  write(dir.dir() / "keep.txt", "k");
-  write(dir.dir() / "gone.txt", "g");
+  write_file(dir.dir() / "keep.txt", "k");
+  write_file(dir.dir() / "gone.txt", "g");
   Streams s(dir.path());
   fs::remove(dir.dir() / "gone.txt");
   s.service.room[7] = 100;
@@ -150,7 +146,7 @@ TEST_CASE("sync streams: a file gone since the manifest ends that node's sync, n
 
 TEST_CASE("sync streams: an agent's answer out of turn ends its sync; strangers are ignored") {
   ScratchDir dir;
-  write(dir.dir() / "a", "a");
+  write_file(dir.dir() / "a", "a");
   Streams s(dir.path());
   s.service.room[7] = 100;
   s.streams->start(0, 7);

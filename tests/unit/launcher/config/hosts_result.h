@@ -1,0 +1,23 @@
+// The hosts of a HostsFileResult that must have parsed; a test that gets
+// diagnostics instead fails, showing each.
+#pragma once
+
+#include <doctest/doctest.h>
+
+#include <utility>
+#include <variant>
+#include <vector>
+
+#include "launcher/config/hosts_file.h"
+
+namespace dlaunch::testing {
+
+inline HostsFile ok(HostsFileResult result) {
+  if (auto* diags = std::get_if<std::vector<Diagnostic>>(&result)) {
+    for (const auto& d : *diags) MESSAGE(d.to_string());
+    FAIL("expected hosts");
+  }
+  return std::get<HostsFile>(std::move(result));
+}
+
+}  // namespace dlaunch::testing
