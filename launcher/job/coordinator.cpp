@@ -64,11 +64,11 @@ Coordinator::Coordinator(asio::io_context& io, Settings settings, AgentTransport
       sink_(sink),
       policy_(policy_config(s_.plan, s_.options)),
       recorder_(s_.job_dir, s_.record),
-      fleet_(
-          io, transports,
-          {s_.plan.rdzv_bind, s_.plan.rdzv_port, s_.secret,
-           std::chrono::seconds(s_.options.heartbeat_timeout_s),
-           static_cast<std::size_t>(s_.plan.nnodes), s_.rendezvous_relays, s_.sessions_per_relay}),
+      fleet_(io, transports,
+             {s_.plan.rdzv_bind, s_.plan.rdzv_port, s_.secret,
+              std::chrono::seconds(s_.options.heartbeat_timeout_s),
+              static_cast<std::size_t>(s_.plan.nnodes), s_.rendezvous_relays, s_.sessions_per_relay,
+              s_.service}),
       timers_(io),
       suspend_signals_(io, SIGTSTP),
       flush_timer_(io) {

@@ -44,6 +44,7 @@ class Coordinator {
     // this many relay processes hold them, up to sessions_per_relay each.
     std::size_t rendezvous_relays = 0;
     std::size_t sessions_per_relay = 0;
+    AgentFleet::ServiceFactory service = {};  // tests: instead of listening
   };
 
   // `transports` must outlive the coordinator (the agents' handles point into them).

@@ -1,0 +1,189 @@
+// The real Coordinator (AgentFleet, PolicyTimers, the dispatch of every event,
+// the log sink) over a FakeTransport and a rendezvous service whose agents run
+// their ranks as told: whole jobs of a thousand nodes in one process.
+#include "launcher/job/coordinator.h"
+
+#include <doctest/doctest.h>
+
+#include <map>
+
+#include "launcher/transport/fake_transport.h"
+
+using namespace dlaunch;
+
+namespace {
+
+// Every node's agent behind the rendezvous. On Assign its ranks run: rank 0
+// prints a line, each rank exits with its code (0 unless told otherwise), and
+// the agent reports it is done; on Stop it closes and its process exits.
+// Answers are posted to the io_context, so each arrives as the next event.
+class FakeAgents : public RendezvousService {
+ public:
+  FakeAgents(asio::io_context& io, Callbacks callbacks, FakeTransport*& transport,
+             std::map<int, int> rank_codes)
+      : io_(io),
+        callbacks_(std::move(callbacks)),
+        transport_(transport),
+        rank_codes_(std::move(rank_codes)) {}
+
+  static ConnId conn(int node) { return 900 + static_cast<ConnId>(node); }
+  static int node(ConnId conn) { return static_cast<int>(conn - 900); }
+
+  void join_all(int nodes, int nproc) {
+    for (int n = 0; n < nodes; ++n) {
+      proto::Join join;
+      join.node_rank = n;
+      join.nproc = nproc;
+      join.host = "h" + std::to_string(n);
+      join.master_port = 29500;
+      join.probe_port = 29501;
+      join.pid = 10'000 + n;
+      join.interfaces = {
+          {"eth0",
+           net::InterfaceKind::physical,
+           1500,
+           true,
+           {{"198.18." + std::to_string(n / 250) + "." + std::to_string(n % 250 + 1), 16, false}}}};
+      asio::post(io_, [this, n, join] { callbacks_.on_join(conn(n), join); });
+    }
+  }
+
+  std::uint16_t port() const override { return 29400; }
+  void send(ConnId id, const proto::Message& message) override {
+    if (const auto* probe = std::get_if<proto::Probe>(&message)) {
+      proto::ProbeReport report;
+      for (std::size_t i = 0; i < probe->addresses.size(); ++i)
+        report.outcomes.push_back({true, 200, "eth0", ""});
+      answer(id, report);
+    } else if (const auto* assign = std::get_if<proto::Assign>(&message)) {
+      ++assigns;
+      world_size = assign->world_size;
+      for (int r = 0; r < assign->local_world_size; ++r) {
+        const int rank = assign->rank_offset + r;
+        if (rank == 0) {
+          proto::LogLine line;
+          line.rank = 0;
+          line.text = "hello from rank 0 of " + std::to_string(assign->world_size);
+          answer(id, line);
+        }
+        proto::RankExit exit;
+        exit.rank = rank;
+        exit.exit_code = rank_codes_.count(rank) ? rank_codes_.at(rank) : 0;
+        answer(id, exit);
+      }
+      answer(id, proto::AgentDone{assign->round, 0});
+    } else if (const auto* stop = std::get_if<proto::Stop>(&message)) {
+      ++stops;
+      stop_codes[stop->exit_code]++;
+      asio::post(io_, [this, id] {
+        callbacks_.on_close(id, "closed by the agent");
+        transport_->exit(static_cast<std::size_t>(node(id)), 0);
+      });
+    }
+  }
+  void close(ConnId id, const std::string&) override {
+    asio::post(io_, [this, id] { callbacks_.on_close(id, "closed"); });
+  }
+  bool output_full(ConnId) const override { return false; }
+  void on_output_space(ConnId, std::function<void()>) override {}
+  void set_reading_paused(bool) override {}
+  void stop() override { stopped = true; }
+
+  int assigns = 0;
+  int stops = 0;
+  int world_size = 0;
+  std::map<int, int> stop_codes;
+  bool stopped = false;
+
+ private:
+  void answer(ConnId id, proto::Message message) {
+    asio::post(io_, [this, id, message = std::move(message)]() mutable {
+      callbacks_.on_message(id, std::move(message));
+    });
+  }
+
+  asio::io_context& io_;
+  Callbacks callbacks_;
+  FakeTransport*& transport_;
+  std::map<int, int> rank_codes_;
+};
+
+struct RunnerJob {
+  RunnerJob(int nodes, int nproc, std::map<int, int> rank_codes = {})
+      : transports([] { return std::unique_ptr<Transport>(); },
+                   [this] {
+                     auto t = std::make_unique<FakeTransport>();
+                     fake = t.get();
+                     return std::unique_ptr<Transport>(std::move(t));
+                   }),
+        sink([] {
+          LogSink::Settings s;
+          s.quiet = true;  // nothing on the test's terminal
+          return s;
+        }()) {
+    Coordinator::Settings s;
+    s.plan.mode = Mode::hosts;
+    s.plan.job = "unit-job";
+    s.plan.command = {"train"};
+    s.plan.nnodes = nodes;
+    s.plan.rdzv_bind = "127.0.0.1";
+    s.plan.probe_master = true;
+    for (int n = 0; n < nodes; ++n) {
+      PlannedNode planned;
+      planned.node_rank = n;
+      planned.host.name = "h" + std::to_string(n);
+      planned.host.address =
+          "198.19." + std::to_string(n / 250) + "." + std::to_string(n % 250 + 1);
+      planned.local = false;
+      planned.nproc = nproc;
+      s.plan.nodes.push_back(planned);
+    }
+    s.plan.node0_address = s.plan.nodes[0].host.address;
+    s.service = [this, nodes, nproc, rank_codes](RendezvousService::Callbacks callbacks) {
+      auto service = std::make_unique<FakeAgents>(io, std::move(callbacks), fake, rank_codes);
+      agents = service.get();
+      agents->join_all(nodes, nproc);
+      return std::unique_ptr<RendezvousService>(std::move(service));
+    };
+    coordinator.emplace(io, std::move(s), transports, sink);
+  }
+
+  asio::io_context io;
+  FakeTransport* fake = nullptr;
+  FakeAgents* agents = nullptr;
+  AgentTransports transports;
+  LogSink sink;
+  std::optional<Coordinator> coordinator;
+};
+
+}  // namespace
+
+TEST_CASE("coordinator: a 1,000-node job joins, runs every rank, exits 0, and stops every agent") {
+  const int nodes = 1000;
+  RunnerJob job(nodes, 2);
+  CHECK(job.coordinator->run() == 0);
+  REQUIRE(job.fake != nullptr);
+  CHECK(job.fake->started() == static_cast<std::size_t>(nodes));
+  CHECK(job.agents->assigns == nodes);
+  CHECK(job.agents->world_size == 2 * nodes);
+  CHECK(job.agents->stops == nodes);
+  CHECK(job.agents->stop_codes == std::map<int, int>{{0, nodes}});
+  for (int n = 0; n < nodes; ++n) CHECK(job.fake->agent(static_cast<std::size_t>(n)).exited);
+  CHECK(job.agents->stopped);
+  // Rank 0's line went through the sink: the failure summary's tail has it.
+  const auto tail = job.sink.tail(0);
+  REQUIRE(tail.size() == 1);
+  CHECK(tail[0].find("hello from rank 0 of 2000") != std::string::npos);
+  CHECK(job.coordinator->result().exit_code == 0);
+}
+
+TEST_CASE("coordinator: one failing rank of a 1,000-node job is the job's exit code, told to all") {
+  const int nodes = 1000;
+  RunnerJob job(nodes, 1, {{617, 3}});
+  CHECK(job.coordinator->run() == 3);
+  CHECK(job.agents->stops == nodes);
+  CHECK(job.agents->stop_codes.count(3) == 1);
+  const auto& result = job.coordinator->result();
+  CHECK(result.exit_code == 3);
+  CHECK(result.root_cause.find("617") != std::string::npos);
+}
