@@ -83,17 +83,7 @@ void CheckRunner::start_agent(const PlannedNode& planned) {
 }
 
 void CheckRunner::apply(const CheckActions& actions) {
-  for (const auto& action : actions) {
-    std::visit(
-        [this](const auto& a) {
-          if constexpr (agent_link::is_action<std::decay_t<decltype(a)>>) {
-            fleet_.perform(a);
-          } else {
-            perform(a);
-          }
-        },
-        action);
-  }
+  fleet_.apply(actions, [this](const auto& a) { perform(a); });
 }
 
 void CheckRunner::perform(const check_action::ArmTimer& a) {

@@ -69,9 +69,21 @@ class AgentFleet {
   // Whether an agent runs on this machine (its orphans are ours to end).
   bool any_local() const;
 
-  template <class Action>
-  void perform(const Action& action) {
-    agent_link::perform(*server_, agents_, action);
+  // Carries out a policy's actions in order: those on an agent's link here,
+  // every other kind by `runner_perform` (the runner's own: timers, the end).
+  template <class Actions, class RunnerPerform>
+  void apply(const Actions& actions, RunnerPerform&& runner_perform) {
+    for (const auto& action : actions) {
+      std::visit(
+          [&](const auto& a) {
+            if constexpr (agent_link::is_action<std::decay_t<decltype(a)>>) {
+              agent_link::perform(*server_, agents_, a);
+            } else {
+              runner_perform(a);
+            }
+          },
+          action);
+    }
   }
 
  private:

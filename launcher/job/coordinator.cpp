@@ -256,17 +256,7 @@ void Coordinator::watch_suspend() {
 }
 
 void Coordinator::apply(const JobActions& actions) {
-  for (const auto& action : actions) {
-    std::visit(
-        [this](const auto& a) {
-          if constexpr (agent_link::is_action<std::decay_t<decltype(a)>>) {
-            fleet_.perform(a);
-          } else {
-            perform(a);
-          }
-        },
-        action);
-  }
+  fleet_.apply(actions, [this](const auto& a) { perform(a); });
   recorder_.update(policy_);
 }
 

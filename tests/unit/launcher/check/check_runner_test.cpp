@@ -9,43 +9,27 @@
 #include <set>
 
 #include "launcher/transport/fake_transport.h"
+#include "tests/unit/launcher/fleet/fake_agent_service.h"
 
 using namespace dlaunch;
 
 namespace {
 
-// Plays every host's agent behind the rendezvous: each answer is posted to
-// the io_context, so it arrives as the next event, as from a socket.
-class FakeAgents : public RendezvousService {
+// Every host's agent, healthy: facts, every probe address and every peer reached.
+class FakeAgents : public dlaunch::testing::FakeAgentService {
  public:
   FakeAgents(asio::io_context& io, Callbacks callbacks, FakeTransport*& transport,
              std::set<int> silent)
-      : io_(io), callbacks_(std::move(callbacks)), transport_(transport), silent_(silent) {}
-
-  static ConnId conn(int node) { return 500 + static_cast<ConnId>(node); }
-  static int node(ConnId conn) { return static_cast<int>(conn - 500); }
+      : FakeAgentService(io, std::move(callbacks)), transport_(transport), silent_(silent) {}
 
   // Every agent but the silent ones joins.
   void join_all(int nodes) {
-    for (int n = 0; n < nodes; ++n) {
-      if (silent_.count(n)) continue;
-      proto::Join join;
-      join.node_rank = n;
-      join.host = "h" + std::to_string(n);
-      join.probe_port = 40000;
-      join.interfaces = {
-          {"eth0",
-           net::InterfaceKind::physical,
-           1500,
-           true,
-           {{"198.18." + std::to_string(n / 250) + "." + std::to_string(n % 250 + 1), 16, false}}}};
-      asio::post(io_, [this, n, join] { callbacks_.on_join(conn(n), join); });
-    }
+    for (int n = 0; n < nodes; ++n)
+      if (!silent_.count(n)) join(n);
   }
 
-  std::uint16_t port() const override { return 29400; }
-  void send(ConnId id, const proto::Message& message) override {
-    ++sent[message.index()];
+ protected:
+  void on_send(ConnId id, const proto::Message& message) override {
     if (std::holds_alternative<proto::FactsRequest>(message)) {
       proto::HostFacts facts;
       facts.cpus = 8;
@@ -54,11 +38,7 @@ class FakeAgents : public RendezvousService {
       facts.torch_version = "2.4.0";
       answer(id, facts);
     } else if (const auto* probe = std::get_if<proto::Probe>(&message)) {
-      probe_connections += probe->addresses.size();
-      proto::ProbeReport report;
-      for (std::size_t i = 0; i < probe->addresses.size(); ++i)
-        report.outcomes.push_back({true, 200, "eth0", ""});
-      answer(id, report);
+      reach_all(id, *probe);
     } else if (const auto* test = std::get_if<proto::PeerTest>(&message)) {
       proto::PeerTestReport report;
       report.round = test->round;
@@ -66,33 +46,11 @@ class FakeAgents : public RendezvousService {
         report.results.push_back({t.node, true, 300, 1000, 1000, ""});
       answer(id, report);
     } else if (std::holds_alternative<proto::Stop>(message)) {
-      asio::post(io_, [this, id] {
-        callbacks_.on_close(id, "closed by the agent");
-        transport_->exit(static_cast<std::size_t>(node(id)), 0);
-      });
+      close_then(id, [this, id] { transport_->exit(static_cast<std::size_t>(node(id)), 0); });
     }
   }
-  void close(ConnId id, const std::string&) override {
-    asio::post(io_, [this, id] { callbacks_.on_close(id, "closed"); });
-  }
-  bool output_full(ConnId) const override { return false; }
-  void on_output_space(ConnId, std::function<void()>) override {}
-  void set_reading_paused(bool) override {}
-  void stop() override { stopped = true; }
-
-  std::map<std::size_t, int> sent;  // by message type
-  std::size_t probe_connections = 0;
-  bool stopped = false;
 
  private:
-  void answer(ConnId id, proto::Message message) {
-    asio::post(io_, [this, id, message = std::move(message)]() mutable {
-      callbacks_.on_message(id, std::move(message));
-    });
-  }
-
-  asio::io_context& io_;
-  Callbacks callbacks_;
   FakeTransport*& transport_;
   std::set<int> silent_;
 };
@@ -144,10 +102,6 @@ struct RunnerCheck {
   std::optional<CheckRunner> runner;
 };
 
-std::size_t type_of(const proto::Message& m) {
-  return m.index();
-}
-
 }  // namespace
 
 TEST_CASE("check runner: 300 hosts, every one up, the probe in rounds, every pair, nothing left") {
@@ -171,7 +125,7 @@ TEST_CASE("check runner: 300 hosts, every one up, the probe in rounds, every pai
   CHECK(tested == static_cast<std::size_t>(n * (n - 1)));
   CHECK(launch_problems(r).empty());
   // Every agent was told to stop and exited; the service was stopped.
-  CHECK(c.agents->sent[type_of(proto::Stop{})] == n);
+  CHECK(c.agents->sent_of<proto::Stop>() == n);
   for (int i = 0; i < n; ++i) CHECK(c.fake->agent(static_cast<std::size_t>(i)).exited);
   CHECK(c.agents->stopped);
 }
@@ -185,8 +139,8 @@ TEST_CASE("check runner, facts only (top node): 1,000 hosts, no probe, no pairs"
   for (const auto& h : r.hosts) up += h.up && h.facts && h.facts->cpus == 8 ? 1 : 0;
   CHECK(up == static_cast<std::size_t>(n));
   CHECK(c.agents->probe_connections == 0);
-  CHECK(c.agents->sent[type_of(proto::PeerTest{})] == 0);
-  CHECK(c.agents->sent[type_of(proto::FactsRequest{})] == n);
+  CHECK(c.agents->sent_of<proto::PeerTest>() == 0);
+  CHECK(c.agents->sent_of<proto::FactsRequest>() == n);
 }
 
 TEST_CASE("check runner: a host whose agent never joins is down at the join timeout, and killed") {

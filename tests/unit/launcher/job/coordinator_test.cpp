@@ -8,55 +8,31 @@
 #include <map>
 
 #include "launcher/transport/fake_transport.h"
+#include "tests/unit/launcher/fleet/fake_agent_service.h"
 
 using namespace dlaunch;
 
 namespace {
 
-// Every node's agent behind the rendezvous. On Assign its ranks run: rank 0
-// prints a line, each rank exits with its code (0 unless told otherwise), and
-// the agent reports it is done; on Stop it closes and its process exits.
-// Answers are posted to the io_context, so each arrives as the next event.
-class FakeAgents : public RendezvousService {
+// Every node's agent. On Assign its ranks run: rank 0 prints a line, each
+// rank exits with its code (0 unless told otherwise), and the agent reports it
+// is done; on Stop it closes and its process exits.
+class FakeAgents : public dlaunch::testing::FakeAgentService {
  public:
   FakeAgents(asio::io_context& io, Callbacks callbacks, FakeTransport*& transport,
              std::map<int, int> rank_codes)
-      : io_(io),
-        callbacks_(std::move(callbacks)),
+      : FakeAgentService(io, std::move(callbacks)),
         transport_(transport),
         rank_codes_(std::move(rank_codes)) {}
 
-  static ConnId conn(int node) { return 900 + static_cast<ConnId>(node); }
-  static int node(ConnId conn) { return static_cast<int>(conn - 900); }
+  int world_size = 0;
+  std::map<int, int> stop_codes;
 
-  void join_all(int nodes, int nproc) {
-    for (int n = 0; n < nodes; ++n) {
-      proto::Join join;
-      join.node_rank = n;
-      join.nproc = nproc;
-      join.host = "h" + std::to_string(n);
-      join.master_port = 29500;
-      join.probe_port = 29501;
-      join.pid = 10'000 + n;
-      join.interfaces = {
-          {"eth0",
-           net::InterfaceKind::physical,
-           1500,
-           true,
-           {{"198.18." + std::to_string(n / 250) + "." + std::to_string(n % 250 + 1), 16, false}}}};
-      asio::post(io_, [this, n, join] { callbacks_.on_join(conn(n), join); });
-    }
-  }
-
-  std::uint16_t port() const override { return 29400; }
-  void send(ConnId id, const proto::Message& message) override {
+ protected:
+  void on_send(ConnId id, const proto::Message& message) override {
     if (const auto* probe = std::get_if<proto::Probe>(&message)) {
-      proto::ProbeReport report;
-      for (std::size_t i = 0; i < probe->addresses.size(); ++i)
-        report.outcomes.push_back({true, 200, "eth0", ""});
-      answer(id, report);
+      reach_all(id, *probe);
     } else if (const auto* assign = std::get_if<proto::Assign>(&message)) {
-      ++assigns;
       world_size = assign->world_size;
       for (int r = 0; r < assign->local_world_size; ++r) {
         const int rank = assign->rank_offset + r;
@@ -73,37 +49,12 @@ class FakeAgents : public RendezvousService {
       }
       answer(id, proto::AgentDone{assign->round, 0});
     } else if (const auto* stop = std::get_if<proto::Stop>(&message)) {
-      ++stops;
       stop_codes[stop->exit_code]++;
-      asio::post(io_, [this, id] {
-        callbacks_.on_close(id, "closed by the agent");
-        transport_->exit(static_cast<std::size_t>(node(id)), 0);
-      });
+      close_then(id, [this, id] { transport_->exit(static_cast<std::size_t>(node(id)), 0); });
     }
   }
-  void close(ConnId id, const std::string&) override {
-    asio::post(io_, [this, id] { callbacks_.on_close(id, "closed"); });
-  }
-  bool output_full(ConnId) const override { return false; }
-  void on_output_space(ConnId, std::function<void()>) override {}
-  void set_reading_paused(bool) override {}
-  void stop() override { stopped = true; }
-
-  int assigns = 0;
-  int stops = 0;
-  int world_size = 0;
-  std::map<int, int> stop_codes;
-  bool stopped = false;
 
  private:
-  void answer(ConnId id, proto::Message message) {
-    asio::post(io_, [this, id, message = std::move(message)]() mutable {
-      callbacks_.on_message(id, std::move(message));
-    });
-  }
-
-  asio::io_context& io_;
-  Callbacks callbacks_;
   FakeTransport*& transport_;
   std::map<int, int> rank_codes_;
 };
@@ -142,7 +93,7 @@ struct RunnerJob {
     s.service = [this, nodes, nproc, rank_codes](RendezvousService::Callbacks callbacks) {
       auto service = std::make_unique<FakeAgents>(io, std::move(callbacks), fake, rank_codes);
       agents = service.get();
-      agents->join_all(nodes, nproc);
+      for (int n = 0; n < nodes; ++n) agents->join(n, nproc);
       return std::unique_ptr<RendezvousService>(std::move(service));
     };
     coordinator.emplace(io, std::move(s), transports, sink);
@@ -164,9 +115,9 @@ TEST_CASE("coordinator: a 1,000-node job joins, runs every rank, exits 0, and st
   CHECK(job.coordinator->run() == 0);
   REQUIRE(job.fake != nullptr);
   CHECK(job.fake->started() == static_cast<std::size_t>(nodes));
-  CHECK(job.agents->assigns == nodes);
+  CHECK(job.agents->sent_of<proto::Assign>() == nodes);
   CHECK(job.agents->world_size == 2 * nodes);
-  CHECK(job.agents->stops == nodes);
+  CHECK(job.agents->sent_of<proto::Stop>() == nodes);
   CHECK(job.agents->stop_codes == std::map<int, int>{{0, nodes}});
   for (int n = 0; n < nodes; ++n) CHECK(job.fake->agent(static_cast<std::size_t>(n)).exited);
   CHECK(job.agents->stopped);
@@ -181,7 +132,7 @@ TEST_CASE("coordinator: one failing rank of a 1,000-node job is the job's exit c
   const int nodes = 1000;
   RunnerJob job(nodes, 1, {{617, 3}});
   CHECK(job.coordinator->run() == 3);
-  CHECK(job.agents->stops == nodes);
+  CHECK(job.agents->sent_of<proto::Stop>() == nodes);
   CHECK(job.agents->stop_codes.count(3) == 1);
   const auto& result = job.coordinator->result();
   CHECK(result.exit_code == 3);
