@@ -2,8 +2,18 @@
 
 namespace dlaunch {
 
+void Console::say_skipped() {
+  if (skipped_.load(std::memory_order_relaxed) == 0) return;
+  const auto skipped = skipped_.exchange(0);
+  if (skipped == 0) return;
+  writer_->write(
+      TerminalWriter::Stream::err,
+      "dlaunch: " + std::to_string(skipped) + " log lines skipped while the terminal was behind\n");
+}
+
 void Console::emit_err(std::string text) {
   if (writer_ != nullptr) {
+    say_skipped();
     writer_->write(TerminalWriter::Stream::err, std::move(text));
     return;
   }
@@ -22,6 +32,21 @@ void Console::error(std::string_view message) {
 
 void Console::line(std::string_view text) {
   emit_err(std::string(text) + "\n");
+}
+
+bool Console::skippable_line(std::string_view text) {
+  if (writer_ == nullptr) {
+    line(text);
+    return true;
+  }
+  // Said only once a line can follow it: while the buffer is full, a note per
+  // dropped line would be the growth this avoids.
+  if (!writer_->over_bound()) {
+    say_skipped();
+    if (writer_->offer(TerminalWriter::Stream::err, std::string(text) + "\n")) return true;
+  }
+  skipped_.fetch_add(1, std::memory_order_relaxed);
+  return false;
 }
 
 void Console::status(std::string_view text) {

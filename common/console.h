@@ -6,6 +6,8 @@
 // it.
 #pragma once
 
+#include <atomic>
+#include <cstdint>
 #include <cstdio>
 #include <string>
 #include <string_view>
@@ -25,6 +27,12 @@ class Console {
   void error(std::string_view message);
   // A diagnostic line exactly as given (plus a newline) on stderr.
   void line(std::string_view text);
+  // The same for a line that may be skipped: -v/-vv's detail, which a big job
+  // makes by the thousand a second. While a stalled terminal holds the
+  // writer's whole buffer it is dropped (false), so the detail cannot grow
+  // memory without bound; the next line that gets through is preceded by
+  // "dlaunch: N log lines skipped while the terminal was behind".
+  bool skippable_line(std::string_view text);
   // A status line on stderr redrawn in place ("\r", the text, clear to the
   // end of the line); "" clears it. Only for a terminal.
   void status(std::string_view text);
@@ -41,10 +49,12 @@ class Console {
 
  private:
   void emit_err(std::string text);
+  void say_skipped();
 
   std::FILE* out_;
   std::FILE* err_;
   TerminalWriter* writer_ = nullptr;
+  std::atomic<std::uint64_t> skipped_{0};  // skippable lines dropped, not yet said
 };
 
 // The process's console (stdout and stderr).

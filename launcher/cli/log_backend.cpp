@@ -33,7 +33,13 @@ class ConsoleSink final : public spdlog::sinks::base_sink<std::mutex> {
       text.insert(end, "\x1b[m");
       text.insert(start, level_color(msg.level));
     }
-    console().line(text);
+    // Notes, warnings and errors always get through; -v/-vv detail may be
+    // skipped while the terminal is stalled (Console::skippable_line).
+    if (msg.level <= spdlog::level::debug) {
+      console().skippable_line(text);
+    } else {
+      console().line(text);
+    }
   }
   void flush_() override {}
 

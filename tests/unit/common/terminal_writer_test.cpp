@@ -5,10 +5,12 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <string>
 #include <thread>
 
+#include "common/console.h"
 #include "common/terminal_writer.h"
 
 using namespace dlaunch;
@@ -143,4 +145,52 @@ TEST_CASE("terminal writer: a closed reader (EPIPE) drops output instead of fail
   for (int i = 0; i < 100; ++i) writer.write(TerminalWriter::Stream::out, "gone\n");
   writer.drain();
   CHECK(writer.buffered() == 0);
+}
+
+TEST_CASE("console: -v detail is skipped while the terminal is stalled, then said, never queued") {
+  Pipe pipe;
+  TerminalWriter::Settings settings;
+  settings.out_fd = pipe.fds[1];
+  settings.err_fd = pipe.fds[1];
+  settings.max_buffered = 4096;
+  std::size_t refused = 0;
+  std::size_t most_buffered = 0;
+  std::string from_reader;
+  {
+    TerminalWriter writer(settings);
+    Console console(stdout, stderr);
+    console.attach(&writer);
+    // Nobody reads: the pipe fills, then the writer's buffer.
+    const std::string detail(100, 'd');
+    for (int i = 0; i < 100'000 && refused < 1000; ++i) {
+      if (!console.skippable_line(detail)) ++refused;
+      most_buffered = std::max(most_buffered, writer.buffered());
+    }
+    CHECK(refused == 1000);
+    // Within the bound and one line: the dropped lines were not queued, nor a note for each.
+    CHECK(most_buffered < settings.max_buffered + 1024);
+    // The reader catches up; the next line says what was skipped before it.
+    std::thread reader([&] { from_reader = pipe.read_to_eof(); });
+    console.line("after the stall");
+    console.flush();
+    console.attach(nullptr);
+    ::close(pipe.fds[1]);
+    pipe.fds[1] = -1;
+    reader.join();
+  }
+  // Every dropped line is counted in a note (more than one if the writer got
+  // ahead for a moment while the pipe was filling), and the last comes right
+  // before the next line.
+  const std::string note = " log lines skipped while the terminal was behind\n";
+  std::size_t said = 0;
+  for (auto at = from_reader.find(note); at != std::string::npos;
+       at = from_reader.find(note, at + 1)) {
+    const auto start = from_reader.rfind("dlaunch: ", at);
+    REQUIRE(start != std::string::npos);
+    said += std::stoul(from_reader.substr(start + 9, at - start - 9));
+  }
+  CHECK(said == refused);
+  const auto last = from_reader.rfind(note);
+  REQUIRE(last != std::string::npos);
+  CHECK(from_reader.substr(last + note.size()) == "after the stall\n");
 }
