@@ -60,7 +60,6 @@ Coordinator::Coordinator(asio::io_context& io, Settings settings, AgentTransport
                          LogSink& sink)
     : io_(io),
       s_(std::move(settings)),
-      transports_(transports),
       sink_(sink),
       policy_(policy_config(s_.plan, s_.options)),
       recorder_(s_.job_dir, s_.record),

@@ -75,7 +75,6 @@ class Coordinator {
 
   asio::io_context& io_;
   Settings s_;
-  AgentTransports& transports_;
   LogSink& sink_;
   JobPolicy policy_;
   JobRecorder recorder_;
