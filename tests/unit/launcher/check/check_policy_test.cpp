@@ -401,19 +401,15 @@ TEST_CASE("check of a big fleet: the probe goes in rounds within the window, as 
   // connection to every address at node 0's listener at once.
   CHECK(probes.size() == net::ProbeRounds::kScouts);
   for (const auto& [node, probe] : probes) CHECK(probe.addresses.size() == 2);
-  for (const auto& [node, probe] : probes)
-    c.take(c.policy->on_message(
-        FakeCheck::conn(node),
-        [&] {
-          proto::ProbeReport report;
-          for (const auto& address : probe.addresses) {
-            const bool ok = address == "198.18.1.10" || node == 0;
-            report.outcomes.push_back(
-                {ok, ok ? 300 : 0, "ens" + std::to_string(node), ok ? "" : "timed out"});
-          }
-          return report;
-        }(),
-        0));
+  for (const auto& [node, probe] : probes) {
+    proto::ProbeReport report;
+    for (const auto& address : probe.addresses) {
+      const bool ok = address == "198.18.1.10" || node == 0;
+      report.outcomes.push_back(
+          {ok, ok ? 300 : 0, "ens" + std::to_string(node), ok ? "" : "timed out"});
+    }
+    c.take(c.policy->on_message(FakeCheck::conn(node), report, 0));
+  }
   // Then everyone else, for the scouts' choice alone, within the window.
   std::size_t connections = 0, answered = 0;
   for (int wave = 0; wave < 10 && !c.policy->result().master_chosen; ++wave) {
