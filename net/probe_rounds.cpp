@@ -24,14 +24,13 @@ std::vector<ProbeRounds::Request> ProbeRounds::start() {
       if (!nodes_[i].lost) queue(i, true);
   }
   if (stage_waiting_ == 0) {
-    Reply reply;  // nobody to ask (none, or all lost): the end, or the scouts' stage is done
-    if (stage_ == Stage::scouts && n > 0) {
-      on_scouts_done(reply);
-      auto next = drain();
-      reply.next.insert(reply.next.end(), next.begin(), next.end());
-      return reply.next;
+    // Nobody to ask (no node, or every one lost): the stage is over at once.
+    Reply unused;  // on_scouts_done only queues; drain() below sends
+    if (stage_ == Stage::scouts) {
+      on_scouts_done(unused);
+    } else {
+      complete_ = true;
     }
-    complete_ = true;
   }
   return drain();
 }

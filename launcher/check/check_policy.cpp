@@ -190,13 +190,16 @@ void CheckPolicy::on_probe_report(int index, const proto::ProbeReport& report) {
       probe_->on_report(static_cast<std::size_t>(index), node_label(index), report.outcomes));
 }
 
+// MasterProbe asks only hosts that have joined and are not lost: each has a connection.
+void CheckPolicy::send_probes(std::vector<MasterProbe::Send> sends) {
+  for (auto& send : sends) emit(check_action::Send{*nodes_[send.node].conn, std::move(send.probe)});
+}
+
 // A job would fail where the reply says no address is reachable by every
 // host; the check reports it and goes on to the matrix.
 void CheckPolicy::apply_probe_reply(MasterProbe::Reply reply) {
   for (auto& n : reply.notes) log(n.level, std::move(n.text));
-  for (auto& send : reply.sends) {
-    emit(check_action::Send{*nodes_[send.node].conn, std::move(send.probe)});
-  }
+  send_probes(std::move(reply.sends));
   if (reply.unreachable) {
     probe_failure_ = std::move(*reply.unreachable);
     choose_and_plan_matrix();
@@ -237,8 +240,7 @@ void CheckPolicy::mark_down(int index, const std::string& why) {
   log(log::Level::debug, node_label(index) + " is down: " + why);
   if (phase_ == Phase::probing && probe_) {
     // Waited for no more; the probe may be complete without it (advance()).
-    for (auto& send : probe_->on_lost(static_cast<std::size_t>(index)).sends)
-      emit(check_action::Send{*nodes_[send.node].conn, std::move(send.probe)});
+    send_probes(probe_->on_lost(static_cast<std::size_t>(index)).sends);
   }
   if (phase_ == Phase::collective && node.nccl_first_rank >= 0) {
     end_nccl(node_label(index) + " went down: " + why);

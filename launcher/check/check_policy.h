@@ -134,6 +134,7 @@ class CheckPolicy {
   void on_facts(int node, const proto::HostFacts& facts, std::int64_t now_us);
   void on_probe_report(int node, const proto::ProbeReport& report);
   void apply_probe_reply(MasterProbe::Reply reply);
+  void send_probes(std::vector<MasterProbe::Send> sends);
   void on_peer_report(int node, const proto::PeerTestReport& report);
   void on_nccl_report(int node, const proto::NcclReport& report);
   void after_matrix();

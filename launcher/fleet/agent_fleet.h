@@ -64,7 +64,6 @@ class AgentFleet {
   void stop();
 
   RendezvousService& server() { return *server_; }
-  std::vector<Agent>& agents() { return agents_; }
   Agent& agent(int node) { return agents_[static_cast<std::size_t>(node)]; }
   // Whether an agent runs on this machine (its orphans are ours to end).
   bool any_local() const;

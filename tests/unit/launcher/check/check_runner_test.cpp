@@ -57,29 +57,11 @@ class FakeAgents : public dlaunch::testing::FakeAgentService {
 
 struct RunnerCheck {
   explicit RunnerCheck(int nodes, bool facts_only = false, std::set<int> silent = {})
-      : transports([] { return std::unique_ptr<Transport>(); },
-                   [this] {
-                     auto t = std::make_unique<FakeTransport>();
-                     fake = t.get();
-                     return std::unique_ptr<Transport>(std::move(t));
-                   }) {
+      : transports(dlaunch::testing::fake_remote_transports(fake)) {
     CheckRunner::Settings s;
-    s.plan.mode = Mode::hosts;
-    s.plan.job = "check";
-    s.plan.nnodes = nodes;
-    s.plan.rdzv_bind = "127.0.0.1";
-    for (int n = 0; n < nodes; ++n) {
-      PlannedNode planned;
-      planned.node_rank = n;
-      planned.host.name = "h" + std::to_string(n);
-      // Management addresses; the agents report their 198.18 ones.
-      planned.host.address =
-          "198.19." + std::to_string(n / 250) + "." + std::to_string(n % 250 + 1);
-      planned.local = false;
-      s.plan.nodes.push_back(planned);
+    s.plan = dlaunch::testing::remote_hosts_plan(nodes, "check");
+    for (const auto& planned : s.plan.nodes)
       s.policy.hosts.push_back({planned.host.name, planned.host.address});
-    }
-    s.plan.node0_address = s.plan.nodes[0].host.address;
     s.policy.master_sources.node0_address = s.plan.node0_address;
     s.policy.facts_only = facts_only;
     s.policy.join_timeout = std::chrono::seconds(5);

@@ -1,7 +1,9 @@
-// A rendezvous service for the runners' unit tests (check_runner_test,
-// coordinator_test): the agents behind it are the test's. A subclass answers
-// what the runner sends (on_send); answers, joins and closes are posted to
-// the io_context, so each arrives as the next event, as from a socket.
+// What the runners' unit tests (check_runner_test, coordinator_test) run a
+// whole fleet over: a plan of remote hosts, transports whose remote one is a
+// FakeTransport, and a rendezvous service whose agents are the test's. A
+// subclass answers what the runner sends (on_send); answers, joins and closes
+// are posted to the io_context, so each arrives as the next event, as from a
+// socket.
 #pragma once
 
 #include <asio.hpp>
@@ -10,10 +12,44 @@
 #include <string>
 #include <utility>
 
+#include "launcher/plan/plan.h"
+#include "launcher/transport/fake_transport.h"
 #include "protocol/messages.h"
 #include "rendezvous/service.h"
 
 namespace dlaunch::testing {
+
+// Hosts h0.. started over the remote transport, listed by their management
+// addresses (198.19.x.y); their agents report 198.18 ones (FakeAgentService::join).
+inline Plan remote_hosts_plan(int nodes, const std::string& job, int nproc = 0) {
+  Plan plan;
+  plan.mode = Mode::hosts;
+  plan.job = job;
+  plan.nnodes = nodes;
+  plan.rdzv_bind = "127.0.0.1";
+  for (int n = 0; n < nodes; ++n) {
+    PlannedNode planned;
+    planned.node_rank = n;
+    planned.host.name = "h" + std::to_string(n);
+    planned.host.address = "198.19." + std::to_string(n / 250) + "." + std::to_string(n % 250 + 1);
+    planned.local = false;
+    planned.nproc = nproc;
+    plan.nodes.push_back(planned);
+  }
+  if (nodes > 0) plan.node0_address = plan.nodes[0].host.address;
+  return plan;
+}
+
+// Transports whose remote one is a FakeTransport, made on first use; `fake`
+// then points at it.
+inline AgentTransports fake_remote_transports(FakeTransport*& fake) {
+  return AgentTransports([] { return std::unique_ptr<Transport>(); },
+                         [&fake] {
+                           auto t = std::make_unique<FakeTransport>();
+                           fake = t.get();
+                           return std::unique_ptr<Transport>(std::move(t));
+                         });
+}
 
 class FakeAgentService : public RendezvousService {
  public:

@@ -61,35 +61,15 @@ class FakeAgents : public dlaunch::testing::FakeAgentService {
 
 struct RunnerJob {
   RunnerJob(int nodes, int nproc, std::map<int, int> rank_codes = {})
-      : transports([] { return std::unique_ptr<Transport>(); },
-                   [this] {
-                     auto t = std::make_unique<FakeTransport>();
-                     fake = t.get();
-                     return std::unique_ptr<Transport>(std::move(t));
-                   }),
-        sink([] {
+      : transports(dlaunch::testing::fake_remote_transports(fake)), sink([] {
           LogSink::Settings s;
           s.quiet = true;  // nothing on the test's terminal
           return s;
         }()) {
     Coordinator::Settings s;
-    s.plan.mode = Mode::hosts;
-    s.plan.job = "unit-job";
+    s.plan = dlaunch::testing::remote_hosts_plan(nodes, "unit-job", nproc);
     s.plan.command = {"train"};
-    s.plan.nnodes = nodes;
-    s.plan.rdzv_bind = "127.0.0.1";
     s.plan.probe_master = true;
-    for (int n = 0; n < nodes; ++n) {
-      PlannedNode planned;
-      planned.node_rank = n;
-      planned.host.name = "h" + std::to_string(n);
-      planned.host.address =
-          "198.19." + std::to_string(n / 250) + "." + std::to_string(n % 250 + 1);
-      planned.local = false;
-      planned.nproc = nproc;
-      s.plan.nodes.push_back(planned);
-    }
-    s.plan.node0_address = s.plan.nodes[0].host.address;
     s.service = [this, nodes, nproc, rank_codes](RendezvousService::Callbacks callbacks) {
       auto service = std::make_unique<FakeAgents>(io, std::move(callbacks), fake, rank_codes);
       agents = service.get();
