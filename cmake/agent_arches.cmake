@@ -14,6 +14,9 @@ foreach(arch IN LISTS DLAUNCH_AGENT_ARCHES)
                         "(cmake/toolchain-${arch}.cmake); known: x86_64, aarch64")
   endif()
   set(agent_file ${CMAKE_BINARY_DIR}/bin/dlaunch-agent-${arch})
+  # The build type's flags too, so a tree configured without -g (scripts/test.sh)
+  # builds its cross agent without it as well.
+  string(TOUPPER "${CMAKE_BUILD_TYPE}" build_type)
   ExternalProject_Add(dlaunch-agent-${arch}
     SOURCE_DIR ${PROJECT_SOURCE_DIR}
     BINARY_DIR ${CMAKE_BINARY_DIR}/agent-${arch}
@@ -23,6 +26,8 @@ foreach(arch IN LISTS DLAUNCH_AGENT_ARCHES)
     CMAKE_ARGS -DCMAKE_TOOLCHAIN_FILE=${toolchain} -DDLAUNCH_AGENT_ONLY=ON
                -DCMAKE_BUILD_TYPE=${CMAKE_BUILD_TYPE} -DDLAUNCH_WERROR=${DLAUNCH_WERROR}
                -DCMAKE_UNITY_BUILD=ON
+               "-DCMAKE_C_FLAGS_${build_type}=${CMAKE_C_FLAGS_${build_type}}"
+               "-DCMAKE_CXX_FLAGS_${build_type}=${CMAKE_CXX_FLAGS_${build_type}}"
     BUILD_COMMAND ${CMAKE_COMMAND} --build <BINARY_DIR> --target dlaunch-agent
     INSTALL_COMMAND ${CMAKE_COMMAND} -E copy <BINARY_DIR>/bin/dlaunch-agent ${agent_file}
     # Its sources are this project's: let the sub-build decide what changed.
