@@ -75,7 +75,7 @@ void Agent::start() {
   }
   gpus_ = count_gpus();
   nproc_ = spec_.nproc > 0 ? spec_.nproc : std::max(1, gpus_);
-  machine_.emplace(AgentStateMachine::Node{spec_.node_rank, nproc_, spec_.grace_s});
+  machine_.emplace(AgentStateMachine::Node{nproc_, spec_.grace_s});
   watch_signals();
   watch_stdin();
   // Before joining: the coordinator's FactsRequest is answered at once, so its
@@ -342,7 +342,14 @@ void Agent::apply(const AgentAction& action) {
           [this](const SweepLeftovers&) { supervisor_.sweep(); },
           [this](const SendAgentDone& a) {
             auto report = [this, round = a.round] {
-              if (client_) client_->send(proto::AgentDone{round, find_free_port()});
+              // The next round's MASTER_PORT, if this becomes node 0: held by
+              // a probe listener, as at the start, so that an elastic job can
+              // probe this host as its new node 0 (launcher/job/job_policy.h).
+              if (!probe_listener_ && !spec_.check) probe_listener_.emplace(io_, 0);
+              const int port = probe_listener_ && probe_listener_->port() != 0
+                                   ? probe_listener_->port()
+                                   : find_free_port();
+              if (client_) client_->send(proto::AgentDone{round, port});
             };
             // The event files' last bytes reach the coordinator before the round ends.
             if (tensorboard_) {

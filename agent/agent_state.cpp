@@ -100,10 +100,14 @@ void AgentStateMachine::on_event(const AssignmentReceived& e, Actions& out) {
     return;
   }
   const proto::Assign& a = e.assign;
-  if (a.node_rank != node_.node_rank || a.local_world_size != node_.nproc) {
+  // The node rank may differ from the one this agent joined with: a spare
+  // takes the place of a lost node (launcher/fleet/membership.h). The rank
+  // count is this host's own and cannot.
+  if (a.local_world_size != node_.nproc) {
     emit(out,
-         LogError{"assignment does not match this node (node rank " + std::to_string(a.node_rank) +
-                  ", " + std::to_string(a.local_world_size) + " ranks)"});
+         LogError{"assignment does not match this node (" + std::to_string(a.local_world_size) +
+                  " ranks for node " + std::to_string(a.node_rank) + "; this host runs " +
+                  std::to_string(node_.nproc) + ")"});
     final_code_ = 2;
     finish(2, out);
     return;

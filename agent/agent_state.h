@@ -106,7 +106,6 @@ using AgentAction =
 class AgentStateMachine {
  public:
   struct Node {
-    int node_rank = 0;
     int nproc = 1;
     int grace_s = 0;  // the launch spec's grace, unless a Stop says otherwise
   };

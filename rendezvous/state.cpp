@@ -9,7 +9,25 @@ namespace dlaunch {
 RendezvousState::RendezvousState(Config config)
     : config_(std::move(config)),
       members_(static_cast<std::size_t>(config_.nnodes)),
-      master_addr_(config_.master_addr) {}
+      master_addr_(config_.master_addr) {
+  std::vector<int> everyone(members_.size());
+  for (std::size_t i = 0; i < everyone.size(); ++i) everyone[i] = static_cast<int>(i);
+  node_rank_of_.assign(members_.size(), -1);
+  set_roster(std::move(everyone));
+}
+
+void RendezvousState::set_roster(std::vector<int> roster) {
+  for (int index : roster_) node_rank_of_[static_cast<std::size_t>(index)] = -1;
+  roster_ = std::move(roster);
+  for (std::size_t rank = 0; rank < roster_.size(); ++rank)
+    node_rank_of_[static_cast<std::size_t>(roster_[rank])] = static_cast<int>(rank);
+}
+
+bool RendezvousState::roster_joined() const {
+  return std::all_of(roster_.begin(), roster_.end(), [this](int index) {
+    return members_[static_cast<std::size_t>(index)].has_value();
+  });
+}
 
 std::vector<Outbound> RendezvousState::on_join(ConnId conn, const proto::Join& join) {
   auto reject = [&](std::string reason) {
@@ -38,7 +56,7 @@ std::vector<Outbound> RendezvousState::on_join(ConnId conn, const proto::Join& j
                   config_.node_names[static_cast<std::size_t>(join.node_rank)] + ", not " +
                   join.host);
   }
-  slot = Member{conn, join.node_rank, join.nproc, join.host, join.master_port, false};
+  slot = Member{conn, join.node_rank, join.nproc, join.host, join.master_port, true};
   node_of_conn_[conn] = join.node_rank;
   ++joined_;
   if (joined_ < config_.nnodes || config_.hold_for_network) return {};
@@ -47,27 +65,39 @@ std::vector<Outbound> RendezvousState::on_join(ConnId conn, const proto::Join& j
 
 std::vector<Outbound> RendezvousState::assign_with_network(
     std::string master_addr, std::vector<std::string> interface_by_node) {
-  if (!all_joined() || assigned_ || round_ != 0) return {};
-  master_addr_ = std::move(master_addr);
-  interface_by_node_ = std::move(interface_by_node);
-  interface_by_node_.resize(members_.size());
+  if (!roster_joined() || assigned_ || round_ != 0) return {};
+  set_network(std::move(master_addr), std::move(interface_by_node));
   return assign_all();
 }
 
+void RendezvousState::set_network(std::string master_addr,
+                                  std::vector<std::string> interface_by_node) {
+  master_addr_ = std::move(master_addr);
+  interface_by_node_ = std::move(interface_by_node);
+  interface_by_node_.resize(members_.size());
+}
+
 void RendezvousState::on_leave(ConnId conn) {
-  if (assigned_ || restart_pending_) return;
   auto it = node_of_conn_.find(conn);
   if (it == node_of_conn_.end()) return;
-  members_[static_cast<std::size_t>(it->second)].reset();
+  auto& m = members_[static_cast<std::size_t>(it->second)];
+  if (assigned_ || restart_pending_) {
+    // Gone for good: its ranks are gone with it, and a round no longer waits.
+    if (!m->done) --running_;
+    m->done = true;
+    m->conn = 0;
+  } else {
+    m.reset();
+    --joined_;
+  }
   node_of_conn_.erase(it);
-  --joined_;
 }
 
 std::vector<Outbound> RendezvousState::on_agent_done(ConnId conn, const proto::AgentDone& done) {
   auto it = node_of_conn_.find(conn);
   if (it != node_of_conn_.end() && done.round == round_) {
     auto& m = members_[static_cast<std::size_t>(it->second)];
-    if (!m->done) ++done_count_;
+    if (!m->done) --running_;
     m->done = true;
     if (done.next_master_port != 0) m->master_port = done.next_master_port;
   }
@@ -92,7 +122,7 @@ std::vector<Outbound> RendezvousState::begin_restart() {
 }
 
 bool RendezvousState::all_done() const {
-  return done_count_ == members_.size();
+  return running_ == 0;
 }
 
 const RendezvousState::Member* RendezvousState::member(ConnId conn) const {
@@ -106,11 +136,17 @@ int RendezvousState::rank_offset(int node_rank) const {
   return offsets_.empty() ? 0 : offsets_[static_cast<std::size_t>(node_rank)];
 }
 
+int RendezvousState::rank_offset_of(int index) const {
+  const int node_rank = node_rank_of(index);
+  if (node_rank < 0 || offsets_.empty()) return -1;
+  return rank_offset(node_rank);
+}
+
 bool RendezvousState::owns_rank(ConnId conn, int rank) const {
   const Member* m = member(conn);
-  if (m == nullptr || offsets_.empty()) return false;
-  const int first = rank_offset(m->node_rank);
-  return rank >= first && rank < first + m->nproc;
+  if (m == nullptr) return false;
+  const int first = rank_offset_of(m->index);
+  return first >= 0 && rank >= first && rank < first + m->nproc;
 }
 
 const RendezvousState::Member* RendezvousState::member_of_rank(int rank) const {
@@ -118,40 +154,44 @@ const RendezvousState::Member* RendezvousState::member_of_rank(int rank) const {
   // Offsets are ascending: the last node starting at or below `rank` holds it.
   auto it = std::upper_bound(offsets_.begin(), offsets_.end(), rank);
   const auto node = static_cast<std::size_t>(std::distance(offsets_.begin(), it) - 1);
-  const auto& m = members_[node];
+  const auto& m = members_[static_cast<std::size_t>(roster_[node])];
   return m ? &*m : nullptr;
 }
 
 std::vector<Outbound> RendezvousState::assign_all() {
-  offsets_.assign(members_.size(), 0);
+  // Offsets frozen with the roster: a member lost in this round keeps its
+  // ranks' numbers until the next assignment.
+  offsets_.assign(roster_.size(), 0);
   int total = 0;
-  for (std::size_t i = 0; i < members_.size(); ++i) {
-    offsets_[i] = total;
-    total += members_[i]->nproc;
+  for (std::size_t rank = 0; rank < roster_.size(); ++rank) {
+    offsets_[rank] = total;
+    total += members_[static_cast<std::size_t>(roster_[rank])]->nproc;
   }
   world_size_ = total;
-  master_port_ =
-      config_.fixed_master_port != 0 ? config_.fixed_master_port : members_[0]->master_port;
+  master_port_ = config_.fixed_master_port != 0
+                     ? config_.fixed_master_port
+                     : members_[static_cast<std::size_t>(roster_.front())]->master_port;
   assigned_ = true;
   std::vector<Outbound> out;
-  out.reserve(members_.size());
-  done_count_ = 0;
-  for (auto& m : members_) {
-    m->done = false;
+  out.reserve(roster_.size());
+  running_ = roster_.size();
+  for (std::size_t rank = 0; rank < roster_.size(); ++rank) {
+    auto& m = *members_[static_cast<std::size_t>(roster_[rank])];
+    m.done = false;
     proto::Assign a;
     a.job = config_.job;
     a.round = round_;
     a.max_restarts = config_.max_restarts;
-    a.node_rank = m->node_rank;
-    a.nnodes = config_.nnodes;
-    a.rank_offset = offsets_[static_cast<std::size_t>(m->node_rank)];
-    a.local_world_size = m->nproc;
+    a.node_rank = static_cast<std::int32_t>(rank);
+    a.nnodes = static_cast<std::int32_t>(roster_.size());
+    a.rank_offset = offsets_[rank];
+    a.local_world_size = m.nproc;
     a.world_size = world_size_;
     a.master_addr = master_addr_;
     a.master_port = master_port_;
     if (!interface_by_node_.empty())
-      a.socket_ifname = interface_by_node_[static_cast<std::size_t>(m->node_rank)];
-    out.push_back({m->conn, a});
+      a.socket_ifname = interface_by_node_[static_cast<std::size_t>(m.index)];
+    out.push_back({m.conn, a});
   }
   return out;
 }

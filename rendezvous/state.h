@@ -1,8 +1,12 @@
-// The rendezvous state machine: agents join with a node rank and a rank count;
-// when every node has joined it hands each one its assignment (contiguous global
+// The rendezvous state machine: agents join with their index in the host list
+// (the node rank they were started with) and a rank count; the round's roster
+// says which of them run ranks, in node-rank order (all of them, unless the
+// job has spares or a MIN:MAX node count: launcher/fleet/membership.h). When
+// the roster has joined it hands each member its assignment (contiguous global
 // ranks in node-rank order, one MASTER_ADDR/PORT for all). Restart rounds wait
-// for every agent to report its ranks stopped, then assign again with the round
-// number incremented and a fresh port. No sockets here: messages in, messages out.
+// for every member to report its ranks stopped (or to be lost), then assign
+// the roster of the next round with the round number incremented and a fresh
+// port. No sockets here: messages in, messages out.
 #pragma once
 
 #include <cstdint>
@@ -25,7 +29,7 @@ struct Outbound {
 class RendezvousState {
  public:
   struct Config {
-    int nnodes = 1;
+    int nnodes = 1;  // agents that join: every host, spares included
     std::string job;
     int max_restarts = 0;
     std::string master_addr;
@@ -38,11 +42,11 @@ class RendezvousState {
 
   struct Member {
     ConnId conn = 0;
-    std::int32_t node_rank = 0;
+    std::int32_t index = 0;  // in the host list: the node rank its agent joined with
     std::int32_t nproc = 0;
     std::string host;
     std::int32_t master_port = 0;
-    bool done = false;  // reported AgentDone for the current round
+    bool done = true;  // runs no ranks: reported AgentDone, or not assigned this round
   };
 
   explicit RendezvousState(Config config);
@@ -50,20 +54,33 @@ class RendezvousState {
   // An authenticated agent's Join. Rejects a node rank out of range, taken, or
   // not matching the plan's host name; assigns everyone once the last arrives.
   std::vector<Outbound> on_join(ConnId conn, const proto::Join& join);
-  // A connection closed. Before assignment its slot is freed for a retry.
+  // A connection closed. Before assignment its slot is freed for a retry;
+  // after, the member is gone for good: a round no longer waits for it.
   void on_leave(ConnId conn);
+  // The hosts (by index) that run ranks, in node-rank order, from the next
+  // assignment on; every host until this is called.
+  void set_roster(std::vector<int> roster);
   // An agent's ranks have all exited for the current round.
   std::vector<Outbound> on_agent_done(ConnId conn, const proto::AgentDone& done);
-  // With hold_for_network: the probed MASTER_ADDR and each node's interface
-  // towards it (indexed by node rank; empty: unknown). Assigns everyone, and
-  // every later round keeps the same choice.
+  // With hold_for_network: the probed MASTER_ADDR and each host's interface
+  // towards it (by host index; empty: unknown). Assigns the roster once it has
+  // joined, and later rounds keep the choice until it is made again.
   std::vector<Outbound> assign_with_network(std::string master_addr,
                                             std::vector<std::string> interface_by_node);
-  // Starts the next round: assignments go out once every agent reports done.
+  // A new choice for the rounds to come (node 0 changed hands).
+  void set_network(std::string master_addr, std::vector<std::string> interface_by_node);
+  // Starts the next round: assignments go out once every member reports done.
   std::vector<Outbound> begin_restart();
 
   bool assigned() const { return assigned_; }
+  // Ranks were assigned at least once (members' `done` means something).
+  bool started() const { return assigned_ || restart_pending_ || round_ > 0; }
   bool all_joined() const { return joined_ == config_.nnodes; }
+  bool roster_joined() const;
+  const std::vector<int>& roster() const { return roster_; }
+  int nnodes() const { return static_cast<int>(roster_.size()); }
+  // The node rank of the host at `index` this round; -1 when it runs no ranks.
+  int node_rank_of(int index) const { return node_rank_of_[static_cast<std::size_t>(index)]; }
   const std::string& master_addr() const { return master_addr_; }
   bool all_done() const;
   int joined() const { return joined_; }
@@ -79,13 +96,17 @@ class RendezvousState {
   // The member holding a global rank, if assigned.
   const Member* member_of_rank(int rank) const;
   int rank_offset(int node_rank) const;
+  // The first global rank of the host at `index`; -1 when it runs none.
+  int rank_offset_of(int index) const;
 
  private:
   std::vector<Outbound> assign_all();
 
   Config config_;
-  std::vector<std::optional<Member>> members_;
-  std::size_t done_count_ = 0;  // members with `done` set: all_done() without a scan
+  std::vector<std::optional<Member>> members_;  // by host index
+  std::vector<int> roster_;                     // host index by node rank
+  std::vector<int> node_rank_of_;               // by host index; -1: not in the roster
+  std::size_t running_ = 0;                     // members without `done`: all_done() without a scan
   int joined_ = 0;
   bool assigned_ = false;
   bool restart_pending_ = false;

@@ -135,7 +135,7 @@ CheckActions CheckPolicy::on_join(ConnId conn, const proto::Join& join, std::int
   }
   const auto* member = rendezvous_.member(conn);
   if (member == nullptr) return take();
-  const int index = member->node_rank;
+  const int index = member->index;
   auto& node = nodes_[static_cast<std::size_t>(index)];
   if (node.down) {  // given up on already (its agent failed or it was too slow)
     emit(check_action::Send{conn, proto::Stop{1, false, 0, "the check gave up on this host"}});

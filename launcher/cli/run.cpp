@@ -262,6 +262,10 @@ int run_command(int argc, const char* const* argv) {
   if (!add_environment(plan, o)) return kExitUsage;
   // A manual-mode node is this machine, named as the other nodes will see it.
   if (o.mode == Mode::manual) plan.nodes.front().host.name = this_host_name_or_localhost();
+  if (auto error = check_elastic(plan, o)) {
+    console().error(*error);
+    return kExitUsage;
+  }
   if (auto error = check_ranks_filter(plan, o.ranks_filter)) {
     console().error(*error);
     return kExitUsage;

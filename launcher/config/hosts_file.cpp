@@ -106,6 +106,15 @@ std::optional<std::string> read_string(const toml::node& node, std::string_view 
   return value->get();
 }
 
+std::optional<bool> read_bool(const toml::node& node, std::string_view key, Diagnostics& diags) {
+  const auto* value = node.as_boolean();
+  if (value == nullptr) {
+    diags.add(node.source(), wrong_type(key, "true or false", node));
+    return std::nullopt;
+  }
+  return value->get();
+}
+
 std::optional<int> read_int(const toml::node& node, std::string_view key, int low, int high,
                             Diagnostics& diags) {
   // Strict: a quoted "8" or a float 8.0 is a mistake worth pointing at.
@@ -271,6 +280,7 @@ constexpr HostField kHostFields[] = {
     {"interface", host_and_defaults, R"("eth0")", read_into<read_interface, &E::interface>},
     {"env", host_and_defaults, R"({ NCCL_DEBUG = "INFO" })", merge_env},
     {"transport", host_and_defaults, R"("ssh")", read_into<read_transport, &E::transport>},
+    {"spare", host_only, "true", read_into<read_bool, &E::spare>},
 };
 
 // The names of the rows in `scope` (or all rows), for suggestions.

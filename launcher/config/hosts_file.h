@@ -35,6 +35,8 @@ struct HostEntry {
   // "--include" or "--exclude" when that flag set env's CUDA_VISIBLE_DEVICES.
   std::string visible_devices_by;
   TransportKind transport = TransportKind::automatic;
+  // Runs ranks only in place of a lost node (launcher/fleet/membership.h).
+  bool spare = false;
   int line = 0;  // where the [[host]] table starts, for messages
 
   bool operator==(const HostEntry&) const = default;

@@ -85,6 +85,34 @@ std::string help_footer(std::span<const CommandHelp> commands) {
   return text;
 }
 
+// "N" (manual mode's node count) or torchrun's "MIN:MAX" (an elastic job over
+// a host list); the error says what is wrong with it.
+std::optional<std::string> parse_nnodes(const std::string& text, Options& o) {
+  constexpr long kMost = 1 << 20;
+  auto number = [&](std::string_view part) -> std::optional<long> {
+    if (part.empty() || part.size() > 8 ||
+        part.find_first_not_of("0123456789") != std::string_view::npos)
+      return std::nullopt;
+    const long n = std::stol(std::string(part));
+    if (n < 1 || n > kMost) return std::nullopt;
+    return n;
+  };
+  const auto colon = text.find(':');
+  if (colon == std::string::npos) {
+    const auto n = number(text);
+    if (!n) return "expected a node count from 1 to " + std::to_string(kMost) + ", or MIN:MAX";
+    o.nnodes = static_cast<int>(*n);
+    return std::nullopt;
+  }
+  const auto low = number(std::string_view(text).substr(0, colon));
+  const auto high = number(std::string_view(text).substr(colon + 1));
+  if (!low || !high) return "expected MIN:MAX, two node counts from 1 to " + std::to_string(kMost);
+  if (*low > *high) return "MIN is above MAX";
+  o.min_nodes = static_cast<std::size_t>(*low);
+  o.max_nodes = static_cast<std::size_t>(*high);
+  return std::nullopt;
+}
+
 }  // namespace
 
 void add_ssh_options(CLI::App& app, Options& o) {
@@ -224,8 +252,24 @@ ParseResult parse_options(int argc, const char* const* argv,
   add_host_list_options(app, o);
   app.add_option("--nproc-per-node,--nproc_per_node,-n", nproc_text,
                  "ranks per node: a number, or 'auto' (one per GPU, else 1)");
-  app.add_option("--nnodes", o.nnodes, "number of nodes (manual mode)")
-      ->check(CLI::Range(1, 1 << 20));
+  std::string nnodes_text;
+  app.add_option("--nnodes", nnodes_text,
+                 "number of nodes (manual mode), or MIN:MAX with a host list: an elastic job "
+                 "that starts with MIN to MAX nodes and goes on after a loss while MIN remain");
+  app.add_option("--spares", o.spares,
+                 "the host list's last N hosts are spares: they join and are probed, and run "
+                 "ranks only in place of a lost node")
+      ->check(CLI::Range(0, 1 << 20));
+  app.add_option("--node-fail-limit", o.node_fail_limit,
+                 "rounds in which a node's ranks failed before it is retired, in a job with "
+                 "spares or MIN:MAX (0: never)")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 1000));
+  app.add_option("--join-timeout", o.join_timeout_s,
+                 "seconds an elastic job waits for all its hosts before it starts with those "
+                 "that joined (at least MIN)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 86400));
   app.add_option("--node-rank,--node_rank,--rank", node_rank, "this node's rank (manual mode)")
       ->check(CLI::NonNegativeNumber);
   app.add_option("--master-addr,--master_addr", o.master_addr,
@@ -342,6 +386,10 @@ ParseResult parse_options(int argc, const char* const* argv,
     }
     o.ranks_filter = *ranks;
   }
+  if (!nnodes_text.empty()) {
+    auto error = parse_nnodes(nnodes_text, o);
+    if (error) return usage_error("--nnodes " + nnodes_text + ": " + *error);
+  }
   // With a host list, --master-addr is the MASTER_ADDR to try first (as the
   // hosts file's master_address), not a switch to manual mode.
   const bool host_list_given = !o.hosts_file.empty() || !o.hostfile.empty() ||
@@ -357,6 +405,12 @@ ParseResult parse_options(int argc, const char* const* argv,
   }
   if (o.host_source != HostSource::none) {
     o.mode = Mode::hosts;
+  } else if (o.max_nodes != 0) {
+    return usage_error("--nnodes " + nnodes_text +
+                       ": a range of nodes needs a host list (--hosts, --hostfile, -H or a Slurm "
+                       "job); manual mode takes a fixed --nnodes N");
+  } else if (o.spares != 0) {
+    return usage_error("--spares needs a host list (--hosts, --hostfile, -H or a Slurm job)");
   } else if (manual) {
     o.mode = Mode::manual;
     o.node_rank = node_rank.value_or(0);

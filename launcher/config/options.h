@@ -54,6 +54,12 @@ struct Options {
   HostSource host_source = HostSource::none;  // set when mode is Mode::hosts
   std::optional<int> nproc_per_node;          // unset or "auto": one per GPU, else 1
   int nnodes = 1;
+  // --nnodes MIN:MAX with a host list: an elastic job (0: every host not spare).
+  std::size_t min_nodes = 0;
+  std::size_t max_nodes = 0;
+  int spares = 0;           // --spares N: the host list's last N hosts are spares
+  int node_fail_limit = 2;  // rounds with a failed rank before a node is retired
+  int join_timeout_s = 30;  // an elastic job starts with what joined by then
   int node_rank = 0;
   std::string master_addr;
   std::optional<int> master_port;

@@ -38,7 +38,13 @@ JobPolicy::Config policy_config(const Plan& plan, const Options& options) {
     if (!planned.host.name.empty()) node.label = planned.host.name;
     node.behind_jump =
         !plan.rdzv_via_ssh && !planned.host.jump.empty() && planned.host.jump != "none";
+    node.spare = planned.host.spare;
+    node.address = planned.host.address;
   }
+  config.min_nodes = options.min_nodes;
+  config.max_nodes = options.max_nodes;
+  config.node_fail_limit = options.node_fail_limit;
+  config.join_timeout_s = options.join_timeout_s;
   config.label_from_join = plan.mode == Mode::manual;
   config.rdzv_timeout_s = options.rdzv_timeout_s;
   config.grace_s = options.grace_s;
@@ -46,7 +52,7 @@ JobPolicy::Config policy_config(const Plan& plan, const Options& options) {
   config.ranks_filter = options.ranks_filter;
   config.probe_master = plan.probe_master;
   config.sync = !options.sync_dir.empty();
-  rdzv.hold_for_network = plan.probe_master || config.sync;
+  rdzv.hold_for_network = plan.probe_master || config.sync || elastic(plan, options);
   config.master_sources.configured = plan.configured_master;
   config.master_sources.configured_by = plan.configured_master_by;
   config.master_sources.node0_address = plan.node0_address;

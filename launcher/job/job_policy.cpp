@@ -23,9 +23,25 @@ std::chrono::milliseconds restart_delay(int round) {
   return std::chrono::milliseconds(std::min(500 * (1 << std::min(round, 6)), 30'000));
 }
 
+Membership::Config membership_config(const JobPolicy::Config& config) {
+  Membership::Config m;
+  m.spare.assign(static_cast<std::size_t>(config.rendezvous.nnodes), false);
+  for (std::size_t i = 0; i < m.spare.size() && i < config.nodes.size(); ++i)
+    m.spare[i] = config.nodes[i].spare;
+  const auto not_spare =
+      static_cast<std::size_t>(std::count(m.spare.begin(), m.spare.end(), false));
+  m.max_nodes = config.max_nodes != 0 ? config.max_nodes : not_spare;
+  m.min_nodes = config.min_nodes != 0 ? config.min_nodes : m.max_nodes;
+  m.node_fail_limit = config.node_fail_limit;
+  return m;
+}
+
 }  // namespace
 
-JobPolicy::JobPolicy(Config config) : config_(std::move(config)), rendezvous_(config_.rendezvous) {
+JobPolicy::JobPolicy(Config config)
+    : config_(std::move(config)),
+      rendezvous_(config_.rendezvous),
+      membership_(membership_config(config_)) {
   nodes_.resize(static_cast<std::size_t>(config_.rendezvous.nnodes));
   for (std::size_t i = 0; i < nodes_.size() && i < config_.nodes.size(); ++i)
     nodes_[i].setup = config_.nodes[i];
@@ -75,14 +91,18 @@ std::vector<NodeRecord> JobPolicy::node_records() const {
     const Node& n = nodes_[i];
     NodeRecord r;
     r.host = n.setup.label;
-    r.node_rank = static_cast<int>(i);
+    r.node_rank = rendezvous_.node_rank_of(static_cast<int>(i));
     r.agent_pid = n.agent_pid;
     const auto* member = i < members.size() && members[i] ? &*members[i] : nullptr;
-    if (member && rendezvous_.assigned()) {
+    if (member && rendezvous_.assigned() && r.node_rank >= 0) {
       r.first_rank = rendezvous_.rank_offset(r.node_rank);
       r.ranks = member->nproc;
     }
-    if (member && member->done) {
+    if (membership_.retired(static_cast<int>(i))) {
+      r.state = "retired";
+    } else if (elastic() && r.node_rank < 0 && member) {
+      r.state = "spare";
+    } else if (member && member->done && rendezvous_.started() && r.node_rank >= 0) {
       r.state = "done";
     } else if (n.conn_closed || n.agent_gone) {
       r.state = n.conn ? "lost" : "failed";
@@ -97,6 +117,8 @@ std::vector<NodeRecord> JobPolicy::node_records() const {
 JobActions JobPolicy::start() {
   emit(job_action::ArmTimer{JobTimer::rendezvous, std::chrono::seconds(config_.rdzv_timeout_s)});
   emit(job_action::ArmTimer{JobTimer::waiting_report, kWaitingReport});
+  if (elastic())
+    emit(job_action::ArmTimer{JobTimer::join, std::chrono::seconds(config_.join_timeout_s)});
   return take();
 }
 
@@ -104,8 +126,8 @@ JobActions JobPolicy::on_join(ConnId conn, const proto::Join& join) {
   if (finished_) return {};
   auto replies = rendezvous_.on_join(conn, join);
   if (const auto* member = rendezvous_.member(conn)) {
-    node_of_conn_[conn] = member->node_rank;
-    auto& node = nodes_[static_cast<std::size_t>(member->node_rank)];
+    node_of_conn_[conn] = member->index;
+    auto& node = nodes_[static_cast<std::size_t>(member->index)];
     node.conn = conn;
     if (node.unreachable) {
       node.unreachable.reset();
@@ -123,21 +145,23 @@ JobActions JobPolicy::on_join(ConnId conn, const proto::Join& join) {
     }
     node.interfaces = join.interfaces;
     if (config_.label_from_join && !join.host.empty()) node.setup.label = join.host;
-    if (!check_machine_listed_once(member->node_rank, join)) return take();
+    if (!check_machine_listed_once(member->index, join)) return take();
     // Built only when shown: thousands of joins a second on a big job.
     if (log::enabled(log::Level::debug)) {
-      emit(log_line(log::Level::debug, "node ", member->node_rank, " (", node.setup.label,
+      emit(log_line(log::Level::debug, "node ", member->index, " (", node.setup.label,
                     ") joined with ", join.nproc, " ranks"));
     }
     if (config_.sync && !node.sync_started && phase_ == Phase::starting) {
       node.sync_started = true;
-      emit(job_action::StartSync{conn, member->node_rank});
+      emit(job_action::StartSync{conn, member->index});
     }
   }
   send_all(replies);
   // The last node that was still on its way has arrived: the rest cannot.
   fail_if_none_is_coming();
-  if (config_.probe_master && phase_ == Phase::starting && !rendezvous_.assigned()) {
+  if (elastic()) {
+    maybe_choose_roster();
+  } else if (config_.probe_master && phase_ == Phase::starting && !rendezvous_.assigned()) {
     if (probe_) {
       if (const auto index = node_of(conn))
         send_probes(probe_->on_joined(static_cast<std::size_t>(*index)));
@@ -159,7 +183,11 @@ JobActions JobPolicy::on_agent_unreachable(int index, std::string what) {
 }
 
 void JobPolicy::fail_if_none_is_coming() {
-  if (unreachable_ == 0 || phase_ != Phase::starting || rendezvous_.assigned()) return;
+  if (unreachable_ == 0 || phase_ != Phase::starting || rendezvous_.assigned() || roster_chosen_)
+    return;
+  // An elastic job may start without them.
+  maybe_choose_roster();
+  if (roster_chosen_ || finished_ || phase_ != Phase::starting) return;
   const auto missing = nodes_.size() - static_cast<std::size_t>(rendezvous_.joined());
   if (unreachable_ < missing) return;
   // Every node still missing is trying and failing: none of them is on its way.
@@ -227,15 +255,77 @@ JobActions JobPolicy::on_sync_done(ConnId conn, const proto::SyncDone& done) {
   return take();
 }
 
+std::vector<bool> JobPolicy::ready_hosts() const {
+  std::vector<bool> ready(nodes_.size());
+  for (std::size_t i = 0; i < nodes_.size(); ++i) {
+    const Node& n = nodes_[i];
+    ready[i] = n.conn && !n.conn_closed && !n.agent_gone && (!config_.sync || n.synced);
+  }
+  return ready;
+}
+
+std::vector<std::string> JobPolicy::labels() const {
+  std::vector<std::string> labels;
+  labels.reserve(nodes_.size());
+  for (const auto& n : nodes_) labels.push_back(n.setup.label);
+  return labels;
+}
+
+// An elastic job picks its first roster once no host is still on its way, or
+// at --join-timeout from those that joined; with fewer than MIN by then it
+// waits on, up to --rdzv-timeout, and starts as soon as MIN have joined.
+void JobPolicy::maybe_choose_roster() {
+  if (!elastic() || roster_chosen_ || phase_ != Phase::starting) return;
+  std::size_t coming = 0;
+  std::vector<bool> joined(nodes_.size());
+  for (std::size_t i = 0; i < nodes_.size(); ++i) {
+    const Node& n = nodes_[i];
+    joined[i] = n.conn && !n.conn_closed && !n.agent_gone;
+    if (!joined[i] && !n.agent_gone && !n.conn_closed && !n.unreachable) ++coming;
+  }
+  if (coming > 0 && !join_timed_out_) return;
+  auto first = membership_.first_round(joined, labels());
+  if (const auto* error = std::get_if<std::string>(&first)) {
+    if (coming > 0) return;
+    if (unreachable_ > 0) return;  // fail_if_none_is_coming names each with its error
+    fail(kExitFailure, "cannot start: " + *error + "; missing: " + missing_nodes(50), -1, {});
+    return;
+  }
+  auto& round = std::get<Membership::Round>(first);
+  roster_chosen_ = true;
+  emit(job_action::CancelTimer{JobTimer::join});
+  rendezvous_.set_roster(round.roster);
+  for (auto& change : round.changes) note(std::move(change));
+  const auto& m = membership_.config();
+  if (round.roster.size() < m.max_nodes) {
+    note("starting on " + std::to_string(round.roster.size()) + " nodes (" +
+         std::to_string(m.min_nodes) + " to " + std::to_string(m.max_nodes) +
+         "); not joined: " + missing_nodes(20));
+  }
+  if (config_.probe_master) {
+    start_probe();
+  } else {
+    maybe_assign();
+  }
+}
+
 // Ranks start once the network is known (when probed) and every node's
 // --sync is done (when asked for).
 void JobPolicy::maybe_assign() {
-  if (phase_ != Phase::starting || rendezvous_.assigned() || !rendezvous_.all_joined()) return;
-  if (config_.sync && synced_ < nodes_.size()) return;
+  if (phase_ != Phase::starting || rendezvous_.assigned()) return;
+  if (elastic() ? !roster_chosen_ || !rendezvous_.roster_joined() : !rendezvous_.all_joined())
+    return;
+  if (config_.sync && !elastic() && synced_ < nodes_.size()) return;
+  if (config_.sync && elastic()) {
+    // Spares too: any of them may run ranks in a later round.
+    for (const auto& n : nodes_) {
+      if (n.conn && !n.synced && !n.agent_gone && !n.conn_closed) return;
+    }
+  }
   if (config_.probe_master) {
     if (!network_) return;
     send_all(rendezvous_.assign_with_network(network_->first, network_->second));
-  } else if (config_.sync) {
+  } else if (config_.sync || elastic()) {
     send_all(rendezvous_.assign_with_network(rendezvous_.master_addr(), {}));
   }
   if (rendezvous_.assigned() && phase_ == Phase::starting) on_assigned();
@@ -248,17 +338,27 @@ void JobPolicy::maybe_assign() {
 // arrive. Without a probe port or a candidate there is nothing to try: the
 // choice then waits for every node (their interfaces name each one's NIC).
 void JobPolicy::start_probe() {
-  const Node& node0 = nodes_.front();
+  Node& node0 = nodes_[static_cast<std::size_t>(master_host())];
   if (!node0.conn) return;
+  // After a round, each agent listens on the port its AgentDone named.
+  if (const auto* member = rendezvous_.member(*node0.conn); member && rendezvous_.started())
+    node0.probe_port = member->master_port;
   config_.master_sources.node0_interfaces = node0.interfaces;
+  if (elastic() && !node0.setup.address.empty())
+    config_.master_sources.node0_address = node0.setup.address;
   candidates_ = net::master_candidates(config_.master_sources);
-  if ((node0.probe_port == 0 || candidates_.empty()) && !rendezvous_.all_joined()) return;
+  if ((node0.probe_port == 0 || candidates_.empty()) && !rendezvous_.all_joined() && !elastic())
+    return;
   probe_sent_ = true;
   if (node0.probe_port == 0) {
     emit(log_line(log::Level::warn, "node 0 (", node0.setup.label,
                   ") could not open a probe port; MASTER_ADDR=", rendezvous_.master_addr(),
                   " is used untested"));
     network_.emplace(rendezvous_.master_addr(), std::vector<std::string>{});
+    if (reprobing_) {
+      reprobing_ = false;
+      send_all(rendezvous_.begin_restart());
+    }
     maybe_assign();
     return;
   }
@@ -269,8 +369,17 @@ void JobPolicy::start_probe() {
     return;
   }
   probe_.emplace(candidates_, node0.probe_port, config_.probe_timeout_ms, nodes_.size());
-  for (std::size_t i = 0; i < nodes_.size(); ++i)
-    if (nodes_[i].conn) probe_->on_joined(i);
+  // An elastic job probes from the roster's nodes only: spares and lost hosts
+  // count as gone, so the probe does not wait for them.
+  std::vector<MasterProbe::Send> lost_sends;
+  for (std::size_t i = 0; i < nodes_.size(); ++i) {
+    const bool member = !elastic() || rendezvous_.node_rank_of(static_cast<int>(i)) >= 0;
+    if (member && nodes_[i].conn) {
+      probe_->on_joined(i);
+    } else if (elastic()) {
+      probe_->on_lost(i);
+    }
+  }
   apply_probe_reply(probe_->start());
 }
 
@@ -292,8 +401,8 @@ void JobPolicy::apply_probe_reply(MasterProbe::Reply reply) {
 
 JobActions JobPolicy::on_probe_report(ConnId conn, const proto::ProbeReport& report) {
   const auto index = node_of(conn);
-  if (finished_ || !index || !probe_ || probe_->complete() || rendezvous_.assigned() ||
-      phase_ != Phase::starting)
+  if (finished_ || !index || !probe_ || probe_->complete() ||
+      (!reprobing_ && (rendezvous_.assigned() || phase_ != Phase::starting)))
     return {};
   const auto node = static_cast<std::size_t>(*index);
   apply_probe_reply(probe_->on_report(node, nodes_[node].setup.label, report.outcomes));
@@ -302,26 +411,60 @@ JobActions JobPolicy::on_probe_report(ConnId conn, const proto::ProbeReport& rep
 
 void JobPolicy::choose_master() {
   std::vector<net::NodeProbe> probes;
+  // An elastic job keeps its hosts' interfaces for the probes of later
+  // rounds; a fixed one needs them no more (thousands of nodes: moved).
+  auto interfaces_of = [this](Node& n) {
+    return elastic() ? n.interfaces : std::move(n.interfaces);
+  };
   if (probe_) {
     std::vector<std::string> labels;
-    std::vector<net::Interfaces> interfaces;  // not needed after this
+    std::vector<net::Interfaces> interfaces;
     for (auto& n : nodes_) {
       labels.push_back(n.setup.label);
-      interfaces.push_back(std::move(n.interfaces));
+      interfaces.push_back(interfaces_of(n));
     }
     probes = probe_->take_probes(std::move(labels), std::move(interfaces));
   } else {
     for (auto& n : nodes_)
-      probes.push_back(net::node_probe(n.setup.label, std::move(n.interfaces), std::nullopt, 0));
+      probes.push_back(net::node_probe(n.setup.label, interfaces_of(n), std::nullopt, 0));
+  }
+  // The roster's nodes, in node-rank order: the choice is theirs to make.
+  const auto& roster = rendezvous_.roster();
+  if (elastic()) {
+    std::vector<net::NodeProbe> members;
+    for (int host : roster) members.push_back(std::move(probes[static_cast<std::size_t>(host)]));
+    probes = std::move(members);
   }
   const auto result = net::choose_master(candidates_, config_.master_sources, probes);
   if (!result.choice) {
+    reprobing_ = false;
+    if (phase_ == Phase::restarting) {
+      note("job " + config_.rendezvous.job + " failed: " + result.report);
+      result_.root_cause = result.report;
+      stop_job(kExitFailure, result.report);
+      return;
+    }
     fail(kExitFailure, result.report, -1, {});
     return;
   }
   emit(log_line(log::Level::info, result.report));
   for (const auto& w : result.choice->warnings) emit(log_line(log::Level::warn, w));
-  network_.emplace(result.choice->address, result.choice->interface_by_node);
+  std::vector<std::string> interface_by_host = result.choice->interface_by_node;
+  if (elastic()) {
+    interface_by_host.assign(nodes_.size(), "");
+    for (std::size_t rank = 0;
+         rank < roster.size() && rank < result.choice->interface_by_node.size(); ++rank)
+      interface_by_host[static_cast<std::size_t>(roster[rank])] =
+          result.choice->interface_by_node[rank];
+  }
+  network_.emplace(result.choice->address, std::move(interface_by_host));
+  probed_roster_ = roster;
+  if (reprobing_) {
+    reprobing_ = false;
+    rendezvous_.set_network(network_->first, network_->second);
+    send_all(rendezvous_.begin_restart());
+    return;
+  }
   maybe_assign();
 }
 
@@ -368,7 +511,7 @@ void JobPolicy::stop_every_node(const proto::Stop& stop_in) {
 
 std::string JobPolicy::rank_label(int rank) const {
   const auto* member = rendezvous_.member_of_rank(rank);
-  const std::string host = member ? node_label(member->node_rank) : std::string("?");
+  const std::string host = member ? node_label(member->index) : std::string("?");
   return "rank " + std::to_string(rank) + " on " + host;
 }
 
@@ -392,6 +535,11 @@ JobActions JobPolicy::on_rank_exit(ConnId conn, const proto::RankExit& exit,
   const std::string how = exit.signal ? "was killed by signal " + signal_name(exit.signal)
                                       : "exited with code " + std::to_string(exit.exit_code);
   fail(code, rank_label(exit.rank) + " " + how, exit.rank, std::move(last_lines));
+  // --node-fail-limit: the node whose rank failed first in the round counts
+  // it; at the limit, a spare takes its place in the next round.
+  if (elastic() && membership_.count_failure(*node))
+    note(node_label(*node) + " is retired: " + "its ranks failed in " +
+         std::to_string(config_.node_fail_limit) + " rounds (--node-fail-limit)");
   return take();
 }
 
@@ -408,7 +556,8 @@ JobActions JobPolicy::on_agent_done(ConnId conn, const proto::AgentDone& done) {
   return take();
 }
 
-void JobPolicy::fail(int code, const std::string& what, int rank, std::vector<std::string> tail) {
+void JobPolicy::fail(int code, const std::string& what, int rank, std::vector<std::string> tail,
+                     bool node_lost) {
   if (phase_ == Phase::stopping) return;
   if (phase_ == Phase::restarting && rank < 0) {
     // A node lost between rounds cannot take part in the next one: give up
@@ -423,12 +572,12 @@ void JobPolicy::fail(int code, const std::string& what, int rank, std::vector<st
   result_.root_cause = what;
   result_.root_cause_tail = rank >= 0 ? std::move(tail) : std::vector<std::string>{};
   const int max_restarts = config_.rendezvous.max_restarts;
-  const bool restartable =
-      rank >= 0 && rendezvous_.assigned() && rendezvous_.round() < max_restarts && interrupts_ == 0;
-  note(restartable
-           ? what + "; restarting all ranks (restart " + std::to_string(rendezvous_.round() + 1) +
-                 " of " + std::to_string(max_restarts) + ")"
-           : "job " + config_.rendezvous.job + " failed: " + what);
+  const bool restartable = (rank >= 0 || node_lost) && rendezvous_.assigned() &&
+                           rendezvous_.round() < max_restarts && interrupts_ == 0;
+  note(restartable ? what + (node_lost ? "; a new round without it" : "; restarting all ranks") +
+                         " (restart " + std::to_string(rendezvous_.round() + 1) + " of " +
+                         std::to_string(max_restarts) + ")"
+                   : "job " + config_.rendezvous.job + " failed: " + what);
   if (!result_.root_cause_tail.empty()) {
     std::string block = "last lines of rank " + std::to_string(rank) + ":";
     for (const auto& l : result_.root_cause_tail) block += "\n  | " + l;
@@ -453,13 +602,33 @@ void JobPolicy::begin_next_round() {
 
 void JobPolicy::start_next_round() {
   if (phase_ != Phase::restarting) return;
-  auto assignments = rendezvous_.begin_restart();
-  emit(job_action::MarkRound{rendezvous_.round()});
+  if (elastic()) {
+    auto next = membership_.next_round(ready_hosts(), labels());
+    if (const auto* error = std::get_if<std::string>(&next)) {
+      const std::string what = "cannot go on: " + *error;
+      note("job " + config_.rendezvous.job + " failed: " + what);
+      result_.root_cause = what;
+      stop_job(kExitFailure, what);
+      return;
+    }
+    auto& round = std::get<Membership::Round>(next);
+    for (auto& change : round.changes) note(std::move(change));
+    rendezvous_.set_roster(round.roster);
+  }
+  emit(job_action::MarkRound{rendezvous_.round() + 1});
   failed_this_round_ = false;
   phase_ = Phase::running;
-  emit(log_line(log::Level::info, "restart ", rendezvous_.round(), " of ",
+  emit(log_line(log::Level::info, "restart ", rendezvous_.round() + 1, " of ",
                 config_.rendezvous.max_restarts, ": starting all ranks"));
-  send_all(assignments);
+  // A new node 0, or nodes new to the job: MASTER_ADDR and each node's NIC
+  // are chosen again, by the same probe as at the start.
+  if (elastic() && config_.probe_master && rendezvous_.roster() != probed_roster_) {
+    reprobing_ = true;
+    probe_.reset();
+    start_probe();
+    return;
+  }
+  send_all(rendezvous_.begin_restart());
 }
 
 void JobPolicy::stop_job(int code, const std::string& reason) {
@@ -497,10 +666,13 @@ JobActions JobPolicy::on_connection_closed(ConnId conn, const std::string& reaso
   // rather than after the grace period; over SSH this closes its channel, so a
   // live agent behind a broken rendezvous link still stops its ranks.
   if (node.setup.agent_started_here && !node.agent_gone) emit(job_action::KillAgent{*index});
-  fail(
-      kExitFailure,
-      "lost the agent of node " + std::to_string(*index) + " (" + node.setup.label + "): " + reason,
-      -1, {});
+  const std::string what = "lost the agent of " + node.setup.label + ": " + reason;
+  if (!lose_node(*index, what)) {
+    fail(kExitFailure,
+         "lost the agent of node " + std::to_string(*index) + " (" + node.setup.label +
+             "): " + reason,
+         -1, {});
+  }
   return take();
 }
 
@@ -521,12 +693,50 @@ JobActions JobPolicy::on_agent_exited(int index, int exit_code, const std::strin
     what = "the agent on " + node.setup.label + " exited with code " + std::to_string(exit_code);
     if (!stderr_tail.empty()) what += ": " + stderr_tail;
   }
-  // A lost agent fails the job; its connection may not have noticed yet. One
-  // that refused its settings (a --workdir or --master-port it cannot use)
-  // exits 2, and so does the job: a usage error, not a crash.
-  fail(exit_code == kExitUsage ? kExitUsage : kExitFailure, what, -1, {});
+  // A lost agent fails the job (unless it is elastic); its connection may
+  // not have noticed yet. One that refused its settings (a --workdir or
+  // --master-port it cannot use) exits 2, and so does the job: a usage
+  // error, not a crash.
+  if (!lose_node(index, what))
+    fail(exit_code == kExitUsage ? kExitUsage : kExitFailure, what, -1, {});
   check_finished();
   return take();
+}
+
+bool JobPolicy::lose_node(int index, const std::string& what) {
+  if (!elastic()) return false;
+  auto& node = nodes_[static_cast<std::size_t>(index)];
+  // Its agent's exit and its connection's close both come here: once is enough.
+  if (membership_.retired(index)) return true;
+  const bool member = rendezvous_.node_rank_of(index) >= 0 && roster_chosen_;
+  membership_.retire(index, what);
+  if (node.conn) rendezvous_.on_leave(*node.conn);
+  if (!member) {
+    // A spare, or a host not (yet) in the job: the job goes on without it.
+    note(node.setup.label + " is out of the job: " + what);
+    maybe_choose_roster();
+    fail_if_none_is_coming();
+    return true;
+  }
+  switch (phase_) {
+    case Phase::starting:
+      // Chosen but not assigned yet (probe or sync): choose again without it.
+      return false;
+    case Phase::running:
+      if (rendezvous_.assigned()) {
+        fail(kExitFailure, what, -1, {}, /*node_lost=*/true);
+        return true;
+      }
+      return false;
+    case Phase::restarting:
+      // Between rounds: the next roster leaves it out.
+      note(node.setup.label + " is out of the job: " + what);
+      if (rendezvous_.all_done()) begin_next_round();
+      return true;
+    case Phase::stopping:
+      return true;
+  }
+  return false;
 }
 
 void JobPolicy::check_finished() {
@@ -588,6 +798,10 @@ JobActions JobPolicy::on_timer(JobTimer timer) {
       break;
     case JobTimer::waiting_report:
       report_waiting();
+      break;
+    case JobTimer::join:
+      join_timed_out_ = true;
+      maybe_choose_roster();
       break;
   }
   return take();

@@ -12,8 +12,11 @@
 // - The first failure in time wins: it decides the exit code (a rank's own
 //   code, 128+N for signal N, 1 for a lost agent) and the root cause.
 // - A rank's failure restarts every rank while restart rounds remain and no
-//   interrupt came; a lost agent or node always ends the job, even between
-//   rounds (it could not take part in the next one).
+//   interrupt came. A lost agent or node ends the job, even between rounds (it
+//   could not take part in the next one), unless the job is elastic (spares,
+//   or --nnodes MIN:MAX): then the node is retired and the next round runs on
+//   the roster launcher/fleet/membership.h picks, with MASTER_ADDR probed
+//   again for it.
 // - Rounds back off like torchrun: min(500 ms * 2^min(round, 6), 30 s).
 // - With --sync the assignment waits for every node's SyncDone (and for the
 //   MASTER_ADDR probe when there is one); a node's sync starts as it joins. A
@@ -36,6 +39,7 @@
 #include "common/log.h"
 #include "launcher/fleet/agent_link.h"
 #include "launcher/fleet/master_probe.h"
+#include "launcher/fleet/membership.h"
 #include "launcher/record/job_record.h"
 #include "net/candidates.h"
 #include "net/choice.h"
@@ -46,8 +50,9 @@ namespace dlaunch {
 
 // waiting_report: while nodes are missing at the rendezvous, say which, every
 // kWaitingReport, instead of silence for the whole --rdzv-timeout.
-enum class JobTimer { rendezvous, restart_backoff, stop_deadline, waiting_report };
-inline constexpr std::size_t kJobTimers = 4;
+// join: an elastic job starts with the nodes that joined by --join-timeout.
+enum class JobTimer { rendezvous, restart_backoff, stop_deadline, waiting_report, join };
+inline constexpr std::size_t kJobTimers = 5;
 inline constexpr std::chrono::seconds kWaitingReport{10};
 
 namespace job_action {
@@ -103,6 +108,10 @@ class JobPolicy {
     // themselves: the likeliest reason it never joins is a network that only
     // lets SSH in (via = "ssh" is the way through).
     bool behind_jump = false;
+    // Runs ranks only in place of a lost node (`spare = true`, --spares).
+    bool spare = false;
+    // Its hosts-file address: a MASTER_ADDR candidate when it becomes node 0.
+    std::string address;
   };
   struct Config {
     RendezvousState::Config rendezvous;  // its max_restarts is the job's
@@ -120,6 +129,14 @@ class JobPolicy {
     // --sync: hold the assignment until every node's sync is done;
     // rendezvous.hold_for_network must be set with it.
     bool sync = false;
+    // Elastic membership: with spares or min_nodes < max_nodes, the job
+    // starts once every host joined or, after join_timeout_s, with at least
+    // min_nodes, and a lost node is replaced (membership.h). 0: every host
+    // not marked spare. rendezvous.hold_for_network must be set with it.
+    std::size_t min_nodes = 0;
+    std::size_t max_nodes = 0;
+    int node_fail_limit = 2;
+    int join_timeout_s = 30;
   };
 
   explicit JobPolicy(Config config);
@@ -157,6 +174,7 @@ class JobPolicy {
   JobActions on_timer(JobTimer timer);
 
   const RendezvousState& rendezvous() const { return rendezvous_; }
+  bool elastic() const { return membership_.elastic(); }
   const std::string& node_label(int node) const;
   std::optional<int> node_of(ConnId conn) const;
   bool finished() const { return finished_; }
@@ -187,6 +205,14 @@ class JobPolicy {
   enum class Phase { starting, running, restarting, stopping };
 
   void send_all(const std::vector<Outbound>& out);
+  // Elastic: the first roster, once every host joined, or at the join timeout.
+  void maybe_choose_roster();
+  // Elastic: a node's agent or connection is gone. False when the job is not
+  // elastic (the caller fails the job).
+  bool lose_node(int index, const std::string& what);
+  std::vector<bool> ready_hosts() const;
+  std::vector<std::string> labels() const;
+  int master_host() const { return rendezvous_.roster().front(); }
   void start_probe();
   void send_probes(const std::vector<MasterProbe::Send>& sends);
   void apply_probe_reply(MasterProbe::Reply reply);
@@ -201,7 +227,9 @@ class JobPolicy {
   std::string missing_syncs(std::size_t at_most) const;
   bool waiting_for_sync() const;
   void stop_every_node(const proto::Stop& stop);
-  void fail(int code, const std::string& what, int rank, std::vector<std::string> tail);
+  // `node_lost`: an elastic job's node is gone; a round may replace it.
+  void fail(int code, const std::string& what, int rank, std::vector<std::string> tail,
+            bool node_lost = false);
   void stop_job(int code, const std::string& reason);
   void begin_next_round();
   void start_next_round();
@@ -226,7 +254,13 @@ class JobPolicy {
 
   Config config_;
   RendezvousState rendezvous_;
-  std::vector<Node> nodes_;  // indexed by node rank
+  Membership membership_;
+  bool roster_chosen_ = false;  // elastic: the first round's roster is set
+  bool join_timed_out_ = false;
+  // Elastic: MASTER_ADDR is probed again for a new roster before it starts.
+  bool reprobing_ = false;
+  std::vector<int> probed_roster_;  // the roster the last MASTER_ADDR choice was made for
+  std::vector<Node> nodes_;         // indexed by node rank
   std::unordered_map<ConnId, int> node_of_conn_;
   Phase phase_ = Phase::starting;
   bool failed_this_round_ = false;

@@ -1,5 +1,6 @@
 #include "launcher/plan/plan.h"
 
+#include <algorithm>
 #include <ctime>
 #include <sstream>
 
@@ -71,6 +72,9 @@ Plan make_plan(const Options& o, const HostsFile* hosts, const std::string& job)
                                 names);
       }
       plan.nnodes = static_cast<int>(plan.nodes.size());
+      // --spares N: the last N hosts of whichever list gave them.
+      for (int i = plan.nnodes - 1, left = o.spares; i >= 0 && left > 0; --i, --left)
+        plan.nodes[static_cast<std::size_t>(i)].host.spare = true;
       plan.hosts_in_prefix = plan.nnodes > 1;
       plan.rdzv_port = o.rdzv_port_given ? o.rdzv_port : hosts->rendezvous.port.value_or(0);
       plan.rdzv_connect = hosts->rendezvous.address;
@@ -127,6 +131,32 @@ Plan make_plan(const Options& o, const HostsFile* hosts, const std::string& job)
   return plan;
 }
 
+std::size_t spare_count(const Plan& plan) {
+  return static_cast<std::size_t>(std::count_if(plan.nodes.begin(), plan.nodes.end(),
+                                                [](const auto& n) { return n.host.spare; }));
+}
+
+bool elastic(const Plan& plan, const Options& o) {
+  return o.max_nodes != 0 || spare_count(plan) != 0;
+}
+
+std::optional<std::string> check_elastic(const Plan& plan, const Options& o) {
+  const auto hosts = plan.nodes.size();
+  if (static_cast<std::size_t>(o.spares) >= hosts && o.spares > 0) {
+    return "--spares " + std::to_string(o.spares) +
+           " leaves no host to run ranks: the host list has " + std::to_string(hosts);
+  }
+  if (plan.mode == Mode::hosts && spare_count(plan) == hosts) {
+    return "every host is marked spare = true: at least one must run ranks";
+  }
+  if (o.min_nodes > hosts) {
+    return "--nnodes " + std::to_string(o.min_nodes) + ":" + std::to_string(o.max_nodes) +
+           " needs at least " + std::to_string(o.min_nodes) + " hosts; the host list has " +
+           std::to_string(hosts);
+  }
+  return std::nullopt;
+}
+
 std::optional<std::string> ranks_outside_world(const std::set<int>& filter, int world) {
   if (filter.empty() || *filter.rbegin() < world) return std::nullopt;
   std::string outside;
@@ -157,6 +187,17 @@ std::string describe_plan(const Plan& plan, const Options& o) {
                                                               : "manual";
   out << "job " << plan.job << " (" << mode << ", " << plan.nnodes << " node"
       << (plan.nnodes == 1 ? "" : "s") << ")\n";
+  if (elastic(plan, o)) {
+    const auto spares = spare_count(plan);
+    const auto max = o.max_nodes != 0 ? o.max_nodes : plan.nodes.size() - spares;
+    const auto min = o.min_nodes != 0 ? o.min_nodes : max;
+    out << "elastic: runs on " << min << (min == max ? "" : " to " + std::to_string(max))
+        << " nodes; " << spares << (spares == 1 ? " spare takes" : " spares take")
+        << " the place of a lost node; a node is retired when lost or after its ranks "
+           "failed in "
+        << o.node_fail_limit << " rounds (--node-fail-limit); starts once every host joined, "
+        << "or after --join-timeout " << o.join_timeout_s << " s with those that did\n";
+  }
   out << "command:";
   for (const auto& a : plan.command) out << " '" << a << "'";
   out << "\n";
@@ -188,12 +229,21 @@ std::string describe_plan(const Plan& plan, const Options& o) {
   int total = 0;
   bool known = plan.mode != Mode::manual;
   for (const auto& node : plan.nodes) {
+    if (node.host.spare) continue;
     total += node.nproc;
     known = known && node.nproc > 0;
   }
   int offset = 0;
+  int node_rank = -1;  // spares take none
+  const auto spares = spare_count(plan);
   for (const auto& node : plan.nodes) {
-    out << "node " << node.node_rank << ": "
+    if (node.host.spare) {
+      out << "spare: " << node.host.name << " (" << node.host.address
+          << "), runs ranks only in place of a lost node\n";
+      continue;
+    }
+    ++node_rank;
+    out << "node " << (plan.mode == Mode::hosts ? node_rank : node.node_rank) << ": "
         << (node.host.name.empty() ? "this host" : node.host.name) << " (" << node.host.address
         << ", "
         << (node.local                                    ? "local"
@@ -237,8 +287,8 @@ std::string describe_plan(const Plan& plan, const Options& o) {
       proto::Assign a;
       a.job = plan.job;
       a.max_restarts = o.max_restarts;
-      a.node_rank = node.node_rank;
-      a.nnodes = plan.nnodes;
+      a.node_rank = plan.mode == Mode::hosts ? node_rank : node.node_rank;
+      a.nnodes = plan.nnodes - static_cast<int>(spares);
       a.rank_offset = known ? offset : 0;
       a.local_world_size = shown;
       a.world_size = known ? total : shown;

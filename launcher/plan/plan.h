@@ -59,6 +59,12 @@ struct Plan {
 
 Plan make_plan(const Options& options, const HostsFile* hosts, const std::string& job);
 
+// A job with spares or --nnodes MIN:MAX (launcher/fleet/membership.h).
+bool elastic(const Plan& plan, const Options& options);
+std::size_t spare_count(const Plan& plan);
+// --spares, `spare = true` and MIN:MAX against the host list's size.
+std::optional<std::string> check_elastic(const Plan& plan, const Options& options);
+
 // "--ranks-filter 5,7: this job has ranks 0..3 only" when the filter names
 // ranks a world of `world` ranks does not have.
 std::optional<std::string> ranks_outside_world(const std::set<int>& filter, int world);

@@ -71,7 +71,7 @@ const T& the(const std::vector<AgentAction>& actions) {
 }
 
 struct Machine {
-  AgentStateMachine machine{{kNodeRank, kNproc, kGrace}};
+  AgentStateMachine machine{{kNproc, kGrace}};
   std::vector<AgentAction> on(const AgentEvent& e) { return machine.on(e); }
   AgentState state() const { return machine.state(); }
   int exit_code() const { return machine.exit_code(); }
@@ -182,7 +182,16 @@ TEST_CASE("an assignment while ranks run is ignored with a warning") {
   CHECK(a.state() == AgentState::running_round);
 }
 
-TEST_CASE("an assignment for another node fails the agent with code 2") {
+TEST_CASE("a spare's assignment names another node rank than it joined with: it runs it") {
+  Machine a;
+  a.on(Joined{});
+  auto spare = assignment();
+  spare.node_rank = kNodeRank + 2;
+  CHECK(names(a.on(AssignmentReceived{spare})) == "start");
+  CHECK(a.state() == AgentState::running_round);
+}
+
+TEST_CASE("an assignment with another rank count fails the agent with code 2") {
   Machine a;
   a.on(Joined{});
   auto wrong = assignment();
@@ -190,7 +199,7 @@ TEST_CASE("an assignment for another node fails the agent with code 2") {
   const auto refused = a.on(AssignmentReceived{wrong});
   CHECK(names(refused) == "error finish");
   CHECK(the<LogError>(refused).text ==
-        "assignment does not match this node (node rank 1, 3 ranks)");
+        "assignment does not match this node (3 ranks for node 1; this host runs 2)");
   CHECK(the<Finish>(refused).exit_code == 2);
 }
 

@@ -57,7 +57,7 @@ TEST_CASE("1,000 agents joining in random order with uneven slots get contiguous
     if (a.node_rank > 0) {
       const auto* prev = state.member_of_rank(a.rank_offset - 1);
       REQUIRE(prev != nullptr);
-      CHECK(prev->node_rank == a.node_rank - 1);
+      CHECK(prev->index == a.node_rank - 1);
     }
   }
   CHECK(std::all_of(seen.begin(), seen.end(), [](int c) { return c == 1; }));

@@ -194,3 +194,27 @@ TEST_CASE("--sync defaults --workdir to ~/<the directory's name> and keeps an ex
   CHECK(r.exit_code == 2);
   std::filesystem::remove_all(dir);
 }
+
+TEST_CASE("elastic: --nnodes MIN:MAX and --spares take a host list; bad ranges are named") {
+  ScopedEnv no_slurm("SLURM_JOB_ID", std::nullopt);
+  auto r = parse({"-H", "a,b,c", "--nnodes", "2:3", "--spares", "1", "--node-fail-limit", "3",
+                  "--join-timeout", "5", "--", "p"});
+  REQUIRE(r.options);
+  CHECK(r.options->mode == Mode::hosts);
+  CHECK(r.options->min_nodes == 2);
+  CHECK(r.options->max_nodes == 3);
+  CHECK(r.options->spares == 1);
+  CHECK(r.options->node_fail_limit == 3);
+  CHECK(r.options->join_timeout_s == 5);
+  auto check_error = [](std::vector<const char*> args, const std::string& needle) {
+    auto bad = parse(std::move(args));
+    CHECK_FALSE(bad.options.has_value());
+    CHECK(bad.exit_code == 2);
+    CHECK_MESSAGE(bad.message.find(needle) != std::string::npos, bad.message);
+  };
+  check_error({"-H", "a,b", "--nnodes", "3:2", "--", "p"}, "--nnodes 3:2: MIN is above MAX");
+  check_error({"-H", "a,b", "--nnodes", "0:2", "--", "p"}, "--nnodes 0:2: expected MIN:MAX");
+  check_error({"-H", "a,b", "--nnodes", "2:x", "--", "p"}, "--nnodes 2:x: expected MIN:MAX");
+  check_error({"--nnodes", "1:2", "--", "p"}, "a range of nodes needs a host list");
+  check_error({"--spares", "1", "--", "p"}, "--spares needs a host list");
+}

@@ -38,6 +38,10 @@ class FakeJob {
     bool probe = false;
     bool sync = false;               // --sync: the assignment waits for every node's SyncDone
     std::set<int> behind_jump = {};  // nodes reached through a jump host, without via = "ssh"
+    // Elastic: hosts marked spare, --nnodes MIN:MAX (0: every host not spare).
+    std::set<int> spares = {};
+    std::size_t min_nodes = 0;
+    std::size_t max_nodes = 0;
   };
   using ms = std::chrono::milliseconds;
 
@@ -239,7 +243,8 @@ class FakeJob {
     c.rendezvous.master_addr = "10.0.0.1";
     for (int node = 0; node < setup.nodes; ++node) {
       c.rendezvous.node_names.push_back(host(node));
-      c.nodes.push_back({host(node), true, setup.behind_jump.contains(node)});
+      c.nodes.push_back({host(node), true, setup.behind_jump.contains(node),
+                         setup.spares.contains(node), "198.19.0." + std::to_string(2 + node)});
     }
     c.rdzv_timeout_s = setup.rdzv_timeout_s;
     c.grace_s = setup.grace_s;
@@ -247,7 +252,10 @@ class FakeJob {
     c.ranks_filter = setup.ranks_filter;
     c.probe_master = setup.probe;
     c.sync = setup.sync;
-    c.rendezvous.hold_for_network = setup.probe || setup.sync;
+    c.min_nodes = setup.min_nodes;
+    c.max_nodes = setup.max_nodes;
+    c.rendezvous.hold_for_network =
+        setup.probe || setup.sync || !setup.spares.empty() || setup.max_nodes != 0;
     c.master_sources.node0_address = "198.19.0.2";
     return c;
   }

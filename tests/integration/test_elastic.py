@@ -1,0 +1,205 @@
+"""Elastic jobs over SSH hosts in network namespaces: a spare takes the place
+of a node whose agent is killed or whose link goes down, --nnodes MIN:MAX
+starts without a host that never comes, and a job below MIN fails naming the
+hosts it lost. Each rank prints its torchrun variables, so the test reads the
+node ranks, world size, round and MASTER_ADDR of every round from the output."""
+
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+
+sys.path.insert(0, os.path.dirname(__file__))
+import harness  # noqa: E402
+import sshd_harness  # noqa: E402
+from harness import wait_for  # noqa: E402
+
+PY = "/usr/bin/python3"
+# Rounds before the first argument run until stopped; later rounds end at once,
+# so the job succeeds once such a round runs without a fault. Once its line is
+# out, a rank marks ROUND-RANK in the directory of the second argument (the
+# test hosts share this machine's files).
+RANK = r"""
+import os, sys, time
+e = os.environ
+long_rounds = int(sys.argv[1])
+print(f"round={e['TORCHELASTIC_RESTART_COUNT']} rank={e['RANK']} group={e['GROUP_RANK']} "
+      f"world={e['WORLD_SIZE']} master={e['MASTER_ADDR']}", flush=True)
+open(os.path.join(sys.argv[2], e['TORCHELASTIC_RESTART_COUNT'] + "-" + e['RANK']), "w").close()
+time.sleep(120 if int(e['TORCHELASTIC_RESTART_COUNT']) < long_rounds else 1)
+"""
+LINE = re.compile(r"^\[(\S+):(\d+)\] round=(\d+) rank=(\d+) group=(\d+) world=(\d+) master=(\S+)$",
+                  re.M)
+
+
+def rounds_of(out):
+    """{round: {rank: (host, group, world, master)}} from the ranks' lines."""
+    found = {}
+    for host, _, rnd, rank, group, world, master in LINE.findall(out):
+        found.setdefault(int(rnd), {})[int(rank)] = (host, int(group), int(world), master)
+    return found
+
+
+class ElasticTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        sshd_harness.require_sshd()
+        if not sshd_harness.can_use_netns() or os.environ.get("DLAUNCH_TEST_NO_NETNS"):
+            print("SKIP: needs root and network namespaces (hosts that can be cut off)")
+            sys.exit(harness.SKIP)
+        cls.hosts = sshd_harness.SshHosts(4)
+        cls.hosts.__enter__()
+        cls.hosts.write_known_hosts()
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.hosts.close()
+
+    def setUp(self):
+        self.job = f"elastic-{os.getpid()}-{self._testMethodName[-16:]}"
+        self.marks = tempfile.mkdtemp(prefix="dlaunch-elastic-")
+        self.proc = None
+        self.cut = None
+
+    def tearDown(self):
+        if self.proc and self.proc.poll() is None:
+            self.proc.kill()
+        if self.proc:
+            self.proc.communicate()
+        if self.cut:
+            subprocess.run(["ip", "netns", "exec", self.cut, "ip", "link", "set", "eth0", "up"],
+                           check=False)
+        harness.kill_marker(self.job)
+        shutil.rmtree(self.marks, ignore_errors=True)
+
+    def start(self, hosts_file, *args, long_rounds=1):
+        cmd = [harness.DLAUNCH, "--hosts", hosts_file, "--name", self.job, "--grace", "2",
+               "--heartbeat-timeout", "4", "--max-restarts", "2", *args, "--", PY, "-c", RANK,
+               str(long_rounds), self.marks]
+        self.proc = subprocess.Popen(cmd, env=self.hosts.env(), stdout=subprocess.PIPE,
+                                     stderr=subprocess.PIPE, text=True)
+
+    def wait_ranks(self, count, round_=0):
+        """Until `count` ranks of the round have printed their line."""
+        self.assertTrue(wait_for(lambda: self.round_running(round_, count), 60),
+                        f"{count} ranks of round {round_} did not start")
+
+    def ranks(self):
+        return [p for p in harness.processes_with_marker(self.job)
+                if harness.exe_name(p).startswith("python")]
+
+    def rank_pid(self, rank, round_=0):
+        want = {f"RANK={rank}".encode(), f"TORCHELASTIC_RESTART_COUNT={round_}".encode()}
+        for pid in self.ranks():
+            try:
+                with open(f"/proc/{pid}/environ", "rb") as f:
+                    if want <= set(f.read().split(b"\0")):
+                        return pid
+            except OSError:
+                pass
+        self.fail(f"no process of rank {rank} in round {round_}")
+
+    def round_running(self, round_, count):
+        return sum(name.startswith(f"{round_}-") for name in os.listdir(self.marks)) >= count
+
+    def finish(self):
+        try:
+            out, err = self.proc.communicate(timeout=120)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            out, err = self.proc.communicate()
+            self.fail(f"the job did not end in 120 s:\n{out}\n{err}")
+        return self.proc.returncode, out, err
+
+    def in_namespace(self, host):
+        """The job's processes inside `host`'s namespace."""
+        pids = subprocess.run(["ip", "netns", "pids", host["ns"]], capture_output=True,
+                              text=True).stdout.split()
+        return [int(p) for p in pids if int(p) in harness.processes_with_marker(self.job)]
+
+    def spare_hosts_file(self, name, spare="h4"):
+        return self.hosts.hosts_file([1, 1, 1, 1], name=name,
+                                     host_extra={spare: "spare = true"})
+
+    def test_spare_takes_node_1_when_its_agent_is_killed(self):
+        self.start(self.spare_hosts_file("spare.toml"))
+        self.wait_ranks(3)
+        agent = harness.parent_of(self.rank_pid(1))
+        killed_at = time.monotonic()
+        os.kill(agent, signal.SIGKILL)
+        self.wait_ranks(3, round_=1)
+        print(f"kill -9 of node 1's agent to every rank of round 1 running: "
+              f"{time.monotonic() - killed_at:.2f} s")
+        code, out, err = self.finish()
+        self.assertEqual(code, 0, err)
+        self.assertRegex(err, r"dlaunch: h4 takes node 1 of h2 \((lost the agent of h2|the agent on "
+                              r"h2 exited)")
+        rounds = rounds_of(out)
+        # Round 0 ran on h1..h3; round 1 has the same ranks, rank 1 on the spare.
+        self.assertEqual({r: v[0] for r, v in rounds[0].items()}, {0: "h1", 1: "h2", 2: "h3"})
+        self.assertEqual(rounds[1][1][:3], ("h4", 1, 3))
+        self.assertEqual(rounds[1][0][0], "h1")
+        self.assertEqual(rounds[1][2][:2], ("h3", 2))
+        self.assertEqual(set(rounds), {0, 1})
+        # The dead host runs nothing afterwards.
+        self.assertEqual(self.in_namespace(self.hosts.hosts[1]), [])
+        self.assertEqual(harness.wait_no_marker(self.job, 30), [])
+
+    def test_spare_becomes_node_0_when_node_0_link_goes_down(self):
+        self.start(self.spare_hosts_file("spare0.toml"))
+        self.wait_ranks(3)
+        self.cut = self.hosts.hosts[0]["ns"]
+        cut_at = time.monotonic()
+        subprocess.run(["ip", "netns", "exec", self.cut, "ip", "link", "set", "eth0", "down"],
+                       check=True)
+        code, out, err = self.finish()
+        self.assertEqual(code, 0, err)
+        self.assertIn("dlaunch: h4 takes node 0 of h1", err)
+        rounds = rounds_of(out)
+        self.assertEqual(rounds[0][0][3], self.hosts.hosts[0]["address"])
+        # The new node 0 is the spare, and MASTER_ADDR was probed again: its address.
+        self.assertEqual(rounds[1][0][:2], ("h4", 0))
+        for rank in (0, 1, 2):
+            self.assertEqual(rounds[1][rank][3], self.hosts.hosts[3]["address"], out)
+        print(f"link down to job done: {time.monotonic() - cut_at:.1f} s")
+
+    def test_min_max_starts_without_a_host_that_never_comes(self):
+        # h3 is listed, but nothing listens where the hosts file says it is.
+        gone = dict(self.hosts.hosts[2])
+        gone["address"] = f"{self.hosts.subnet}.200"
+        listed = [self.hosts.hosts[0], self.hosts.hosts[1], gone]
+        hosts_file = self.hosts.hosts_file([1, 1, 1], name="minmax.toml", hosts=listed)
+        self.start(hosts_file, "--nnodes", "2:3", "--join-timeout", "5", "--ssh-timeout", "3")
+        self.wait_ranks(2)
+        # Round 0 never ends by itself: stop it once it runs, the way a user would.
+        self.proc.send_signal(signal.SIGINT)
+        code, out, err = self.finish()
+        self.assertEqual(code, 130, err)
+        self.assertRegex(err, r"h3 is out of the job|not joined: h3")
+        rounds = rounds_of(out)
+        self.assertEqual({r: v[0] for r, v in rounds[0].items()}, {0: "h1", 1: "h2"})
+        self.assertEqual(rounds[0][1][2], 2)  # WORLD_SIZE counts the nodes that run
+
+    def test_below_min_after_losses_fails_naming_the_lost_hosts(self):
+        hosts_file = self.hosts.hosts_file([1, 1, 1], name="below.toml")
+        self.start(hosts_file, "--nnodes", "2:3", long_rounds=2)
+        self.wait_ranks(3)
+        os.kill(harness.parent_of(self.rank_pid(2)), signal.SIGKILL)
+        # Round 1 runs on h1 and h2; then h2's agent dies too.
+        self.wait_ranks(2, round_=1)
+        os.kill(harness.parent_of(self.rank_pid(1, round_=1)), signal.SIGKILL)
+        code, out, err = self.finish()
+        self.assertEqual(code, 1, err)
+        self.assertIn("1 nodes are left, fewer than the 2 the job needs", err)
+        self.assertRegex(err, r"h2 \((lost the agent of h2|the agent on h2 exited)")
+        self.assertRegex(err, r"h3 \((lost the agent of h3|the agent on h3 exited)")
+        self.assertEqual(harness.wait_no_marker(self.job, 30), [])
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,129 @@
+// Elastic jobs through JobPolicy: spares, MIN:MAX, and the rounds that replace
+// a lost node, played on FakeJob (membership's own rules: membership_test).
+#include <doctest/doctest.h>
+
+#include "fake_job.h"
+
+using namespace dlaunch;
+using dlaunch::testing::FakeJob;
+
+namespace {
+
+// Fires timers until the restart backoff has fired (the next round began).
+void wait_for_next_round(FakeJob& job) {
+  while (auto fired = job.fire_next_timer()) {
+    if (*fired == JobTimer::restart_backoff) return;
+  }
+  FAIL("the next round never began");
+}
+
+bool printed_line(const std::string& printed, const std::string& line) {
+  return printed.find("dlaunch: " + line + "\n") != std::string::npos;
+}
+
+}  // namespace
+
+TEST_CASE("elastic: a spare takes node 1's rank when its agent is lost; ranks keep their numbers") {
+  FakeJob job({.nodes = 4, .nproc = 2, .max_restarts = 2, .spares = {3}});
+  job.start();
+  job.join_all();
+  // Three nodes run ranks; the spare was told nothing.
+  for (int node = 0; node < 3; ++node) {
+    const auto assigned = job.received_of<proto::Assign>(node);
+    REQUIRE(assigned.size() == 1);
+    CHECK(assigned[0].node_rank == node);
+    CHECK(assigned[0].nnodes == 3);
+    CHECK(assigned[0].world_size == 6);
+  }
+  CHECK(job.received_of<proto::Assign>(3).empty());
+  CHECK(job.policy().status() == JobStatus::running);
+
+  // Node 1's agent is killed: its connection drops.
+  job.printed();
+  job.connection_lost(1, "connection reset");
+  const std::string lost = job.printed();
+  CHECK(printed_line(lost,
+                     "lost the agent of host1: connection reset; a new round without it "
+                     "(restart 1 of 2)"));
+  job.agent_done(0);
+  job.agent_done(2);
+  wait_for_next_round(job);
+  CHECK(printed_line(job.printed(),
+                     "host3 takes node 1 of host1 (lost the agent of host1: "
+                     "connection reset)"));
+  const auto spare = job.received_of<proto::Assign>(3);
+  REQUIRE(spare.size() == 1);
+  CHECK(spare[0].node_rank == 1);
+  CHECK(spare[0].rank_offset == 2);
+  CHECK(spare[0].round == 1);
+  CHECK(spare[0].world_size == 6);
+  // The others keep their node ranks and rank offsets.
+  CHECK(job.received_of<proto::Assign>(2).back().rank_offset == 4);
+  CHECK(job.received_of<proto::Assign>(1).size() == 1);  // the lost host: nothing more
+  CHECK(job.marked_rounds == std::vector<int>{1});
+
+  // The spare's ranks report as ranks 2 and 3; the job succeeds.
+  for (int rank : {0, 1}) job.rank_exits_on(0, rank, 0);
+  for (int rank : {2, 3}) job.rank_exits_on(3, rank, 0);
+  for (int rank : {4, 5}) job.rank_exits_on(2, rank, 0);
+  for (int node : {0, 2, 3}) job.agent_done(node);
+  for (int node : {0, 2, 3}) job.agent_stops(node);
+  job.agent_exits(1, 137);
+  REQUIRE(job.exit_code.has_value());
+  CHECK(*job.exit_code == 0);
+  const auto records = job.policy().node_records();
+  CHECK(records[1].state == "retired");
+  CHECK(records[3].node_rank == 1);
+}
+
+TEST_CASE("elastic: --nnodes 2:3 with one host that never comes starts on 2 at the join timeout") {
+  FakeJob job({.nodes = 3, .nproc = 1, .min_nodes = 2, .max_nodes = 3});
+  job.start();
+  job.join(0);
+  job.join(2);
+  CHECK(job.received_of<proto::Assign>(0).empty());  // waits for host1 up to --join-timeout
+  REQUIRE(job.armed(JobTimer::join).has_value());
+  CHECK(*job.armed(JobTimer::join) == std::chrono::seconds(30));
+  while (auto fired = job.fire_next_timer()) {
+    if (*fired == JobTimer::join) break;
+  }
+  CHECK(printed_line(job.printed(), "starting on 2 nodes (2 to 3); not joined: host1"));
+  const auto node0 = job.received_of<proto::Assign>(0);
+  const auto node1 = job.received_of<proto::Assign>(2);
+  REQUIRE(node0.size() == 1);
+  REQUIRE(node1.size() == 1);
+  CHECK(node1[0].node_rank == 1);
+  CHECK(node1[0].nnodes == 2);
+  CHECK(node1[0].world_size == 2);
+}
+
+TEST_CASE("elastic: below MIN after a loss, the job fails naming the lost hosts") {
+  FakeJob job({.nodes = 3, .nproc = 1, .max_restarts = 3, .min_nodes = 3, .max_nodes = 3});
+  // MIN = MAX = every host, no spare: not elastic, the loss ends the job as before.
+  job.start();
+  job.join_all();
+  job.connection_lost(2, "heartbeat timeout");
+  CHECK(job.printed().find("job job failed: lost the agent of node 2 (host2): heartbeat timeout") !=
+        std::string::npos);
+
+  FakeJob two({.nodes = 3, .nproc = 1, .max_restarts = 3, .min_nodes = 2, .max_nodes = 3});
+  two.start();
+  two.join_all();
+  two.connection_lost(2, "heartbeat timeout");
+  two.agent_done(0);
+  two.agent_done(1);
+  wait_for_next_round(two);
+  CHECK(two.received_of<proto::Assign>(1).back().nnodes == 2);
+  two.connection_lost(1, "link down");
+  two.agent_done(0);
+  wait_for_next_round(two);
+  const std::string printed = two.printed();
+  CHECK(printed.find("job job failed: cannot go on: 1 nodes are left, fewer than the 2 the job "
+                     "needs; retired: host1 (lost the agent of host1: link down), host2 (lost "
+                     "the agent of host2: heartbeat timeout)") != std::string::npos);
+  two.agent_stops(0);
+  two.agent_exits(1, 1);
+  two.agent_exits(2, 1);
+  REQUIRE(two.exit_code.has_value());
+  CHECK(*two.exit_code == 1);
+}
