@@ -33,7 +33,9 @@ void print_nodes(const JobInfo& i) {
   c.out(
       formatted("  %-*s  %4s  %-9s  %9s  %s\n", w, "HOST", "NODE", "RANKS", "AGENT_PID", "STATE"));
   for (const auto& n : i.nodes) {
-    c.out(formatted("  %-*s  %4d  %-9s  %9s  %s\n", w, n.host.c_str(), n.node_rank,
+    // An elastic job's spare or retired host holds no node rank.
+    const std::string node = n.node_rank >= 0 ? std::to_string(n.node_rank) : "-";
+    c.out(formatted("  %-*s  %4s  %-9s  %9s  %s\n", w, n.host.c_str(), node.c_str(),
                     rank_range(n).c_str(),
                     n.agent_pid > 0 ? std::to_string(n.agent_pid).c_str() : "-", n.state.c_str()));
   }
@@ -61,6 +63,12 @@ void print_job(const Job& job) {
   if (is_active(job.status)) c.out(formatted("coordinator pid: %lld\n", i.coordinator_pid));
   if (job_restarts(job) > 0) c.out(formatted("restarts:   %d\n", job_restarts(job)));
   print_nodes(i);
+  if (!i.history.empty()) {
+    c.out("history:\n");
+    for (const auto& h : i.history)
+      c.out(
+          formatted("  %s  round %d  %s\n", format_time(h.time).c_str(), h.round, h.what.c_str()));
+  }
   if (result && !result->root_cause.empty()) {
     c.out("root cause: " + result->root_cause + "\n");
     for (const auto& line : result->root_cause_tail) c.out("  | " + line + "\n");

@@ -78,6 +78,15 @@ void write_job_json(JsonWriter& json, const Job& job, long long now) {
     json.end_object();
   }
   json.end_array();
+  json.key("history").begin_array();
+  for (const auto& h : i.history) {
+    json.begin_object();
+    json.key("time").value(static_cast<std::int64_t>(h.time));
+    json.key("round").value(h.round);
+    json.key("what").value(h.what);
+    json.end_object();
+  }
+  json.end_array();
   json.key("dir").value(job.dir);
   json.key("logs").begin_object();
   for (const auto& [rank, path] : rank_logs(job.dir)) json.key(std::to_string(rank)).value(path);

@@ -295,12 +295,12 @@ void JobPolicy::maybe_choose_roster() {
   roster_chosen_ = true;
   emit(job_action::CancelTimer{JobTimer::join});
   rendezvous_.set_roster(round.roster);
-  for (auto& change : round.changes) note(std::move(change));
+  for (auto& change : round.changes) membership_note(std::move(change));
   const auto& m = membership_.config();
   if (round.roster.size() < m.max_nodes) {
-    note("starting on " + std::to_string(round.roster.size()) + " nodes (" +
-         std::to_string(m.min_nodes) + " to " + std::to_string(m.max_nodes) +
-         "); not joined: " + missing_nodes(20));
+    membership_note("starting on " + std::to_string(round.roster.size()) + " nodes (" +
+                    std::to_string(m.min_nodes) + " to " + std::to_string(m.max_nodes) +
+                    "); not joined: " + missing_nodes(20));
   }
   if (config_.probe_master) {
     start_probe();
@@ -538,8 +538,8 @@ JobActions JobPolicy::on_rank_exit(ConnId conn, const proto::RankExit& exit,
   // --node-fail-limit: the node whose rank failed first in the round counts
   // it; at the limit, a spare takes its place in the next round.
   if (elastic() && membership_.count_failure(*node))
-    note(node_label(*node) + " is retired: " + "its ranks failed in " +
-         std::to_string(config_.node_fail_limit) + " rounds (--node-fail-limit)");
+    membership_note(node_label(*node) + " is retired: " + "its ranks failed in " +
+                    std::to_string(config_.node_fail_limit) + " rounds (--node-fail-limit)");
   return take();
 }
 
@@ -606,13 +606,20 @@ void JobPolicy::start_next_round() {
     auto next = membership_.next_round(ready_hosts(), labels());
     if (const auto* error = std::get_if<std::string>(&next)) {
       const std::string what = "cannot go on: " + *error;
+      history_.emplace_back(rendezvous_.round(), what);
       note("job " + config_.rendezvous.job + " failed: " + what);
       result_.root_cause = what;
       stop_job(kExitFailure, what);
       return;
     }
     auto& round = std::get<Membership::Round>(next);
-    for (auto& change : round.changes) note(std::move(change));
+    const int next_round = rendezvous_.round() + 1;
+    for (auto& change : round.changes) {
+      history_.emplace_back(next_round, change);
+      note(std::move(change));
+    }
+    history_.emplace_back(next_round, "round " + std::to_string(next_round) + " runs on " +
+                                          std::to_string(round.roster.size()) + " nodes");
     rendezvous_.set_roster(round.roster);
   }
   emit(job_action::MarkRound{rendezvous_.round() + 1});
@@ -713,7 +720,7 @@ bool JobPolicy::lose_node(int index, const std::string& what) {
   if (node.conn) rendezvous_.on_leave(*node.conn);
   if (!member) {
     // A spare, or a host not (yet) in the job: the job goes on without it.
-    note(node.setup.label + " is out of the job: " + what);
+    membership_note(node.setup.label + " is out of the job: " + what);
     maybe_choose_roster();
     fail_if_none_is_coming();
     return true;
@@ -724,13 +731,14 @@ bool JobPolicy::lose_node(int index, const std::string& what) {
       return false;
     case Phase::running:
       if (rendezvous_.assigned()) {
+        history_.emplace_back(rendezvous_.round(), what);
         fail(kExitFailure, what, -1, {}, /*node_lost=*/true);
         return true;
       }
       return false;
     case Phase::restarting:
       // Between rounds: the next roster leaves it out.
-      note(node.setup.label + " is out of the job: " + what);
+      membership_note(node.setup.label + " is out of the job: " + what);
       if (rendezvous_.all_done()) begin_next_round();
       return true;
     case Phase::stopping:

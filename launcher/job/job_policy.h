@@ -175,6 +175,9 @@ class JobPolicy {
 
   const RendezvousState& rendezvous() const { return rendezvous_; }
   bool elastic() const { return membership_.elastic(); }
+  // Membership changes of an elastic job, oldest first: the round each
+  // happened in and what the terminal said.
+  const std::vector<std::pair<int, std::string>>& history() const { return history_; }
   const std::string& node_label(int node) const;
   std::optional<int> node_of(ConnId conn) const;
   bool finished() const { return finished_; }
@@ -248,6 +251,11 @@ class JobPolicy {
     out_.emplace_back(std::in_place_type<Action>, std::move(action));
   }
   void note(std::string text) { emit(job_action::Note{std::move(text)}); }
+  // A membership change: said on the terminal and kept for the job record.
+  void membership_note(std::string text) {
+    history_.emplace_back(rendezvous_.round(), text);
+    note(std::move(text));
+  }
   JobActions take();
   // False when the join ends the job: the machine is listed twice and has GPUs.
   bool check_machine_listed_once(int node_rank, const proto::Join& join);
@@ -259,8 +267,10 @@ class JobPolicy {
   bool join_timed_out_ = false;
   // Elastic: MASTER_ADDR is probed again for a new roster before it starts.
   bool reprobing_ = false;
-  std::vector<int> probed_roster_;  // the roster the last MASTER_ADDR choice was made for
-  std::vector<Node> nodes_;         // indexed by node rank
+  std::vector<int> probed_roster_;
+  std::vector<std::pair<int, std::string>>
+      history_;              // the roster the last MASTER_ADDR choice was made for
+  std::vector<Node> nodes_;  // indexed by node rank
   std::unordered_map<ConnId, int> node_of_conn_;
   Phase phase_ = Phase::starting;
   bool failed_this_round_ = false;

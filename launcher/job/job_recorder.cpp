@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <ctime>
 #include <fstream>
 
 #include "common/log.h"
@@ -13,7 +14,9 @@ JobRecorder::JobRecorder(std::string job_dir, JobInfo info)
 
 void JobRecorder::update(const JobPolicy& policy) {
   if (job_dir_.empty() || policy.finished()) return;
-  if (written_status_ == policy.status() && written_round_ == policy.round()) return;
+  if (written_status_ == policy.status() && written_round_ == policy.round() &&
+      info_.history.size() == policy.history().size())
+    return;
   write(policy, nullptr);
 }
 
@@ -26,6 +29,12 @@ void JobRecorder::write(const JobPolicy& policy, const JobResult* result) {
   info_.status = result ? final_status(*result) : policy.status();
   info_.round = policy.round();
   info_.nodes = policy.node_records();
+  // An elastic job's node count is the current round's; the history says why.
+  if (policy.elastic()) info_.nnodes = policy.rendezvous().nnodes();
+  const auto& history = policy.history();
+  for (std::size_t i = info_.history.size(); i < history.size(); ++i)
+    info_.history.push_back(
+        {static_cast<long long>(std::time(nullptr)), history[i].first, history[i].second});
   written_status_ = info_.status;
   written_round_ = info_.round;
   // The job goes on without its record; `list` and `get` will say LOST.

@@ -1,5 +1,6 @@
 // Keeps a running job's record (job.toml) in step with its policy: written at
-// every change of status or restart round, and once at the end with the
+// every change of status, restart round or membership (an elastic job's
+// history, each entry stamped when first written), and once at the end with the
 // result. Joins alone do not rewrite it, so 10,000 nodes joining cost one
 // write, not 10,000.
 #pragma once

@@ -204,6 +204,12 @@ std::optional<std::string> write_job_record(const std::string& job_dir, const Jo
                 {"hosts", to_array(info.hosts)}};
   if (!info.workdir.empty()) t.insert("workdir", info.workdir);
   if (!info.tensorboard_dir.empty()) t.insert("tensorboard_dir", info.tensorboard_dir);
+  if (!info.history.empty()) {
+    toml::array history;
+    for (const auto& h : info.history)
+      history.push_back(toml::table{{"time", h.time}, {"round", h.round}, {"what", h.what}});
+    t.insert("history", std::move(history));
+  }
   if (result) {
     const JobResult& r = *result;
     t.insert("result", toml::table{{"exit_code", r.exit_code},
@@ -239,6 +245,14 @@ std::optional<JobInfo> read_job_info(const std::string& job_dir) {
   info.detached = (*t)["detached"].value_or(false);
   info.workdir = (*t)["workdir"].value_or(std::string());
   info.tensorboard_dir = (*t)["tensorboard_dir"].value_or(std::string());
+  if (const auto* history = (*t)["history"].as_array()) {
+    for (const auto& item : *history) {
+      const auto* h = item.as_table();
+      if (!h) continue;
+      info.history.push_back({(*h)["time"].value_or(0LL), (*h)["round"].value_or(0),
+                              (*h)["what"].value_or(std::string())});
+    }
+  }
   if (const auto* nodes = (*t)["node"].as_array()) {
     for (const auto& item : *nodes) {
       const auto* n = item.as_table();

@@ -36,6 +36,16 @@ struct NodeRecord {
   bool operator==(const NodeRecord&) const = default;
 };
 
+// A change of an elastic job's membership (launcher/fleet/membership.h): a
+// node lost or retired, a spare taking its place, the nodes a round started on.
+struct HistoryEntry {
+  long long time = 0;  // unix seconds
+  int round = 0;
+  std::string what;
+
+  bool operator==(const HistoryEntry&) const = default;
+};
+
 struct JobInfo {
   std::string name;
   std::string mode;
@@ -58,6 +68,7 @@ struct JobInfo {
   std::string workdir = {};          // where the coordinator started
   std::string tensorboard_dir = {};  // --tensorboard-dir, on rank 0's host
   bool detached = false;
+  std::vector<HistoryEntry> history = {};  // oldest first
 };
 
 struct JobResult {

@@ -33,6 +33,42 @@ print(f"round={e['TORCHELASTIC_RESTART_COUNT']} rank={e['RANK']} group={e['GROUP
 open(os.path.join(sys.argv[2], e['TORCHELASTIC_RESTART_COUNT'] + "-" + e['RANK']), "w").close()
 time.sleep(120 if int(e['TORCHELASTIC_RESTART_COUNT']) < long_rounds else 1)
 """
+# A torch DDP trainer (gloo) that survives rounds as docs/elastic.md says: rank
+# 0 saves a checkpoint after each step into the directory of the first
+# argument, and every round resumes from it. A step takes a second, so a test
+# can kill a node mid-training; the last step's weights are printed.
+DDP = r"""
+import os, sys, time, torch, torch.distributed as dist
+dist.init_process_group("gloo")
+rank, world = dist.get_rank(), dist.get_world_size()
+torch.manual_seed(0)
+model = torch.nn.parallel.DistributedDataParallel(torch.nn.Linear(4, 1))
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+path = os.path.join(sys.argv[1], "checkpoint.pt")
+start = 0
+if os.path.exists(path):
+    state = torch.load(path)
+    model.module.load_state_dict(state["model"])
+    opt.load_state_dict(state["opt"])
+    start = state["step"] + 1
+print(f"round={os.environ['TORCHELASTIC_RESTART_COUNT']} rank={rank} world={world} "
+      f"resumes at step {start}", flush=True)
+open(os.path.join(sys.argv[1], f"{os.environ['TORCHELASTIC_RESTART_COUNT']}-{rank}"), "w").close()
+for step in range(start, 6):
+    x = torch.full((8, 4), float(step + 1))
+    loss = model(x).pow(2).mean()
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+    if rank == 0:
+        torch.save({"model": model.module.state_dict(), "opt": opt.state_dict(), "step": step},
+                   path + ".tmp")
+        os.replace(path + ".tmp", path)
+    dist.barrier()
+    time.sleep(1)
+print(f"rank={rank} done weight_sum={float(sum(p.sum() for p in model.parameters())):.6f}",
+      flush=True)
+"""
 LINE = re.compile(r"^\[(\S+):(\d+)\] round=(\d+) rank=(\d+) group=(\d+) world=(\d+) master=(\S+)$",
                   re.M)
 
@@ -149,6 +185,16 @@ class ElasticTest(unittest.TestCase):
         # The dead host runs nothing afterwards.
         self.assertEqual(self.in_namespace(self.hosts.hosts[1]), [])
         self.assertEqual(harness.wait_no_marker(self.job, 30), [])
+        # `get` tells the story; the record says who ran the last round.
+        got = self.hosts.dlaunch(["get", self.job])
+        self.assertEqual(got.returncode, 0, got.stderr)
+        self.assertIn("history:", got.stdout)
+        self.assertRegex(got.stdout, r"round 1  h4 takes node 1 of h2")
+        self.assertRegex(got.stdout, r"round 1  round 1 runs on 3 nodes")
+        self.assertRegex(got.stdout, r"\n  h2 +- +- +\d+ +retired\n")
+        self.assertRegex(got.stdout, r"\n  h4 +1 +1 ")
+        listed = self.hosts.dlaunch(["list", "--all"])
+        self.assertRegex(listed.stdout, rf"{self.job} +SUCCEEDED +3 +3 +1 ")
 
     def test_spare_becomes_node_0_when_node_0_link_goes_down(self):
         self.start(self.spare_hosts_file("spare0.toml"))
@@ -167,6 +213,30 @@ class ElasticTest(unittest.TestCase):
         for rank in (0, 1, 2):
             self.assertEqual(rounds[1][rank][3], self.hosts.hosts[3]["address"], out)
         print(f"link down to job done: {time.monotonic() - cut_at:.1f} s")
+
+    def test_torch_ddp_resumes_on_the_spare_from_its_checkpoint(self):
+        hosts_file = self.hosts.hosts_file([1, 1, 1], name="ddp.toml",
+                                           host_extra={"h3": "spare = true"})
+        cmd = [harness.DLAUNCH, "--hosts", hosts_file, "--name", self.job, "--grace", "2",
+               "--heartbeat-timeout", "4", "--max-restarts", "2", "--", PY, "-c", DDP, self.marks]
+        self.proc = subprocess.Popen(cmd, env=self.hosts.env(), stdout=subprocess.PIPE,
+                                     stderr=subprocess.PIPE, text=True)
+        self.wait_ranks(2)
+        # Mid-training: once a checkpoint exists, node 1's agent dies.
+        checkpoint = os.path.join(self.marks, "checkpoint.pt")
+        self.assertTrue(wait_for(lambda: os.path.exists(checkpoint), 120), "no checkpoint")
+        os.kill(harness.parent_of(self.rank_pid(1)), signal.SIGKILL)
+        code, out, err = self.finish()
+        self.assertEqual(code, 0, err)
+        self.assertIn("dlaunch: h3 takes node 1 of h2", err)
+        resumed = re.findall(r"^\[(\S+):(\d)\] round=1 rank=\d world=2 resumes at step (\d)$",
+                             out, re.M)
+        self.assertEqual(sorted(h for h, _, _ in resumed), ["h1", "h3"], out)
+        self.assertGreater(int(resumed[0][2]), 0, out)  # from the checkpoint, not from scratch
+        done = re.findall(r"^\[(\S+):(\d)\] rank=\d done weight_sum=(\S+)$", out, re.M)
+        self.assertEqual(len(done), 2, out)
+        self.assertEqual(done[0][2], done[1][2])  # DDP kept both replicas equal
+        print(f"resumed at step {resumed[0][2]}")
 
     def test_min_max_starts_without_a_host_that_never_comes(self):
         # h3 is listed, but nothing listens where the hosts file says it is.

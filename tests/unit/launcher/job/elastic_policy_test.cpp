@@ -74,6 +74,13 @@ TEST_CASE("elastic: a spare takes node 1's rank when its agent is lost; ranks ke
   const auto records = job.policy().node_records();
   CHECK(records[1].state == "retired");
   CHECK(records[3].node_rank == 1);
+  // The job record's history: the loss in round 0, then round 1's roster.
+  const auto& history = job.policy().history();
+  REQUIRE(history.size() == 3);
+  CHECK(history[0] == std::pair<int, std::string>{0, "lost the agent of host1: connection reset"});
+  CHECK(history[1].first == 1);
+  CHECK(history[1].second.find("host3 takes node 1 of host1") == 0);
+  CHECK(history[2] == std::pair<int, std::string>{1, "round 1 runs on 3 nodes"});
 }
 
 TEST_CASE("elastic: --nnodes 2:3 with one host that never comes starts on 2 at the join timeout") {

@@ -94,6 +94,8 @@ TEST_CASE("job records: info and result round-trip, private and with no leftover
   info.tensorboard_dir = "runs";
   info.detached = true;
   info.nodes = {{"gpu1", 0, 0, 8, 1234, "done"}, {"gpu2", 1, 8, 8, 99, "lost"}};
+  info.history = {{1764000010, 0, "lost the agent of gpu3: heartbeat timeout (4 s)"},
+                  {1764000011, 1, "gpu2 takes node 1 of gpu3 (\"lost\")"}};
   const JobResult written = sample_result();
   CHECK(write_job_record(dir.path(), info, &written) == std::nullopt);
 
@@ -112,6 +114,7 @@ TEST_CASE("job records: info and result round-trip, private and with no leftover
   CHECK(read_info->tensorboard_dir == info.tensorboard_dir);
   CHECK(read_info->detached);
   CHECK(read_info->nodes == info.nodes);
+  CHECK(read_info->history == info.history);
 
   const auto result = read_job_result(dir.path());
   REQUIRE(result.has_value());
