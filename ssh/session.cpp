@@ -107,7 +107,14 @@ void SshSession::close() {
     libssh2_session_set_blocking(session_, 1);
     libssh2_session_set_timeout(session_, 2000);
     libssh2_session_disconnect(session_, "dlaunch done");
-    libssh2_session_free(session_);
+    if (libssh2_session_free(session_) != 0 && fd_ >= 0) {
+      // The peer never answered within the timeout (a link that went down
+      // without a FIN): libssh2 keeps the session, waiting for a channel's
+      // close. With the socket shut, its reads and writes fail at once and
+      // the second call frees everything.
+      ::shutdown(fd_, SHUT_RDWR);
+      libssh2_session_free(session_);
+    }
     session_ = nullptr;
   }
   if (fd_ >= 0) ::close(fd_);
