@@ -73,9 +73,11 @@ def first_step_after(marks, killed_at, done, timeout=120):
     raise SystemExit("no step after the kill")
 
 
-def wait_steps(marks, count):
+def wait_steps(marks, count, log=None):
+    """Until `count` steps are written; else stops, with the launcher's `log`."""
     if not harness.wait_for(lambda: len(steps(marks)) >= count, 120):
-        raise SystemExit("training did not start")
+        said = open(log).read() if log and os.path.exists(log) else ""
+        raise SystemExit("training did not start\n" + said)
 
 
 def kill_tree(pid):
@@ -98,9 +100,9 @@ def run_dlaunch(tmp, run):
     env = dict(os.environ, DLAUNCH_STATE_DIR=os.path.join(tmp, "state"))
     p = subprocess.Popen([harness.DLAUNCH, "--hosts", hosts, "--name", job, "--max-restarts", "3",
                           "--", PY, "-c", STEP, marks], env=env, stdout=subprocess.DEVNULL,
-                         stderr=subprocess.DEVNULL)
+                         stderr=open(os.path.join(tmp, f"dlaunch-{run}.err"), "w"))
     try:
-        wait_steps(marks, 9)
+        wait_steps(marks, 9, os.path.join(tmp, f"dlaunch-{run}.err"))
         rank1 = [pid for pid in harness.processes_with_marker(job)
                  if b"RANK=1" in open(f"/proc/{pid}/environ", "rb").read().split(b"\0")][0]
         agent = harness.parent_of(rank1)
@@ -149,22 +151,38 @@ def run_torchrun(tmp, run):
             a.wait()
 
 
+def torchrun_problem():
+    """Why this machine's torchrun cannot run a job, or None when it can."""
+    r = subprocess.run([PY, "-m", "torch.distributed.run", "--nnodes", "1", "--nproc_per_node",
+                        "1", "--no_python", "/bin/true"], capture_output=True, text=True,
+                       timeout=120)
+    if r.returncode == 0:
+        return None
+    return (r.stderr.strip().splitlines() or ["exit code " + str(r.returncode)])[-1]
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--runs", type=int, default=5)
     args = parser.parse_args()
-    results = {"dlaunch": [], "torchrun": []}
+    problem = torchrun_problem()
+    if problem:
+        print(f"torchrun cannot run a job here, so it is not measured: {problem}")
+    results = {"dlaunch": []} if problem else {"dlaunch": [], "torchrun": []}
     with tempfile.TemporaryDirectory(prefix="dlaunch-elastic-bench-") as tmp:
         for run in range(args.runs):  # interleaved: A B A B
-            results["dlaunch"].append(run_dlaunch(tmp, run))
-            results["torchrun"].append(run_torchrun(tmp, run))
-            print(f"run {run + 1}: dlaunch {results['dlaunch'][-1]:.2f} s, "
-                  f"torchrun {results['torchrun'][-1]:.2f} s", flush=True)
+            line = f"run {run + 1}:"
+            for name, measure in (("dlaunch", run_dlaunch), ("torchrun", run_torchrun)):
+                if name in results:
+                    results[name].append(measure(tmp, run))
+                    line += f" {name} {results[name][-1]:.2f} s"
+            print(line, flush=True)
     for name, times in results.items():
         print(f"{name}: median {statistics.median(times):.2f} s "
               f"(min {min(times):.2f}, max {max(times):.2f}, {len(times)} runs)")
-    ratio = statistics.median(results["torchrun"]) / statistics.median(results["dlaunch"])
-    print(f"dlaunch recovers {ratio:.1f}x faster than torchrun's c10d rendezvous")
+    if "torchrun" in results:
+        ratio = statistics.median(results["torchrun"]) / statistics.median(results["dlaunch"])
+        print(f"dlaunch recovers {ratio:.1f}x faster than torchrun's c10d rendezvous")
 
 
 if __name__ == "__main__":
