@@ -13,6 +13,7 @@ Membership::Membership(Config config)
   const auto hosts = config_.spare.size();
   config_.max_nodes = std::min(config_.max_nodes, hosts);
   config_.min_nodes = std::min(config_.min_nodes, config_.max_nodes);
+  // The plan says the same before the job starts (launcher/plan/plan.cpp elastic()).
   elastic_ = config_.min_nodes < config_.max_nodes ||
              std::find(config_.spare.begin(), config_.spare.end(), true) != config_.spare.end() ||
              config_.max_nodes < hosts;

@@ -129,6 +129,7 @@ JobActions JobPolicy::on_join(ConnId conn, const proto::Join& join) {
     node_of_conn_[conn] = member->index;
     auto& node = nodes_[static_cast<std::size_t>(member->index)];
     node.conn = conn;
+    settle(node);
     if (node.unreachable) {
       node.unreachable.reset();
       --unreachable_;
@@ -153,6 +154,7 @@ JobActions JobPolicy::on_join(ConnId conn, const proto::Join& join) {
     }
     if (config_.sync && !node.sync_started && phase_ == Phase::starting) {
       node.sync_started = true;
+      ++sync_pending_;
       emit(job_action::StartSync{conn, member->index});
     }
   }
@@ -168,6 +170,10 @@ JobActions JobPolicy::on_join(ConnId conn, const proto::Join& join) {
     } else if (!probe_sent_) {
       start_probe();
     }
+  } else {
+    // A rendezvous held for --sync (or a MIN:MAX that spans every host) goes
+    // as soon as nothing else is waited for.
+    maybe_assign();
   }
   if (rendezvous_.assigned() && phase_ == Phase::starting) on_assigned();
   return take();
@@ -178,6 +184,7 @@ JobActions JobPolicy::on_agent_unreachable(int index, std::string what) {
   if (finished_ || node.conn || node.agent_gone) return {};
   if (!node.unreachable) ++unreachable_;
   node.unreachable = std::move(what);
+  settle(node);
   fail_if_none_is_coming();
   return take();
 }
@@ -241,13 +248,14 @@ JobActions JobPolicy::on_sync_done(ConnId conn, const proto::SyncDone& done) {
   const auto index = node_of(conn);
   if (finished_ || !index || phase_ != Phase::starting) return {};
   auto& node = nodes_[static_cast<std::size_t>(*index)];
-  if (!node.sync_started || node.synced) return {};
+  if (!node.sync_started || node.synced || membership_.retired(*index)) return {};
   if (!done.error.empty()) {
     fail(kExitFailure, "--sync to " + node.setup.label + " failed: " + done.error, -1, {});
     return take();
   }
   node.synced = true;
   ++synced_;
+  --sync_pending_;
   emit(log_line(log::Level::info, "sync to ", node.setup.label, ": ", done.files_written,
                 " files written, ", done.bytes_received, " bytes sent, ", done.deleted,
                 " deleted"));
@@ -276,17 +284,19 @@ std::vector<std::string> JobPolicy::labels() const {
 // waits on, up to --rdzv-timeout, and starts as soon as MIN have joined.
 void JobPolicy::maybe_choose_roster() {
   if (!elastic() || roster_chosen_ || phase_ != Phase::starting) return;
-  std::size_t coming = 0;
+  const bool coming = settled_ < nodes_.size();
+  if (coming && !join_timed_out_) return;
+  // Lost hosts have left the rendezvous: joined() counts those that can run.
+  if (coming && static_cast<std::size_t>(rendezvous_.joined()) < membership_.config().min_nodes)
+    return;
   std::vector<bool> joined(nodes_.size());
   for (std::size_t i = 0; i < nodes_.size(); ++i) {
     const Node& n = nodes_[i];
     joined[i] = n.conn && !n.conn_closed && !n.agent_gone;
-    if (!joined[i] && !n.agent_gone && !n.conn_closed && !n.unreachable) ++coming;
   }
-  if (coming > 0 && !join_timed_out_) return;
   auto first = membership_.first_round(joined, labels());
   if (const auto* error = std::get_if<std::string>(&first)) {
-    if (coming > 0) return;
+    if (coming) return;
     if (unreachable_ > 0) return;  // fail_if_none_is_coming names each with its error
     fail(kExitFailure, "cannot start: " + *error + "; missing: " + missing_nodes(50), -1, {});
     return;
@@ -313,19 +323,14 @@ void JobPolicy::maybe_choose_roster() {
 // --sync is done (when asked for).
 void JobPolicy::maybe_assign() {
   if (phase_ != Phase::starting || rendezvous_.assigned()) return;
-  if (elastic() ? !roster_chosen_ || !rendezvous_.roster_joined() : !rendezvous_.all_joined())
-    return;
-  if (config_.sync && !elastic() && synced_ < nodes_.size()) return;
-  if (config_.sync && elastic()) {
-    // Spares too: any of them may run ranks in a later round.
-    for (const auto& n : nodes_) {
-      if (n.conn && !n.synced && !n.agent_gone && !n.conn_closed) return;
-    }
-  }
+  if (elastic() ? !roster_chosen_ : !rendezvous_.all_joined()) return;
+  // An elastic job's spares too: any of them may run ranks in a later round.
+  if (config_.sync && (elastic() ? sync_pending_ > 0 : synced_ < nodes_.size())) return;
   if (config_.probe_master) {
     if (!network_) return;
     send_all(rendezvous_.assign_with_network(network_->first, network_->second));
-  } else if (config_.sync || elastic()) {
+  } else if (config_.rendezvous.hold_for_network) {
+    // Held for the sync or the roster, and nothing else to wait for.
     send_all(rendezvous_.assign_with_network(rendezvous_.master_addr(), {}));
   }
   if (rendezvous_.assigned() && phase_ == Phase::starting) on_assigned();
@@ -354,12 +359,11 @@ void JobPolicy::start_probe() {
     emit(log_line(log::Level::warn, "node 0 (", node0.setup.label,
                   ") could not open a probe port; MASTER_ADDR=", rendezvous_.master_addr(),
                   " is used untested"));
-    network_.emplace(rendezvous_.master_addr(), std::vector<std::string>{});
-    if (reprobing_) {
-      reprobing_ = false;
-      send_all(rendezvous_.begin_restart());
-    }
-    maybe_assign();
+    // An elastic job's node 0 may have changed hands: its own address then.
+    const bool own = elastic() && !node0.setup.address.empty();
+    network_.emplace(own ? node0.setup.address : rendezvous_.master_addr(),
+                     std::vector<std::string>{});
+    network_chosen();
     return;
   }
   emit(log_line(log::Level::debug, "probing ", candidates_.size(),
@@ -371,7 +375,6 @@ void JobPolicy::start_probe() {
   probe_.emplace(candidates_, node0.probe_port, config_.probe_timeout_ms, nodes_.size());
   // An elastic job probes from the roster's nodes only: spares and lost hosts
   // count as gone, so the probe does not wait for them.
-  std::vector<MasterProbe::Send> lost_sends;
   for (std::size_t i = 0; i < nodes_.size(); ++i) {
     const bool member = !elastic() || rendezvous_.node_rank_of(static_cast<int>(i)) >= 0;
     if (member && nodes_[i].conn) {
@@ -438,12 +441,6 @@ void JobPolicy::choose_master() {
   const auto result = net::choose_master(candidates_, config_.master_sources, probes);
   if (!result.choice) {
     reprobing_ = false;
-    if (phase_ == Phase::restarting) {
-      note("job " + config_.rendezvous.job + " failed: " + result.report);
-      result_.root_cause = result.report;
-      stop_job(kExitFailure, result.report);
-      return;
-    }
     fail(kExitFailure, result.report, -1, {});
     return;
   }
@@ -459,13 +456,17 @@ void JobPolicy::choose_master() {
   }
   network_.emplace(result.choice->address, std::move(interface_by_host));
   probed_roster_ = roster;
-  if (reprobing_) {
-    reprobing_ = false;
-    rendezvous_.set_network(network_->first, network_->second);
-    send_all(rendezvous_.begin_restart());
+  network_chosen();
+}
+
+void JobPolicy::network_chosen() {
+  if (!reprobing_) {
+    maybe_assign();
     return;
   }
-  maybe_assign();
+  reprobing_ = false;
+  rendezvous_.set_network(network_->first, network_->second);
+  send_all(rendezvous_.begin_restart());
 }
 
 void JobPolicy::on_assigned() {
@@ -607,9 +608,7 @@ void JobPolicy::start_next_round() {
     if (const auto* error = std::get_if<std::string>(&next)) {
       const std::string what = "cannot go on: " + *error;
       history_.emplace_back(rendezvous_.round(), what);
-      note("job " + config_.rendezvous.job + " failed: " + what);
-      result_.root_cause = what;
-      stop_job(kExitFailure, what);
+      fail(kExitFailure, what, -1, {});  // between rounds: the job ends
       return;
     }
     auto& round = std::get<Membership::Round>(next);
@@ -688,6 +687,7 @@ JobActions JobPolicy::on_agent_exited(int index, int exit_code, const std::strin
   if (finished_) return {};
   auto& node = nodes_[static_cast<std::size_t>(index)];
   node.agent_gone = true;
+  settle(node);
   emit(job_action::CloseStdin{index});
   if (phase_ == Phase::stopping) {
     check_finished();
@@ -718,6 +718,8 @@ bool JobPolicy::lose_node(int index, const std::string& what) {
   const bool member = rendezvous_.node_rank_of(index) >= 0 && roster_chosen_;
   membership_.retire(index, what);
   if (node.conn) rendezvous_.on_leave(*node.conn);
+  // Its sync is not waited for any more (lose_node runs once per host).
+  if (node.sync_started && !node.synced) --sync_pending_;
   if (!member) {
     // A spare, or a host not (yet) in the job: the job goes on without it.
     membership_note(node.setup.label + " is out of the job: " + what);
@@ -727,7 +729,8 @@ bool JobPolicy::lose_node(int index, const std::string& what) {
   }
   switch (phase_) {
     case Phase::starting:
-      // Chosen but not assigned yet (probe or sync): choose again without it.
+      // In the first roster, before its ranks were assigned (probe or sync):
+      // the caller fails the job, as without spares.
       return false;
     case Phase::running:
       if (rendezvous_.assigned()) {

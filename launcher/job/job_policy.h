@@ -204,6 +204,8 @@ class JobPolicy {
     // The agent's own report that it cannot reach the rendezvous; cleared
     // when it joins after all.
     std::optional<std::string> unreachable;
+    // No longer on its way: joined, gone, or said it cannot connect.
+    bool settled = false;
   };
   enum class Phase { starting, running, restarting, stopping };
 
@@ -216,6 +218,13 @@ class JobPolicy {
   std::vector<bool> ready_hosts() const;
   std::vector<std::string> labels() const;
   int master_host() const { return rendezvous_.roster().front(); }
+  void settle(Node& node) {
+    if (!node.settled) ++settled_;
+    node.settled = true;
+  }
+  // MASTER_ADDR is chosen: the held first assignment goes out, or, between
+  // rounds, the next round's with the new choice.
+  void network_chosen();
   void start_probe();
   void send_probes(const std::vector<MasterProbe::Send>& sends);
   void apply_probe_reply(MasterProbe::Reply reply);
@@ -267,10 +276,12 @@ class JobPolicy {
   bool join_timed_out_ = false;
   // Elastic: MASTER_ADDR is probed again for a new roster before it starts.
   bool reprobing_ = false;
-  std::vector<int> probed_roster_;
-  std::vector<std::pair<int, std::string>>
-      history_;              // the roster the last MASTER_ADDR choice was made for
-  std::vector<Node> nodes_;  // indexed by node rank
+  std::vector<int> probed_roster_;  // the roster the last MASTER_ADDR choice was made for
+  std::vector<std::pair<int, std::string>> history_;
+  // Counted, not scanned, so that thousands of joins and syncs cost O(nodes):
+  std::size_t settled_ = 0;       // nodes with `settled` set
+  std::size_t sync_pending_ = 0;  // syncs started on nodes not lost, not yet done
+  std::vector<Node> nodes_;       // indexed by node rank
   std::unordered_map<ConnId, int> node_of_conn_;
   Phase phase_ = Phase::starting;
   bool failed_this_round_ = false;

@@ -136,8 +136,13 @@ std::size_t spare_count(const Plan& plan) {
                                                 [](const auto& n) { return n.host.spare; }));
 }
 
+// The same rule as Membership's (launcher/fleet/membership.cpp): spares, or a
+// MIN:MAX that, cut to the host list, is a range or leaves hosts over.
 bool elastic(const Plan& plan, const Options& o) {
-  return o.max_nodes != 0 || spare_count(plan) != 0;
+  if (spare_count(plan) != 0) return true;
+  if (o.max_nodes == 0) return false;
+  const auto max = std::min(o.max_nodes, plan.nodes.size());
+  return std::min(o.min_nodes, max) < max || max < plan.nodes.size();
 }
 
 std::optional<std::string> check_elastic(const Plan& plan, const Options& o) {
@@ -189,8 +194,9 @@ std::string describe_plan(const Plan& plan, const Options& o) {
       << (plan.nnodes == 1 ? "" : "s") << ")\n";
   if (elastic(plan, o)) {
     const auto spares = spare_count(plan);
-    const auto max = o.max_nodes != 0 ? o.max_nodes : plan.nodes.size() - spares;
-    const auto min = o.min_nodes != 0 ? o.min_nodes : max;
+    const auto max =
+        o.max_nodes != 0 ? std::min(o.max_nodes, plan.nodes.size()) : plan.nodes.size() - spares;
+    const auto min = o.min_nodes != 0 ? std::min(o.min_nodes, max) : max;
     out << "elastic: runs on " << min << (min == max ? "" : " to " + std::to_string(max))
         << " nodes; " << spares << (spares == 1 ? " spare takes" : " spares take")
         << " the place of a lost node; a node is retired when lost or after its ranks "

@@ -207,3 +207,27 @@ TEST_CASE("--dry-run names --env-file and --include as the sources of what they 
   CHECK(text.find("FROM_FILE=1 (--env-file)") != std::string::npos);
   CHECK(text.find("FROM_FLAG=2 (--env)") != std::string::npos);
 }
+
+TEST_CASE("plan: elastic as the job's membership counts it; the dry run lists the spares") {
+  HostsFile hosts = two_hosts("10.0.0.5", "10.0.0.6");
+  Options o = hosts_mode();
+  auto elastic_of = [&](std::size_t min, std::size_t max, int spares) {
+    o.min_nodes = min;
+    o.max_nodes = max;
+    o.spares = spares;
+    return elastic(make_plan(o, &hosts, "job"), o);
+  };
+  CHECK_FALSE(elastic_of(0, 0, 0));
+  CHECK_FALSE(elastic_of(2, 2, 0));  // every host, no range: an ordinary job
+  CHECK_FALSE(elastic_of(2, 5, 0));  // MAX cut to the 2 hosts: still 2:2
+  CHECK(elastic_of(1, 2, 0));
+  CHECK(elastic_of(1, 1, 0));  // a host left over is a spare
+  CHECK(elastic_of(0, 0, 1));
+  const Plan p = make_plan(o, &hosts, "job");
+  const std::string text = describe_plan(p, o);
+  CHECK(text.find("elastic: runs on 1 nodes; 1 spare takes the place of a lost node") !=
+        std::string::npos);
+  CHECK(text.find("spare: b (10.0.0.6), runs ranks only in place of a lost node") !=
+        std::string::npos);
+  CHECK(text.find("node 0: a (10.0.0.5, ssh)") != std::string::npos);
+}
