@@ -598,7 +598,12 @@ void JobPolicy::fail(int code, const std::string& what, int rank, std::vector<st
 }
 
 void JobPolicy::begin_next_round() {
-  emit(job_action::ArmTimer{JobTimer::restart_backoff, restart_delay(rendezvous_.round())});
+  // The backoff keeps a crash loop from spinning. A round that replaces a
+  // lost node is not one (each loss retires a host for good), and every
+  // moment of it is training lost: it starts at once.
+  const auto delay =
+      member_lost_ ? std::chrono::milliseconds(0) : restart_delay(rendezvous_.round());
+  emit(job_action::ArmTimer{JobTimer::restart_backoff, delay});
 }
 
 void JobPolicy::start_next_round() {
@@ -621,6 +626,7 @@ void JobPolicy::start_next_round() {
                                           std::to_string(round.roster.size()) + " nodes");
     rendezvous_.set_roster(round.roster);
   }
+  member_lost_ = false;
   emit(job_action::MarkRound{rendezvous_.round() + 1});
   failed_this_round_ = false;
   phase_ = Phase::running;
@@ -717,6 +723,7 @@ bool JobPolicy::lose_node(int index, const std::string& what) {
   if (membership_.retired(index)) return true;
   const bool member = rendezvous_.node_rank_of(index) >= 0 && roster_chosen_;
   membership_.retire(index, what);
+  if (member) member_lost_ = true;
   if (node.conn) rendezvous_.on_leave(*node.conn);
   // Its sync is not waited for any more (lose_node runs once per host).
   if (node.sync_started && !node.synced) --sync_pending_;

@@ -17,7 +17,8 @@
 //   or --nnodes MIN:MAX): then the node is retired and the next round runs on
 //   the roster launcher/fleet/membership.h picks, with MASTER_ADDR probed
 //   again for it.
-// - Rounds back off like torchrun: min(500 ms * 2^min(round, 6), 30 s).
+// - Rounds back off like torchrun: min(500 ms * 2^min(round, 6), 30 s),
+//   except a round that replaces a lost node, which starts at once.
 // - With --sync the assignment waits for every node's SyncDone (and for the
 //   MASTER_ADDR probe when there is one); a node's sync starts as it joins. A
 //   failed sync fails the job before any rank starts, naming the host.
@@ -276,6 +277,9 @@ class JobPolicy {
   bool join_timed_out_ = false;
   // Elastic: MASTER_ADDR is probed again for a new roster before it starts.
   bool reprobing_ = false;
+  // Elastic: a node of the current roster was lost this round, so the next
+  // round starts without the restart backoff.
+  bool member_lost_ = false;
   std::vector<int> probed_roster_;  // the roster the last MASTER_ADDR choice was made for
   std::vector<std::pair<int, std::string>> history_;
   // Counted, not scanned, so that thousands of joins and syncs cost O(nodes):

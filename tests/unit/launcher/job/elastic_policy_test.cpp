@@ -47,6 +47,8 @@ TEST_CASE("elastic: a spare takes node 1's rank when its agent is lost; ranks ke
                      "(restart 1 of 2)"));
   job.agent_done(0);
   job.agent_done(2);
+  // A round that replaces a lost node is no crash loop: no backoff.
+  CHECK(job.armed(JobTimer::restart_backoff) == std::chrono::milliseconds(0));
   wait_for_next_round(job);
   CHECK(printed_line(job.printed(),
                      "host3 takes node 1 of host1 (lost the agent of host1: "
