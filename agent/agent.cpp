@@ -220,6 +220,62 @@ void Agent::on_message(proto::Message&& message) {
     on_sync_offer(std::move(*offer));
   } else if (auto* data = std::get_if<proto::SyncData>(&message)) {
     on_sync_data(*data);
+  } else if (auto* chunk = std::get_if<proto::FileChunk>(&message)) {
+    on_checkpoint_chunk(*chunk);
+  }
+}
+
+std::string Agent::in_workdir(const std::string& dir) const {
+  if (dir.starts_with('/')) return dir;
+  return (spec_.workdir.empty() ? current_directory() : spec_.workdir) + "/" + dir;
+}
+
+DirectorySender& Agent::checkpoint_sender() {
+  if (!checkpoint_) {
+    checkpoint_ = std::make_unique<DirectorySender>(
+        io_, in_workdir(spec_.checkpoint_dir),
+        DirectoryFollower::Options{.set = proto::FileSet::checkpoint, .settled_only = true},
+        // A checkpoint can be gigabytes: sent as fast as the connection
+        // drains, still behind the ranks' output.
+        DirectorySender::Pace{std::chrono::milliseconds(100), 8 << 20}, "--checkpoint-dir",
+        [this] { return client_.get(); });
+  }
+  return *checkpoint_;
+}
+
+// Written in the order the coordinator sent it, before the Assign that
+// follows on the same connection: the ranks find the checkpoint in place.
+void Agent::on_checkpoint_chunk(const proto::FileChunk& chunk) {
+  if (chunk.set != proto::FileSet::checkpoint || spec_.checkpoint_dir.empty()) {
+    log::warn("ignoring a file from the coordinator: this agent has no --checkpoint-dir");
+    return;
+  }
+  if (!checkpoint_in_) {
+    checkpoint_in_.emplace(in_workdir(spec_.checkpoint_dir),
+                           FileMirror::Options{.whole_files = true,
+                                               .what = "checkpoint",
+                                               .source = "the coordinator",
+                                               .private_files = false});
+  }
+  if (auto error = checkpoint_in_->write(chunk)) {
+    log::warn(spec_.host_name, ": ", *error);
+    return;
+  }
+  if (chunk.complete) checkpoint_sender().mark_sent(chunk.path);
+}
+
+void Agent::flush_senders(std::function<void()> done) {
+  auto then_checkpoint = [this, done = std::move(done)]() mutable {
+    if (checkpoint_ && checkpoint_->started()) {
+      checkpoint_->flush_then(std::move(done));
+    } else {
+      done();
+    }
+  };
+  if (tensorboard_) {
+    tensorboard_->flush_then(std::move(then_checkpoint));
+  } else {
+    then_checkpoint();
   }
 }
 
@@ -351,12 +407,9 @@ void Agent::apply(const AgentAction& action) {
                                    : find_free_port();
               if (client_) client_->send(proto::AgentDone{round, port});
             };
-            // The event files' last bytes reach the coordinator before the round ends.
-            if (tensorboard_) {
-              tensorboard_->flush_then(report);
-            } else {
-              report();
-            }
+            // The event files' last bytes and the last checkpoint reach the
+            // coordinator before the round ends.
+            flush_senders(report);
           },
           [this](const AnnounceStop& a) {
             if (spec_.echo) std::fprintf(stderr, "dlaunch: %s\n", a.reason.c_str());
@@ -394,12 +447,12 @@ void Agent::start_round(const proto::Assign& assign) {
   supervisor_.start(launches);
   pulse_.start();  // from here the guardian ends the ranks if this loop stops
   if (!tensorboard_ && !spec_.tensorboard_dir.empty() && assign.rank_offset == 0) {
-    const std::string& dir = spec_.tensorboard_dir;
-    const std::string base = spec_.workdir.empty() ? current_directory() : spec_.workdir;
-    tensorboard_ = std::make_unique<TensorboardSender>(
-        io_, dir.starts_with('/') ? dir : base + "/" + dir, [this] { return client_.get(); });
+    tensorboard_ = std::make_unique<DirectorySender>(
+        io_, in_workdir(spec_.tensorboard_dir), DirectoryFollower::Options{},
+        DirectorySender::Pace{}, "--tensorboard-dir", [this] { return client_.get(); });
     tensorboard_->start();
   }
+  if (!spec_.checkpoint_dir.empty() && assign.rank_offset == 0) checkpoint_sender().start();
 }
 
 void Agent::on_line(int rank, proto::Stream stream, std::string_view line, proto::LineEnd end) {
@@ -426,6 +479,7 @@ void Agent::finish(int code) {
   stop_signals_.cancel(ignored);
   supervisor_.cancel_timers();
   if (tensorboard_) tensorboard_->stop();
+  if (checkpoint_) checkpoint_->stop();
   if (stdin_) stdin_->cancel(ignored);
   sync_wait_timer_.cancel();
   // A job that ends before its ranks were assigned leaves no marker behind.

@@ -14,13 +14,14 @@
 #include <string>
 
 #include "agent/agent_state.h"
+#include "agent/directory_sender.h"
 #include "agent/guardian.h"
 #include "agent/probe_listener.h"
 #include "agent/process_ops.h"
 #include "agent/rank_supervisor.h"
 #include "agent/sync_markers.h"
 #include "agent/sync_receiver.h"
-#include "agent/tensorboard_sender.h"
+#include "protocol/file_mirror.h"
 #include "protocol/launch_spec.h"
 #include "protocol/rank_env.h"
 #include "rendezvous/client.h"
@@ -58,6 +59,14 @@ class Agent {
   void compare_sync();
   void wait_for_sync_owner();
   void end_sync();
+  // --checkpoint-dir: a new node 0 receives the latest checkpoint from the
+  // coordinator before its Assign.
+  void on_checkpoint_chunk(const proto::FileChunk& chunk);
+  DirectorySender& checkpoint_sender();
+  // The senders' last files reach the coordinator, then `done` runs.
+  void flush_senders(std::function<void()> done);
+  // A directory given relative to the ranks' working directory, made absolute.
+  std::string in_workdir(const std::string& dir) const;
 
   asio::io_context& io_;
   LaunchSpec spec_;
@@ -73,8 +82,10 @@ class Agent {
   SystemProcessOps process_ops_;
   RankSupervisor supervisor_;
   std::unique_ptr<RendezvousClient> client_;
-  std::unique_ptr<TensorboardSender> tensorboard_;  // rank 0's node with --tensorboard-dir
-  std::unique_ptr<SyncReceiver> sync_;              // --sync, until its SyncDone is sent
+  std::unique_ptr<DirectorySender> tensorboard_;  // rank 0's node with --tensorboard-dir
+  std::unique_ptr<DirectorySender> checkpoint_;   // --checkpoint-dir, sending from rank 0's node
+  std::optional<FileMirror> checkpoint_in_;       // --checkpoint-dir, from the coordinator
+  std::unique_ptr<SyncReceiver> sync_;            // --sync, until its SyncDone is sent
   bool sync_ended_ = false;
   // The destination's markers (agent/sync_markers.h), claimed once the offer
   // is complete; `sync_owner_` removes them when the ranks are assigned.

@@ -47,6 +47,7 @@ std::string encode_launch_spec(const LaunchSpec& s) {
   body.str(s.tensorboard_dir);
   body.u8(s.workdir_required ? 1 : 0);
   body.u8(s.sync ? 1 : 0);
+  body.str(s.checkpoint_dir);
   wire::Writer out;
   out.u32(kSpecMagic);
   out.u32(static_cast<std::uint32_t>(body.bytes().size()));
@@ -82,6 +83,7 @@ std::optional<LaunchSpec> decode_launch_spec_body(std::string_view body) {
   s.workdir_required = workdir_required == 1;
   const auto sync = r.u8();
   s.sync = sync == 1;
+  s.checkpoint_dir = r.str(4096);
   if (!r.done() || echo > 1 || check > 1 || workdir_required > 1 || sync > 1 ||
       (s.argv.empty() && !s.check) || s.node_rank < 0 || s.nproc < 0 || s.nnodes < 0 ||
       s.master_port < 0 || s.master_port > 65535)

@@ -51,6 +51,11 @@ struct LaunchSpec {
   // --sync: `workdir` is created when missing (with its parents) and receives
   // the coordinator's SyncOffer before the ranks start.
   bool sync = false;
+  // --checkpoint-dir, relative to `workdir`: the agent of the node with rank 0
+  // sends each complete file under it to the coordinator (FileChunk, set
+  // checkpoint), and a new node 0's agent receives the latest ones there
+  // before its ranks start. The ranks get it as DLAUNCH_CHECKPOINT_DIR.
+  std::string checkpoint_dir = {};
 };
 
 // The stdin stream: "DLSP" magic, u32 length, then the encoded fields.

@@ -126,6 +126,8 @@ void put(wire::Writer& w, const FileChunk& m) {
   w.u64(m.offset);
   w.u8(m.restart ? 1 : 0);
   w.str(m.data);
+  w.u8(static_cast<std::uint8_t>(m.set));
+  w.u8(m.complete ? 1 : 0);
 }
 void put(wire::Writer& w, const SyncOffer& m) {
   w.u8(m.delete_extra ? 1 : 0);
@@ -467,8 +469,14 @@ std::optional<Message> get(Type type, wire::Reader& r) {
       m.offset = r.u64();
       const auto restart = flag(r);
       m.data = r.str(kMaxFileChunk);
-      if (!r.ok() || !restart || m.path.empty()) return std::nullopt;
+      const auto set = r.u8();
+      const auto complete = flag(r);
+      if (!r.ok() || !restart || !complete || m.path.empty() ||
+          set > static_cast<std::uint8_t>(FileSet::checkpoint))
+        return std::nullopt;
       m.restart = *restart;
+      m.set = static_cast<FileSet>(set);
+      m.complete = *complete;
       return m;
     }
     case Type::sync_offer: {

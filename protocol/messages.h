@@ -45,7 +45,9 @@ inline constexpr std::uint32_t kMagic = 0x444C5256;  // "DLRV"
 // 8: Join carries the machine id; HostFacts the python3's path.
 // 9: HostFacts carries the host's architecture and libc, and the agent's
 //    architecture (the agent is static: one per architecture).
-inline constexpr std::uint16_t kVersion = 9;
+// 10: FileChunk names its file set (--tensorboard-dir, --checkpoint-dir) and
+//     marks the chunk that completes a file; it also goes to agents.
+inline constexpr std::uint16_t kVersion = 10;
 inline constexpr std::size_t kNonceSize = 32;
 inline constexpr std::size_t kMaxHostName = 255;
 inline constexpr std::size_t kMaxMachineId = 128;
@@ -272,15 +274,23 @@ struct PeerTestReport {
   std::vector<PeerResult> results;  // one per target, in order
 };
 
-// --tensorboard-dir: new bytes of a file under the directory on rank 0's
-// host, sent by that host's agent while the job runs and at its end. `path` is
-// relative to the directory (no "..", no leading "/"). `restart`: the file was
-// rewritten or truncated, so the copy starts again from offset 0.
+// Files under a directory of rank 0's host, copied to the coordinator:
+// --tensorboard-dir's event files as they grow, --checkpoint-dir's files once
+// each is complete (and, for a checkpoint, back from the coordinator to a new
+// node 0 before its ranks start).
+enum class FileSet : std::uint8_t { tensorboard = 0, checkpoint = 1 };
+
+// New bytes of one file. `path` is relative to the directory (no "..", no
+// leading "/"). `restart`: the file was rewritten or truncated, so the copy
+// starts again from offset 0. `complete`: these bytes end the file as it was
+// when read; a checkpoint's copy is put in place only then.
 struct FileChunk {
   std::string path;
   std::uint64_t offset = 0;
   bool restart = false;
   std::string data;  // at most kMaxFileChunk bytes
+  FileSet set = FileSet::tensorboard;
+  bool complete = false;
 };
 
 // --sync: one entry of the synced directory. `path` is relative to it

@@ -2,6 +2,8 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <stdexcept>
 
 namespace mnist {
@@ -22,13 +24,17 @@ void save_checkpoint(const std::string& path, Net& model, torch::optim::SGD& opt
   }
 }
 
-int load_checkpoint(const std::string& path, Net& model, torch::optim::SGD& optimizer) {
-  if (!std::filesystem::exists(path)) {
-    throw std::runtime_error("cannot resume: checkpoint " + path + " does not exist");
-  }
+namespace {
+
+// Wrong file, another model or a truncated write: name the file, not the archive key.
+[[noreturn]] void not_a_checkpoint(const std::string& path, const c10::Error& e) {
+  throw std::runtime_error("cannot resume from " + path + ": not a mnist_dist checkpoint (" +
+                           e.what_without_backtrace() + ")");
+}
+
+int load_archive(torch::serialize::InputArchive& archive, const std::string& path, Net& model,
+                 torch::optim::SGD& optimizer) {
   try {
-    torch::serialize::InputArchive archive;
-    archive.load_from(path);
     torch::serialize::InputArchive model_archive;
     archive.read("model", model_archive);
     model->load(model_archive);
@@ -39,10 +45,42 @@ int load_checkpoint(const std::string& path, Net& model, torch::optim::SGD& opti
     archive.read("epoch", epoch);
     return static_cast<int>(epoch.item<std::int64_t>());
   } catch (const c10::Error& e) {
-    // Wrong file, another model or a truncated write: name the file, not the archive key.
-    throw std::runtime_error("cannot resume from " + path + ": not a mnist_dist checkpoint (" +
-                             e.what_without_backtrace() + ")");
+    not_a_checkpoint(path, e);
   }
+}
+
+}  // namespace
+
+int load_checkpoint(const std::string& path, Net& model, torch::optim::SGD& optimizer) {
+  if (!std::filesystem::exists(path)) {
+    throw std::runtime_error("cannot resume: checkpoint " + path + " does not exist");
+  }
+  torch::serialize::InputArchive archive;
+  try {
+    archive.load_from(path);
+  } catch (const c10::Error& e) {
+    not_a_checkpoint(path, e);
+  }
+  return load_archive(archive, path, model, optimizer);
+}
+
+int load_checkpoint_bytes(const std::string& bytes, const std::string& path, Net& model,
+                          torch::optim::SGD& optimizer, const torch::Device& device) {
+  torch::serialize::InputArchive archive;
+  try {
+    archive.load_from(bytes.data(), bytes.size(), device);
+  } catch (const c10::Error& e) {
+    not_a_checkpoint(path, e);
+  }
+  return load_archive(archive, path, model, optimizer);
+}
+
+std::string read_checkpoint_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return {};
+  std::ostringstream bytes;
+  bytes << in.rdbuf();
+  return bytes.str();
 }
 
 }  // namespace mnist

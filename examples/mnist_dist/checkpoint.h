@@ -13,5 +13,11 @@ namespace mnist {
 void save_checkpoint(const std::string& path, Net& model, torch::optim::SGD& optimizer, int epoch);
 // Returns the epoch the checkpoint was saved after.
 int load_checkpoint(const std::string& path, Net& model, torch::optim::SGD& optimizer);
+// The same from a checkpoint's bytes, its tensors onto `device`; `path` names
+// it in errors.
+int load_checkpoint_bytes(const std::string& bytes, const std::string& path, Net& model,
+                          torch::optim::SGD& optimizer, const torch::Device& device);
+// A file's bytes; empty when it does not exist.
+std::string read_checkpoint_file(const std::string& path);
 
 }  // namespace mnist

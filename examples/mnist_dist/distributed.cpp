@@ -10,6 +10,7 @@
 
 #include <chrono>
 #include <cstdlib>
+#include <cstring>
 #include <stdexcept>
 
 namespace mnist {
@@ -124,6 +125,22 @@ void average_gradients(Distributed& d, const std::vector<torch::Tensor>& params)
   }
   d.allreduce_seconds +=
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+void broadcast_bytes(Distributed& d, std::string& bytes, const torch::Device& device) {
+  if (!d.group) return;
+  const auto as_long = torch::TensorOptions().dtype(torch::kLong).device(device);
+  std::vector<torch::Tensor> size{
+      torch::tensor({static_cast<std::int64_t>(bytes.size())}, as_long)};
+  wait(d.group->broadcast(size, c10d::BroadcastOptions{}));
+  const auto n = size[0].item<std::int64_t>();
+  if (n == 0) return;
+  std::vector<torch::Tensor> data{torch::empty({n}, torch::TensorOptions().dtype(torch::kByte))};
+  if (d.rank == 0) std::memcpy(data[0].data_ptr(), bytes.data(), static_cast<std::size_t>(n));
+  data[0] = data[0].to(device);
+  wait(d.group->broadcast(data, c10d::BroadcastOptions{}));
+  const auto host = data[0].to(torch::kCPU).contiguous();
+  bytes.assign(static_cast<const char*>(host.data_ptr()), static_cast<std::size_t>(n));
 }
 
 void all_reduce_sum(Distributed& d, torch::Tensor& t) {

@@ -42,6 +42,9 @@ Distributed init_distributed(const std::string& backend);
 
 void broadcast_parameters(Distributed& d, const std::vector<torch::Tensor>& params);
 void average_gradients(Distributed& d, const std::vector<torch::Tensor>& params);
+// Rank 0's `bytes` reach every rank (a checkpoint only node 0 holds); the
+// tensors travel on `device`, which NCCL needs to be the rank's GPU.
+void broadcast_bytes(Distributed& d, std::string& bytes, const torch::Device& device);
 // Sums a small tensor across ranks in place.
 void all_reduce_sum(Distributed& d, torch::Tensor& t);
 

@@ -6,6 +6,8 @@
 
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <memory>
 #include <optional>
@@ -79,6 +81,25 @@ std::pair<double, double> evaluate(Net& model, const Dataset& test, Distributed&
   return {totals[0].item<double>() / count, totals[1].item<double>() / count};
 }
 
+// --checkpoint-dir: only node 0 has the file (dlaunch carries it to a new node
+// 0), so rank 0 reads it and every rank loads rank 0's bytes: all resume at
+// the same epoch with the same model and optimizer state. Returns the first
+// epoch to train.
+int resume_from_dir(Distributed& d, const std::string& path, Net& model,
+                    torch::optim::SGD& optimizer, const torch::Device& device) {
+  std::string bytes = d.rank == 0 ? read_checkpoint_file(path) : std::string();
+  broadcast_bytes(d, bytes, device);
+  if (bytes.empty()) return 1;
+  const int done = load_checkpoint_bytes(bytes, path, model, optimizer, device);
+  if (d.rank == 0) {
+    const char* round = std::getenv("TORCHELASTIC_RESTART_COUNT");
+    std::printf("mnist_dist: resuming at epoch %d from %s (round %s)\n", done + 1, path.c_str(),
+                round ? round : "0");
+    std::fflush(stdout);
+  }
+  return done + 1;
+}
+
 int train(const Options& o) {
   const bool cuda = !o.no_cuda && torch::cuda::is_available();
   const std::string backend = o.backend.empty() ? (cuda ? "nccl" : "gloo") : o.backend;
@@ -98,6 +119,9 @@ int train(const Options& o) {
                               torch::optim::SGDOptions(o.lr).momentum(o.momentum));
   int first_epoch = 1;
   if (!o.resume.empty()) first_epoch = load_checkpoint(o.resume, model, optimizer) + 1;
+  const std::string checkpoint =
+      o.checkpoint_dir.empty() ? std::string() : o.checkpoint_dir + "/mnist_dist.pt";
+  if (!checkpoint.empty()) first_epoch = resume_from_dir(d, checkpoint, model, optimizer, device);
   const auto params = model->parameters();
   broadcast_parameters(d, params);
 
@@ -149,6 +173,10 @@ int train(const Options& o) {
       std::fflush(stdout);
       if (events) events->scalar("accuracy", static_cast<float>(accuracy), epoch);
       if (!o.save_model.empty()) save_checkpoint(o.save_model, model, optimizer, epoch);
+      if (!checkpoint.empty()) {
+        std::filesystem::create_directories(o.checkpoint_dir);
+        save_checkpoint(checkpoint, model, optimizer, epoch);
+      }
     }
   }
   if (!o.dump_weights.empty()) dump_weights(o.dump_weights, d.rank, params);

@@ -14,9 +14,11 @@ constexpr const char* kUsage =
     "usage: mnist_dist [--epochs N] [--batch-size N] [--test-batch-size N] [--lr X]\n"
     "                  [--momentum X] [--seed N] [--log-interval N] [--data DIR] [--dir LOGDIR]\n"
     "                  [--backend gloo|nccl] [--no-cuda] [--save-model PATH] [--resume PATH]\n"
-    "                  [--synthetic N] [--dump-weights PATH]\n"
+    "                  [--checkpoint-dir DIR] [--synthetic N] [--dump-weights PATH]\n"
     "Distributed from RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT (as set by\n"
-    "dlaunch or torchrun); runs alone when they are unset.\n";
+    "dlaunch or torchrun); runs alone when they are unset. --checkpoint-dir defaults to\n"
+    "DLAUNCH_CHECKPOINT_DIR (dlaunch --checkpoint-dir): rank 0 saves DIR/mnist_dist.pt after\n"
+    "every epoch, and a run that finds it there resumes from it.\n";
 
 [[noreturn]] void usage_error(const std::string& message) {
   std::fprintf(stderr, "mnist_dist: %s\n%s", message.c_str(), kUsage);
@@ -44,6 +46,7 @@ T number(const std::string& flag, const std::string& text) {
 
 Options parse_options(int argc, char** argv) {
   Options o;
+  if (const char* dir = std::getenv("DLAUNCH_CHECKPOINT_DIR")) o.checkpoint_dir = dir;
   const std::map<std::string, std::function<void(const std::string&)>> with_value = {
       {"--epochs", [&](const std::string& v) { o.epochs = number<int>("--epochs", v); }},
       {"--batch-size",
@@ -60,6 +63,7 @@ Options parse_options(int argc, char** argv) {
       {"--backend", [&](const std::string& v) { o.backend = v; }},
       {"--save-model", [&](const std::string& v) { o.save_model = v; }},
       {"--resume", [&](const std::string& v) { o.resume = v; }},
+      {"--checkpoint-dir", [&](const std::string& v) { o.checkpoint_dir = v; }},
       {"--synthetic", [&](const std::string& v) { o.synthetic = number<int>("--synthetic", v); }},
       {"--dump-weights", [&](const std::string& v) { o.dump_weights = v; }},
   };

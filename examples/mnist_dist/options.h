@@ -22,6 +22,10 @@ struct Options {
   bool no_cuda = false;
   std::string save_model;
   std::string resume;
+  // Rank 0 writes DIR/mnist_dist.pt after every epoch, and a run that finds it
+  // there resumes from it (all ranks get rank 0's copy). Defaults to
+  // DLAUNCH_CHECKPOINT_DIR, which `dlaunch --checkpoint-dir` sets.
+  std::string checkpoint_dir;
   int synthetic = 0;         // > 0: generate this many training samples instead of reading MNIST
   std::string dump_weights;  // raw float32 parameters at the end; "{rank}" is replaced
 };

@@ -270,6 +270,10 @@ ParseResult parse_options(int argc, const char* const* argv,
                  "that joined (at least MIN)")
       ->capture_default_str()
       ->check(CLI::Range(1, 86400));
+  app.add_option("--checkpoint-dir", o.checkpoint_dir,
+                 "where rank 0 writes its checkpoint (relative to its working directory; the "
+                 "ranks get it as DLAUNCH_CHECKPOINT_DIR): each complete file is copied into the "
+                 "job's directory, and to a new node 0 before a round starts there");
   app.add_option("--node-rank,--node_rank,--rank", node_rank, "this node's rank (manual mode)")
       ->check(CLI::NonNegativeNumber);
   app.add_option("--master-addr,--master_addr", o.master_addr,

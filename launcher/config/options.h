@@ -60,6 +60,9 @@ struct Options {
   int spares = 0;           // --spares N: the host list's last N hosts are spares
   int node_fail_limit = 2;  // rounds with a failed rank before a node is retired
   int join_timeout_s = 30;  // an elastic job starts with what joined by then
+  // Where rank 0 writes its checkpoint, relative to the ranks' working
+  // directory: copied to the coordinator as written, and to a new node 0.
+  std::string checkpoint_dir = {};
   int node_rank = 0;
   std::string master_addr;
   std::optional<int> master_port;

@@ -4,12 +4,15 @@
 
 #include <algorithm>
 #include <csignal>
+#include <cstdio>
 #include <ctime>
+#include <span>
 
 #include "common/console.h"
 #include "common/exit_codes.h"
 #include "common/log.h"
 #include "common/posix.h"
+#include "common/text.h"
 #include "launcher/plan/agent_address.h"
 #include "launcher/plan/launch_spec_builder.h"
 #include "protocol/launch_spec.h"
@@ -52,6 +55,7 @@ JobPolicy::Config policy_config(const Plan& plan, const Options& options) {
   config.ranks_filter = options.ranks_filter;
   config.probe_master = plan.probe_master;
   config.sync = !options.sync_dir.empty();
+  config.carry_checkpoint = !options.checkpoint_dir.empty();
   rdzv.hold_for_network = plan.probe_master || config.sync || elastic(plan, options);
   config.master_sources.configured = plan.configured_master;
   config.master_sources.configured_by = plan.configured_master_by;
@@ -141,10 +145,15 @@ void Coordinator::flush_logs_periodically() {
 }
 
 void Coordinator::start_server() {
-  fleet_.listen(
-      {[this](ConnId c, const proto::Join& j) { apply(policy_.on_join(c, j)); },
-       [this](ConnId c, proto::Message&& m) { on_message(c, std::move(m)); },
-       [this](ConnId c, const std::string& r) { apply(policy_.on_connection_closed(c, r)); }});
+  fleet_.listen({[this](ConnId c, const proto::Join& j) { apply(policy_.on_join(c, j)); },
+                 [this](ConnId c, proto::Message&& m) { on_message(c, std::move(m)); },
+                 [this](ConnId c, const std::string& r) {
+                   if (checkpoints_) checkpoints_->drop(c);
+                   held_.erase(c);
+                   apply(policy_.on_connection_closed(c, r));
+                 }});
+  if (!s_.options.checkpoint_dir.empty() && !s_.job_dir.empty())
+    checkpoints_.emplace(s_.job_dir + "/checkpoint", fleet_.server());
   if (!s_.sync) return;
   SyncStreams::Settings sync;
   sync.manifest = s_.sync;
@@ -228,16 +237,49 @@ void Coordinator::on_log_line(ConnId conn, const proto::LogLine& line) {
   }
 }
 
-// --tensorboard-dir: only the node that holds rank 0 has the event files.
+// --tensorboard-dir and --checkpoint-dir: only the node that holds rank 0 has
+// the files.
 void Coordinator::on_file_chunk(ConnId conn, const proto::FileChunk& chunk) {
   const auto node = policy_.node_of(conn);
-  if (!node || !tensorboard_) return;
+  const bool checkpoint = chunk.set == proto::FileSet::checkpoint;
+  FileMirror* tensorboard = tensorboard_ ? &*tensorboard_ : nullptr;
+  if (!node || (checkpoint ? !checkpoints_ : !tensorboard)) return;
   if (!policy_.rendezvous().owns_rank(conn, 0)) {
-    log::warn(policy_.node_label(*node),
-              " sent a TensorBoard file but does not hold rank 0; dropped");
+    log::warn(policy_.node_label(*node), " sent a ", checkpoint ? "checkpoint" : "TensorBoard",
+              " file but does not hold rank 0; dropped");
     return;
   }
-  if (auto error = tensorboard_->write(chunk)) log::warn(*error);
+  const auto error = checkpoint ? checkpoints_->keep(chunk) : tensorboard->write(chunk);
+  if (error) log::warn(*error);
+}
+
+// The new node 0's Assign, and anything else for it, waits behind the
+// checkpoint: the agent writes the files before it starts the ranks.
+void Coordinator::perform(const job_action::CarryCheckpoint& a) {
+  if (!checkpoints_) return;
+  const std::string& host = policy_.node_label(a.node);
+  held_[a.conn];
+  const auto started = std::chrono::steady_clock::now();
+  checkpoints_->carry(a.conn, [this, conn = a.conn, host, started](CheckpointRelay::Carried c) {
+    const double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    char took[32];
+    std::snprintf(took, sizeof took, "%.1f s", seconds);
+    console().note(c.files == 0
+                       ? host + " is the new node 0; no checkpoint has been written yet"
+                       : host + " is the new node 0: sent it the last checkpoint (" +
+                             std::to_string(c.files) + (c.files == 1 ? " file, " : " files, ") +
+                             human_bytes(c.bytes) + ", " + took + ")");
+    release(conn);
+  });
+}
+
+void Coordinator::release(ConnId conn) {
+  auto it = held_.find(conn);
+  if (it == held_.end()) return;
+  JobActions sends = std::move(it->second);
+  held_.erase(it);
+  apply(sends);
 }
 
 void Coordinator::on_signal(int signal) {
@@ -261,7 +303,24 @@ void Coordinator::watch_suspend() {
 }
 
 void Coordinator::apply(const JobActions& actions) {
-  fleet_.apply(actions, [this](const auto& a) { perform(a); });
+  auto perform_here = [this](const auto& a) { perform(a); };
+  const bool may_hold =
+      !held_.empty() || std::any_of(actions.begin(), actions.end(), [](const JobAction& a) {
+        return std::holds_alternative<job_action::CarryCheckpoint>(a);
+      });
+  if (!may_hold) {
+    fleet_.apply(actions, perform_here);
+  } else {
+    // One by one: a carry holds the sends to its connection that follow it.
+    for (const auto& action : actions) {
+      const auto* send = std::get_if<job_action::Send>(&action);
+      if (auto it = send ? held_.find(send->to) : held_.end(); it != held_.end()) {
+        it->second.push_back(action);
+        continue;
+      }
+      fleet_.apply(std::span<const JobAction>(&action, 1), perform_here);
+    }
+  }
   recorder_.update(policy_);
 }
 

@@ -17,15 +17,16 @@
 
 #include "launcher/config/options.h"
 #include "launcher/fleet/agent_fleet.h"
+#include "launcher/job/checkpoint_relay.h"
 #include "launcher/job/job_policy.h"
 #include "launcher/job/job_recorder.h"
-#include "launcher/output/file_mirror.h"
 #include "launcher/output/log_sink.h"
 #include "launcher/plan/plan.h"
 #include "launcher/record/job_record.h"
 #include "launcher/sync/sync_manifest.h"
 #include "launcher/sync/sync_streams.h"
 #include "launcher/transport/transport.h"
+#include "protocol/file_mirror.h"
 
 namespace dlaunch {
 
@@ -71,6 +72,9 @@ class Coordinator {
   void perform(const job_action::Note& a);
   void perform(const job_action::MarkRound& a);
   void perform(const job_action::StartSync& a);
+  void perform(const job_action::CarryCheckpoint& a);
+  // Messages to a connection held behind a checkpoint carry go out after it.
+  void release(ConnId conn);
   void perform(const job_action::Finish& a);
 
   asio::io_context& io_;
@@ -83,9 +87,11 @@ class Coordinator {
   PolicyTimers<JobTimer, kJobTimers> timers_;
   std::string workdir_;
   JobResult result_;
-  asio::signal_set suspend_signals_;  // Ctrl-Z: answered, never obeyed
-  bool reading_paused_ = false;       // --no-skip and the terminal is behind
-  std::optional<SyncStreams> syncs_;  // --sync, once the rendezvous listens
+  asio::signal_set suspend_signals_;            // Ctrl-Z: answered, never obeyed
+  bool reading_paused_ = false;                 // --no-skip and the terminal is behind
+  std::optional<SyncStreams> syncs_;            // --sync, once the rendezvous listens
+  std::optional<CheckpointRelay> checkpoints_;  // --checkpoint-dir, into <job dir>/checkpoint
+  std::map<ConnId, JobActions> held_;           // sends waiting for a checkpoint carry
   asio::steady_timer flush_timer_;
 };
 

@@ -466,11 +466,12 @@ void JobPolicy::network_chosen() {
   }
   reprobing_ = false;
   rendezvous_.set_network(network_->first, network_->second);
-  send_all(rendezvous_.begin_restart());
+  send_round();
 }
 
 void JobPolicy::on_assigned() {
   phase_ = Phase::running;
+  checkpoint_host_ = master_host();
   emit(job_action::CancelTimer{JobTimer::rendezvous});
   emit(job_action::CancelTimer{JobTimer::waiting_report});
   emit(log_line(log::Level::info, "job ", config_.rendezvous.job, ": ", rendezvous_.world_size(),
@@ -640,6 +641,15 @@ void JobPolicy::start_next_round() {
     start_probe();
     return;
   }
+  send_round();
+}
+
+void JobPolicy::send_round() {
+  const int master = master_host();
+  const auto& conn = nodes_[static_cast<std::size_t>(master)].conn;
+  if (config_.carry_checkpoint && checkpoint_host_ >= 0 && master != checkpoint_host_ && conn)
+    emit(job_action::CarryCheckpoint{*conn, master});
+  checkpoint_host_ = master;
   send_all(rendezvous_.begin_restart());
 }
 

@@ -85,6 +85,13 @@ struct StartSync {
   ConnId conn = 0;
   int node = 0;
 };
+// --checkpoint-dir: a round starts on a new node 0. Before anything else on
+// `conn` (its Assign first), the coordinator sends that node the checkpoint it
+// keeps, the latest complete one from the node 0 before.
+struct CarryCheckpoint {
+  ConnId conn = 0;
+  int node = 0;  // the new node 0's host index
+};
 // The job is over; nothing more will come out of the policy.
 struct Finish {
   int exit_code = 0;
@@ -92,10 +99,11 @@ struct Finish {
 
 }  // namespace job_action
 
-using JobAction = std::variant<job_action::Send, job_action::CloseConnection,
-                               job_action::CloseStdin, job_action::KillAgent, job_action::ArmTimer,
-                               job_action::CancelTimer, job_action::Note, job_action::Log,
-                               job_action::MarkRound, job_action::StartSync, job_action::Finish>;
+using JobAction =
+    std::variant<job_action::Send, job_action::CloseConnection, job_action::CloseStdin,
+                 job_action::KillAgent, job_action::ArmTimer, job_action::CancelTimer,
+                 job_action::Note, job_action::Log, job_action::MarkRound, job_action::StartSync,
+                 job_action::CarryCheckpoint, job_action::Finish>;
 using JobActions = std::vector<JobAction>;
 
 class JobPolicy {
@@ -138,6 +146,8 @@ class JobPolicy {
     std::size_t max_nodes = 0;
     int node_fail_limit = 2;
     int join_timeout_s = 30;
+    // --checkpoint-dir: a round on a new node 0 carries the checkpoint to it.
+    bool carry_checkpoint = false;
   };
 
   explicit JobPolicy(Config config);
@@ -246,6 +256,8 @@ class JobPolicy {
   void stop_job(int code, const std::string& reason);
   void begin_next_round();
   void start_next_round();
+  // The next round's assignments, after the checkpoint when node 0 changed.
+  void send_round();
   void check_finished();
   void finish();
   void on_rendezvous_timeout();
@@ -280,6 +292,9 @@ class JobPolicy {
   // Elastic: a node of the current roster was lost this round, so the next
   // round starts without the restart backoff.
   bool member_lost_ = false;
+  // --checkpoint-dir: the host whose checkpoint the coordinator keeps (the
+  // last round's node 0); -1 before the first round.
+  int checkpoint_host_ = -1;
   std::vector<int> probed_roster_;  // the roster the last MASTER_ADDR choice was made for
   std::vector<std::pair<int, std::string>> history_;
   // Counted, not scanned, so that thousands of joins and syncs cost O(nodes):

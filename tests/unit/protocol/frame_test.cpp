@@ -175,6 +175,7 @@ std::vector<proto::Message> sample_messages() {
       proto::PeerTestReport{
           3, {{1, true, 850, 123456789ULL, 1002000, ""}, {7, false, 0, 0, 0, "timed out"}}},
       proto::FileChunk{"train/events.out.tfevents.1.host", 1ULL << 33, true, full_chunk},
+      proto::FileChunk{"ckpt/model.pt", 7, false, "tail", proto::FileSet::checkpoint, true},
       proto::SyncOffer{true,
                        {".git", "*.pt", "data/"},
                        0,

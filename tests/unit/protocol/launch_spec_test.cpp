@@ -18,6 +18,7 @@ TEST_CASE("launch spec round-trips through a pipe") {
   s.echo = true;
   s.master_port = 29500;
   s.tensorboard_dir = "runs/exp 1";
+  s.checkpoint_dir = "ckpt/run 1";
   s.workdir = "/data/job";
   s.workdir_required = true;
   int fds[2];
@@ -36,6 +37,7 @@ TEST_CASE("launch spec round-trips through a pipe") {
   CHECK(back->echo);
   CHECK(back->master_port == 29500);
   CHECK(back->tensorboard_dir == "runs/exp 1");
+  CHECK(back->checkpoint_dir == "ckpt/run 1");
   CHECK(back->workdir == "/data/job");
   CHECK(back->workdir_required);
 }

@@ -33,6 +33,19 @@ TEST_CASE("rank environment is torchrun-compatible") {
   CHECK(env.at("PATH") == "/bin");
 }
 
+TEST_CASE(
+    "--checkpoint-dir reaches the ranks as DLAUNCH_CHECKPOINT_DIR, absolute under the workdir") {
+  proto::Assign a{"j", 0, 0, 0, 1, 0, 1, 1, "a", 1};
+  LaunchSpec spec;
+  CHECK_FALSE(rank_environment(a, 0, spec, {}).contains("DLAUNCH_CHECKPOINT_DIR"));
+  spec.checkpoint_dir = "ckpt";
+  CHECK(rank_environment(a, 0, spec, {}).at("DLAUNCH_CHECKPOINT_DIR") == "ckpt");
+  spec.workdir = "/home/u/run";
+  CHECK(rank_environment(a, 0, spec, {}).at("DLAUNCH_CHECKPOINT_DIR") == "/home/u/run/ckpt");
+  spec.checkpoint_dir = "/scratch/ckpt";
+  CHECK(rank_environment(a, 0, spec, {}).at("DLAUNCH_CHECKPOINT_DIR") == "/scratch/ckpt");
+}
+
 TEST_CASE("OMP_NUM_THREADS is left alone for one rank or when set") {
   proto::Assign a{"j", 0, 0, 0, 1, 0, 1, 1, "a", 1};
   LaunchSpec spec;

@@ -138,3 +138,52 @@ TEST_CASE("elastic: below MIN after a loss, the job fails naming the lost hosts"
   REQUIRE(two.exit_code.has_value());
   CHECK(*two.exit_code == 1);
 }
+
+TEST_CASE(
+    "--checkpoint-dir: a new node 0 gets the checkpoint before its Assign; an old one does not") {
+  FakeJob job({.nodes = 4,
+               .nproc = 1,
+               .max_restarts = 3,
+               .spares = {3},
+               .min_nodes = 2,
+               .max_nodes = 3,
+               .carry_checkpoint = true});
+  job.start();
+  job.join_all();
+  CHECK(job.checkpoint_carried.empty());  // the first round starts where the checkpoint is
+
+  // Node 1 is lost: node 0 stays, so the checkpoint is already there.
+  job.connection_lost(1, "connection reset");
+  job.agent_done(0);
+  job.agent_done(2);
+  wait_for_next_round(job);
+  CHECK(job.received_of<proto::Assign>(3).back().node_rank == 1);
+  CHECK(job.checkpoint_carried.empty());
+
+  // Node 0 is lost and no spare is left: the nodes after it move up, so host3
+  // becomes node 0, and the checkpoint goes to it before its Assign.
+  job.connection_lost(0, "heartbeat timeout");
+  job.agent_done(2);
+  job.agent_done(3);
+  wait_for_next_round(job);
+  REQUIRE(job.checkpoint_carried.size() == 1);
+  const auto [node, sent_before] = job.checkpoint_carried[0];
+  CHECK(node == 3);
+  const auto& inbox = job.received(node);
+  REQUIRE(inbox.size() > sent_before);
+  const auto* assign = std::get_if<proto::Assign>(&inbox[sent_before]);
+  REQUIRE(assign != nullptr);  // the next message it gets is the new round's Assign
+  CHECK(assign->node_rank == 0);
+  CHECK(assign->round == 2);
+}
+
+TEST_CASE("without --checkpoint-dir nothing is carried") {
+  FakeJob job({.nodes = 3, .nproc = 1, .max_restarts = 2, .spares = {2}});
+  job.start();
+  job.join_all();
+  job.connection_lost(0, "connection reset");
+  job.agent_done(1);
+  wait_for_next_round(job);
+  CHECK(job.received_of<proto::Assign>(2).back().node_rank == 0);
+  CHECK(job.checkpoint_carried.empty());
+}

@@ -42,6 +42,7 @@ class FakeJob {
     std::set<int> spares = {};
     std::size_t min_nodes = 0;
     std::size_t max_nodes = 0;
+    bool carry_checkpoint = false;  // --checkpoint-dir
   };
   using ms = std::chrono::milliseconds;
 
@@ -200,6 +201,9 @@ class FakeJob {
   std::vector<int> marked_rounds;        // restart rounds the rank files were marked with
   std::vector<ConnId> closed_by_server;  // connections the coordinator closed
   std::vector<int> sync_started;         // nodes whose --sync the coordinator was told to start
+  // --checkpoint-dir: each carry's node, and how many messages it had been
+  // sent by then (what comes after waits behind the checkpoint).
+  std::vector<std::pair<int, std::size_t>> checkpoint_carried;
 
   const JobPolicy& policy() const { return policy_; }
   ms now() const { return now_; }
@@ -254,6 +258,7 @@ class FakeJob {
     c.sync = setup.sync;
     c.min_nodes = setup.min_nodes;
     c.max_nodes = setup.max_nodes;
+    c.carry_checkpoint = setup.carry_checkpoint;
     c.rendezvous.hold_for_network =
         setup.probe || setup.sync || !setup.spares.empty() || setup.max_nodes != 0;
     c.master_sources.node0_address = "198.19.0.2";
@@ -282,6 +287,10 @@ class FakeJob {
   void perform(const job_action::StartSync& a) {
     CHECK(a.conn == conn(a.node));
     sync_started.push_back(a.node);
+  }
+  void perform(const job_action::CarryCheckpoint& a) {
+    CHECK(a.conn == conn(a.node));
+    checkpoint_carried.emplace_back(a.node, inbox_[a.conn].size());
   }
   void perform(const job_action::Finish& a) {
     exit_code = a.exit_code;

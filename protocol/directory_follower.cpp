@@ -1,4 +1,4 @@
-#include "agent/directory_follower.h"
+#include "protocol/directory_follower.h"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -8,10 +8,21 @@
 #include <algorithm>
 #include <cerrno>
 
-namespace dlaunch {
+#include "protocol/file_mirror.h"
 
-DirectoryFollower::DirectoryFollower(std::string root, std::size_t chunk_bytes)
-    : root_(std::move(root)), chunk_bytes_(std::max<std::size_t>(1, chunk_bytes)) {}
+namespace dlaunch {
+namespace {
+
+std::int64_t mtime_ns(const struct stat& st) {
+  return static_cast<std::int64_t>(st.st_mtim.tv_sec) * 1'000'000'000 + st.st_mtim.tv_nsec;
+}
+
+}  // namespace
+
+DirectoryFollower::DirectoryFollower(std::string root, Options options)
+    : root_(std::move(root)), options_(options) {
+  options_.chunk_bytes = std::max<std::size_t>(1, options_.chunk_bytes);
+}
 
 void DirectoryFollower::scan(const std::string& dir, const std::string& prefix, std::size_t depth,
                              std::vector<std::string>& found) const {
@@ -19,7 +30,8 @@ void DirectoryFollower::scan(const std::string& dir, const std::string& prefix, 
   if (!d) return;  // not there yet: the trainer has not created it
   while (dirent* e = ::readdir(d)) {
     const std::string name = e->d_name;
-    if (name == "." || name == "..") continue;
+    if (name == "." || name == ".." || is_partial_file(name)) continue;
+    if (options_.settled_only && name.ends_with(".tmp")) continue;
     if (found.size() >= kMaxFiles) break;
     struct stat st {};
     const std::string path = dir + "/" + name;
@@ -33,6 +45,14 @@ void DirectoryFollower::scan(const std::string& dir, const std::string& prefix, 
   ::closedir(d);
 }
 
+void DirectoryFollower::mark_sent(const std::string& relative) {
+  struct stat st {};
+  const std::string path = root_ + "/" + relative;
+  if (::lstat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return;
+  const Version now{st.st_dev, st.st_ino, static_cast<std::uint64_t>(st.st_size), mtime_ns(st)};
+  files_[relative] = Followed{now, now, now.size};
+}
+
 void DirectoryFollower::follow(const std::string& relative, std::size_t& budget,
                                std::vector<proto::FileChunk>& out) {
   const std::string path = root_ + "/" + relative;
@@ -44,31 +64,53 @@ void DirectoryFollower::follow(const std::string& relative, std::size_t& budget,
     ::close(fd);
     return;
   }
-  const auto size = static_cast<std::uint64_t>(st.st_size);
+  const Version now{st.st_dev, st.st_ino, static_cast<std::uint64_t>(st.st_size), mtime_ns(st)};
   auto [it, is_new] = files_.try_emplace(relative);
   Followed& f = it->second;
-  const bool replaced = !is_new && (f.device != st.st_dev || f.inode != st.st_ino);
-  bool restart = is_new || replaced || size < f.sent;
-  if (restart) {
-    f = Followed{st.st_dev, st.st_ino, 0};
-    // The copy is created (or emptied) even before it has bytes.
-    out.push_back(proto::FileChunk{relative, 0, true, {}});
+  bool restart = false;
+  if (options_.settled_only) {
+    const auto age = std::chrono::system_clock::now().time_since_epoch() -
+                     std::chrono::nanoseconds(now.mtime_ns);
+    const bool settled = !is_new && f.seen == now && age >= options_.settle;
+    f.seen = now;
+    if (f.sending == now && f.sent >= now.size && !is_new) {
+      ::close(fd);
+      return;  // this version went out whole
+    }
+    if (!settled) {
+      caught_up_ = false;  // changed since the last scan: wait for it to settle
+      ::close(fd);
+      return;
+    }
+    restart = is_new || f.sending != now;
+  } else {
+    restart = is_new || f.sending.device != now.device || f.sending.inode != now.inode ||
+              now.size < f.sent;
   }
-  while (f.sent < size) {
+  if (restart) {
+    f.sending = now;
+    f.sent = 0;
+    // The copy is created (or emptied) even before it has bytes.
+    out.push_back(proto::FileChunk{relative, 0, true, {}, options_.set, now.size == 0});
+  }
+  while (f.sent < now.size) {
     if (budget == 0) {
       caught_up_ = false;
       break;
     }
-    const std::size_t want =
-        static_cast<std::size_t>(std::min<std::uint64_t>({size - f.sent, chunk_bytes_, budget}));
+    const std::size_t want = static_cast<std::size_t>(
+        std::min<std::uint64_t>({now.size - f.sent, options_.chunk_bytes, budget}));
     std::string data(want, '\0');
     const ssize_t n = ::pread(fd, data.data(), want, static_cast<off_t>(f.sent));
     if (n <= 0) break;  // truncated under us: the next scan restarts it
     data.resize(static_cast<std::size_t>(n));
+    const bool complete = f.sent + static_cast<std::uint64_t>(n) >= now.size;
     if (restart && !out.empty() && out.back().path == relative && out.back().data.empty()) {
       out.back().data = std::move(data);  // the restart carries the first bytes
+      out.back().complete = complete;
     } else {
-      out.push_back(proto::FileChunk{relative, f.sent, false, std::move(data)});
+      out.push_back(
+          proto::FileChunk{relative, f.sent, false, std::move(data), options_.set, complete});
     }
     restart = false;
     f.sent += static_cast<std::uint64_t>(n);

@@ -1,4 +1,4 @@
-#include "agent/directory_follower.h"
+#include "protocol/directory_follower.h"
 #include "tests/unit/scratch_dir.h"
 
 #include <doctest/doctest.h>
@@ -44,7 +44,7 @@ TEST_CASE("new files arrive whole, then only their new bytes, nested ones too") 
   FollowedDir d;
   d.append("events.out.tfevents.1", "abc");
   d.append("train/events.out.tfevents.2", "");
-  DirectoryFollower follower(d.path(), 4);
+  DirectoryFollower follower(d.path(), {.chunk_bytes = 4});
   auto chunks = follower.next(1 << 20);
   auto copy = replay({}, chunks);
   CHECK(copy == std::map<std::string, std::string>{{"events.out.tfevents.1", "abc"},
@@ -66,7 +66,7 @@ TEST_CASE("the budget bounds the bytes of one call; the rest comes next time") {
   FollowedDir d;
   d.append("a", std::string(10, 'a'));
   d.append("b", std::string(10, 'b'));
-  DirectoryFollower follower(d.path(), 4);
+  DirectoryFollower follower(d.path(), {.chunk_bytes = 4});
   std::map<std::string, std::string> copy;
   int calls = 0;
   do {
@@ -122,4 +122,77 @@ TEST_CASE("a FIFO under the directory is skipped, never waited on") {
   DirectoryFollower follower(d.path());
   const auto copy = replay({}, follower.next(1 << 20));
   CHECK(copy == std::map<std::string, std::string>{{"real", "data"}});
+}
+
+TEST_CASE("the chunk that reaches a file's size is marked complete") {
+  FollowedDir d;
+  d.append("a", "0123456789");
+  d.append("empty", "");
+  DirectoryFollower follower(d.path(), {.chunk_bytes = 4});
+  const auto chunks = follower.next(1 << 20);
+  REQUIRE(chunks.size() == 4);  // a: 4 + 4 + 2 bytes; empty: its restart
+  CHECK_FALSE(chunks[0].complete);
+  CHECK_FALSE(chunks[1].complete);
+  CHECK(chunks[2].complete);
+  CHECK(chunks[3].path == "empty");
+  CHECK(chunks[3].restart);
+  CHECK(chunks[3].complete);
+}
+
+TEST_CASE("checkpoints: a file goes out once it settled, whole; *.tmp and partial copies never") {
+  FollowedDir d;
+  d.append("model.pt", "v1");
+  d.append("model.pt.tmp", "being written");
+  d.append(".model.pt.dlaunch-part", "a mirror's unfinished copy");
+  DirectoryFollower follower(d.path(), {.set = proto::FileSet::checkpoint,
+                                        .settled_only = true,
+                                        .settle = std::chrono::milliseconds(0)});
+  // First seen: not yet known to be finished.
+  CHECK(follower.next(1 << 20).empty());
+  CHECK_FALSE(follower.caught_up());
+  auto chunks = follower.next(1 << 20);
+  REQUIRE(chunks.size() == 1);
+  CHECK(chunks[0].path == "model.pt");
+  CHECK(chunks[0].set == proto::FileSet::checkpoint);
+  CHECK(chunks[0].restart);
+  CHECK(chunks[0].complete);
+  CHECK(chunks[0].data == "v1");
+  CHECK(follower.caught_up());
+  CHECK(follower.next(1 << 20).empty());
+
+  // Rewritten in place (the same inode): sent again whole once it settles.
+  std::ofstream(d.dir() / "model.pt", std::ios::trunc) << "version 2";
+  CHECK(follower.next(1 << 20).empty());
+  chunks = follower.next(1 << 20);
+  REQUIRE(chunks.size() == 1);
+  CHECK(chunks[0].restart);
+  CHECK(chunks[0].data == "version 2");
+}
+
+TEST_CASE("a file marked sent is not sent back until it changes") {
+  FollowedDir d;
+  d.append("model.pt", "from the coordinator");
+  DirectoryFollower follower(d.path(), {.set = proto::FileSet::checkpoint,
+                                        .settled_only = true,
+                                        .settle = std::chrono::milliseconds(0)});
+  follower.mark_sent("model.pt");
+  CHECK(follower.next(1 << 20).empty());
+  CHECK(follower.next(1 << 20).empty());
+  CHECK(follower.caught_up());
+  d.append("model.pt", ", then trained on");
+  CHECK(follower.next(1 << 20).empty());  // settling
+  const auto chunks = follower.next(1 << 20);
+  REQUIRE(chunks.size() == 1);
+  CHECK(chunks[0].data == "from the coordinator, then trained on");
+}
+
+TEST_CASE("checkpoints: a file modified within the settle time is not sent yet") {
+  FollowedDir d;
+  d.append("model.pt", "just written");
+  DirectoryFollower follower(d.path(), {.set = proto::FileSet::checkpoint,
+                                        .settled_only = true,
+                                        .settle = std::chrono::minutes(10)});
+  CHECK(follower.next(1 << 20).empty());
+  CHECK(follower.next(1 << 20).empty());
+  CHECK_FALSE(follower.caught_up());
 }

@@ -1,4 +1,4 @@
-#include "launcher/output/file_mirror.h"
+#include "protocol/file_mirror.h"
 #include "tests/unit/scratch_dir.h"
 
 #include <doctest/doctest.h>
@@ -44,4 +44,29 @@ TEST_CASE("a bad path or a failed write is reported once, naming the file") {
   REQUIRE(error);
   CHECK(error->find("tensorboard/a/b") != std::string::npos);
   CHECK_FALSE(mirror.write({"a/b", 1, false, "z"}));  // skipped quietly from then on
+}
+
+TEST_CASE("whole files: a file appears only when its last chunk came, and keeps its last version") {
+  ScratchDir d;
+  const auto root = d.dir() / "deep/checkpoint";  // created with its parents
+  FileMirror mirror(root.string(), {.whole_files = true, .what = "checkpoint"});
+  using proto::FileSet;
+  CHECK_FALSE(mirror.write({"model.pt", 0, true, "ver", FileSet::checkpoint, false}));
+  CHECK_FALSE(fs::exists(root / "model.pt"));
+  CHECK(read_file(root / ".model.pt.dlaunch-part") == "ver");
+  CHECK(is_partial_file(".model.pt.dlaunch-part"));
+  CHECK_FALSE(mirror.write({"model.pt", 3, false, "sion 1", FileSet::checkpoint, true}));
+  CHECK(read_file(root / "model.pt") == "version 1");
+  CHECK_FALSE(fs::exists(root / ".model.pt.dlaunch-part"));
+
+  // A second version that never completes (its sender died) leaves the first.
+  CHECK_FALSE(mirror.write({"model.pt", 0, true, "vers", FileSet::checkpoint, false}));
+  CHECK(read_file(root / "model.pt") == "version 1");
+  // The rest of a version whose start was not seen is ignored.
+  ScratchDir other;
+  FileMirror fresh((other.dir() / "c").string(), {.whole_files = true});
+  CHECK_FALSE(fresh.write({"model.pt", 4, false, "ion 2", FileSet::checkpoint, true}));
+  CHECK_FALSE(fs::exists(other.dir() / "c/model.pt"));
+  // A path that names a partial copy is refused.
+  CHECK(mirror.write({".x.dlaunch-part", 0, true, "", FileSet::checkpoint, true}));
 }
