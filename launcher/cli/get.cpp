@@ -86,6 +86,10 @@ void print_job(const Job& job) {
     c.out("tensorboard: events of " + i.tensorboard_dir + " on rank 0's host; view them with\n");
     c.out("  tensorboard --logdir " + tensorboard_logdir(job) + "\n");
   }
+  if (!i.checkpoint_dir.empty()) {
+    c.out("checkpoint: " + i.checkpoint_dir + " on node 0; the latest complete copy is in\n");
+    c.out("  " + checkpoint_copy(job) + "\n");
+  }
 }
 
 }  // namespace

@@ -19,6 +19,10 @@ std::string tensorboard_logdir(const Job& job) {
   return job.dir + "/tensorboard";
 }
 
+std::string checkpoint_copy(const Job& job) {
+  return job.dir + "/checkpoint";
+}
+
 std::string format_age(long long seconds) {
   if (seconds < 0) return "-";
   if (seconds < 120) return formatted("%llds", seconds);
@@ -97,6 +101,13 @@ void write_job_json(JsonWriter& json, const Job& job, long long now) {
     json.null();
   } else {
     json.value(tensorboard_logdir(job));
+  }
+  json.key("checkpoint_dir").value(i.checkpoint_dir);
+  json.key("checkpoint_copy");
+  if (i.checkpoint_dir.empty()) {
+    json.null();
+  } else {
+    json.value(checkpoint_copy(job));
   }
   json.end_object();
 }

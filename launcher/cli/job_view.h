@@ -16,6 +16,8 @@ int job_ranks(const Job& job);
 int job_restarts(const Job& job);
 // <job dir>/tensorboard, where the events of --tensorboard-dir arrive.
 std::string tensorboard_logdir(const Job& job);
+// <job dir>/checkpoint, the coordinator's copy of --checkpoint-dir.
+std::string checkpoint_copy(const Job& job);
 // "42s", "3m", "2h", "5d": time since the job started.
 std::string format_age(long long seconds);
 

@@ -145,6 +145,7 @@ std::variant<Claim, int> claim(const Plan& plan, const Options& o, bool exact) {
   info.status = JobStatus::pending;
   info.workdir = current_directory();
   info.tensorboard_dir = o.tensorboard_dir;
+  info.checkpoint_dir = o.checkpoint_dir;
   info.detached = o.detach;
   for (const auto& n : plan.nodes) info.hosts.push_back(n.host.name);
   try {

@@ -204,6 +204,7 @@ std::optional<std::string> write_job_record(const std::string& job_dir, const Jo
                 {"hosts", to_array(info.hosts)}};
   if (!info.workdir.empty()) t.insert("workdir", info.workdir);
   if (!info.tensorboard_dir.empty()) t.insert("tensorboard_dir", info.tensorboard_dir);
+  if (!info.checkpoint_dir.empty()) t.insert("checkpoint_dir", info.checkpoint_dir);
   if (!info.history.empty()) {
     toml::array history;
     for (const auto& h : info.history)
@@ -245,6 +246,7 @@ std::optional<JobInfo> read_job_info(const std::string& job_dir) {
   info.detached = (*t)["detached"].value_or(false);
   info.workdir = (*t)["workdir"].value_or(std::string());
   info.tensorboard_dir = (*t)["tensorboard_dir"].value_or(std::string());
+  info.checkpoint_dir = (*t)["checkpoint_dir"].value_or(std::string());
   if (const auto* history = (*t)["history"].as_array()) {
     for (const auto& item : *history) {
       const auto* h = item.as_table();

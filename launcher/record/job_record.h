@@ -67,6 +67,7 @@ struct JobInfo {
   std::vector<NodeRecord> nodes = {};
   std::string workdir = {};          // where the coordinator started
   std::string tensorboard_dir = {};  // --tensorboard-dir, on rank 0's host
+  std::string checkpoint_dir = {};   // --checkpoint-dir, on node 0
   bool detached = false;
   std::vector<HistoryEntry> history = {};  // oldest first
 };

@@ -73,7 +73,7 @@ class JobLifecycleTest(DlaunchTestCase):
         for field in ("name", "status", "mode", "command", "coordinator_pid", "detached", "nnodes",
                       "ranks", "restarts", "started", "finished", "duration_s", "exit_code",
                       "root_cause", "root_cause_tail", "nodes", "dir", "logs", "tensorboard_dir",
-                      "tensorboard_logdir"):
+                      "tensorboard_logdir", "checkpoint_dir", "checkpoint_copy"):
             self.assertIn(field, record)
         self.assertEqual(record["name"], job)
         self.assertEqual(record["ranks"], 2)

@@ -92,6 +92,7 @@ TEST_CASE("job records: info and result round-trip, private and with no leftover
   info.round = 2;
   info.workdir = "/home/u/w";
   info.tensorboard_dir = "runs";
+  info.checkpoint_dir = "ckpt";
   info.detached = true;
   info.nodes = {{"gpu1", 0, 0, 8, 1234, "done"}, {"gpu2", 1, 8, 8, 99, "lost"}};
   info.history = {{1764000010, 0, "lost the agent of gpu3: heartbeat timeout (4 s)"},
@@ -112,6 +113,7 @@ TEST_CASE("job records: info and result round-trip, private and with no leftover
   CHECK(read_info->round == 2);
   CHECK(read_info->workdir == info.workdir);
   CHECK(read_info->tensorboard_dir == info.tensorboard_dir);
+  CHECK(read_info->checkpoint_dir == info.checkpoint_dir);
   CHECK(read_info->detached);
   CHECK(read_info->nodes == info.nodes);
   CHECK(read_info->history == info.history);
