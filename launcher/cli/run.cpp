@@ -364,7 +364,7 @@ int run_command(int argc, const char* const* argv) {
   LogSink sink(std::move(sink_settings));
   asio::io_context io;
   AgentTransports transports = make_agent_transports(
-      io, o, o.rdzv_via_ssh || (hosts && hosts->rendezvous.via_ssh), plan.job);
+      io, o, o.rdzv_via_ssh || (hosts && hosts->rendezvous.via_ssh), plan.job, elastic(plan, o));
   Coordinator::Settings settings{plan, o, secret, agent, job_dir, record, sync};
   settings.rendezvous_relays = descriptors.relays;
   settings.sessions_per_relay = descriptors.sessions_per_relay;

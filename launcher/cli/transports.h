@@ -13,8 +13,9 @@ namespace dlaunch {
 
 // `o` must outlive the result. `via_ssh`: agents reach the rendezvous through
 // their SSH connection (--rdzv-via-ssh or the hosts file's via = "ssh");
-// `step_name`: the srun step's --job-name.
+// `step_name`: the srun step's --job-name; `elastic`: a job that goes on
+// without a lost node (its srun step must too).
 AgentTransports make_agent_transports(asio::io_context& io, const Options& o, bool via_ssh,
-                                      std::string step_name);
+                                      std::string step_name, bool elastic = false);
 
 }  // namespace dlaunch

@@ -69,6 +69,7 @@ class SlurmStep : public std::enable_shared_from_this<SlurmStep> {
     SrunStep step;
     step.srun = options_.srun;
     step.job_name = options_.job_name;
+    step.elastic = options_.elastic;
     step.agent_binary = members_.front().launch.agent_binary;
     for (const auto& m : members_) step.nodes.push_back(m.host.name);
     const std::vector<std::string> argv = srun_argv(step);

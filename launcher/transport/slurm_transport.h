@@ -32,6 +32,7 @@ namespace dlaunch {
 struct SlurmOptions {
   std::string srun = "srun";  // found on PATH
   std::string job_name;       // the step's name (the dlaunch job)
+  bool elastic = false;       // the step outlives a lost node's task (srun_argv.h)
 };
 
 std::unique_ptr<Transport> make_slurm_transport(asio::io_context& io, SlurmOptions options);

@@ -18,12 +18,13 @@ std::vector<std::string> srun_argv(const SrunStep& step) {
                                 "--ntasks=" + n,
                                 "--ntasks-per-node=1",
                                 "--nodelist=" + srun_nodelist(step.nodes),
-                                "--kill-on-bad-exit=1",
+                                step.elastic ? "--kill-on-bad-exit=0" : "--kill-on-bad-exit=1",
                                 "--wait=0",
                                 "--input=all",
                                 "--label",
                                 "--unbuffered",
                                 "--mpi=none"};
+  if (step.elastic) argv.push_back("--no-kill");
   if (!step.job_name.empty()) argv.push_back("--job-name=" + step.job_name);
   argv.push_back(step.agent_binary);
   argv.push_back("--slurm");

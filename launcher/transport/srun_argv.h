@@ -18,6 +18,11 @@
 //        exits 0 (LaunchSpec::slurm_task), so a job's orderly stop never
 //        cuts the other agents' grace periods short. srun also reports a
 //        task's failure the moment it happens (srun_output.h).
+//        An elastic job (spares, --nnodes MIN:MAX) gives --kill-on-bad-exit=0
+//        and --no-kill instead: a node that is lost ends its own task only,
+//        and the coordinator's next round runs on the step's other agents,
+//        the spares among them (docs/elastic.md). Its agents still end with
+//        the coordinator: their stdin closes.
 //   --wait=0  no timer of Slurm's own ends the step once the first task
 //        exits. Both are given explicitly, so that KillOnBadExit or WaitTime
 //        in slurm.conf, or SLURM_KILL_BAD_EXIT and SLURM_WAIT in the
@@ -44,6 +49,7 @@ struct SrunStep {
   std::vector<std::string> nodes;  // Slurm node names, one agent each
   std::string agent_binary;        // dlaunch-agent's path, the same on every node
   std::string job_name;            // the dlaunch job; empty: no --job-name
+  bool elastic = false;            // a lost node's task ends alone
 };
 
 std::vector<std::string> srun_argv(const SrunStep& step);

@@ -391,6 +391,41 @@ echo $? > '{code}'
             self.assertEqual(f.read(), "rank 0 saving\nrank 0 saved\n")
         self.assertNothingLeft(job)
 
+    def test_a_spare_node_takes_over_when_an_agent_dies(self):
+        # n2 is the spare; n1's agent is killed while round 0 runs. The step
+        # (srun --kill-on-bad-exit=0 --no-kill) goes on without n1's task,
+        # and round 1 runs on n2 as node 0.
+        job = self.job_name("slurm-spare")
+        script, code = self.batch_script("spare", [
+            "--launcher", "slurm", "--name", job, "--spares", "1", "--max-restarts", "2",
+            "--grace", "2", "--", "sh", "-c",
+            'echo "round $TORCHELASTIC_RESTART_COUNT rank $RANK on $(hostname) '
+            'master $MASTER_ADDR"; [ "$TORCHELASTIC_RESTART_COUNT" != 0 ] || exec sleep 300; '
+            'sleep 5; echo "round $TORCHELASTIC_RESTART_COUNT done"'])
+        r, out = self.sbatch(script, "spare", wait=False)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        ran = harness.wait_for(lambda: any(harness.exe_name(p) == "sleep"
+                                           for p in harness.processes_with_marker(job)), 30)
+        if not ran:
+            self.fail(f"round 0 never started: {self.read(out) if os.path.exists(out) else ''}")
+        # The agent: the rank's parent (not its guardian).
+        rank = [p for p in harness.processes_with_marker(job) if harness.exe_name(p) == "sleep"]
+        agent = harness.parent_of(rank[0])
+        self.assertEqual(harness.exe_name(agent), "dlaunch-agent")
+        self.assertIn(agent, CLUSTER.node_pids("n1"))
+        os.kill(agent, signal.SIGKILL)
+        self.assertTrue(harness.wait_for(lambda: os.path.exists(code), 60), "the job never ended")
+        output = self.read(out)
+        print(output)
+        self.assertEqual(self.read(code).strip(), "0", output)
+        self.assertIn("round 0 rank 0 on n1", output)
+        self.assertRegex(output, r"lost the agent of n1: .*; a new round without it")
+        self.assertRegex(output, r"n2 takes node 0 of n1")
+        self.assertRegex(output, r"round 1 rank 0 on n2 master \S+")
+        # Round 1 outlived n1's task: Slurm did not end the step with it.
+        self.assertIn("[n2:0] round 1 done", output)
+        self.assertNothingLeft(job)
+
     def test_salloc_from_a_login_node(self):
         # The coordinator outside the allocation (salloc runs its command
         # here): both nodes' agents reach it across the network.

@@ -42,6 +42,21 @@ TEST_CASE("srun_argv: a path with spaces stays one word; no job name, no --job-n
                      [](const std::string& a) { return a.starts_with("--job-name"); }));
 }
 
+TEST_CASE("srun_argv: an elastic job's step outlives a lost node's task") {
+  SrunStep step;
+  step.nodes = {"a", "b", "spare"};
+  step.agent_binary = "/opt/dlaunch-agent";
+  step.elastic = true;
+  const auto argv = srun_argv(step);
+  auto has = [&argv](const char* word) {
+    return std::find(argv.begin(), argv.end(), word) != argv.end();
+  };
+  CHECK(has("--kill-on-bad-exit=0"));
+  CHECK_FALSE(has("--kill-on-bad-exit=1"));
+  CHECK(has("--no-kill"));
+  CHECK(has("--nodelist=a,b,spare"));  // the spares' agents are in the step from the start
+}
+
 TEST_CASE("srun_nodelist joins names with commas") {
   CHECK(srun_nodelist({}) == "");
   CHECK(srun_nodelist({"x"}) == "x");
