@@ -33,7 +33,8 @@ std::vector<Outbound> RendezvousState::on_join(ConnId conn, const proto::Join& j
   auto reject = [&](std::string reason) {
     return std::vector<Outbound>{{conn, proto::Reject{std::move(reason)}}};
   };
-  if (assigned_ || restart_pending_) return reject("the job has already started");
+  const bool late = assigned_ || restart_pending_ || round_ > 0;
+  if (late && !config_.admit_late) return reject("the job has already started");
   if (join.nnodes != 0 && join.nnodes != config_.nnodes) {
     return reject("this node was started with --nnodes " + std::to_string(join.nnodes) +
                   ", but node 0 runs the job with --nnodes " + std::to_string(config_.nnodes) +
@@ -59,6 +60,9 @@ std::vector<Outbound> RendezvousState::on_join(ConnId conn, const proto::Join& j
   slot = Member{conn, join.node_rank, join.nproc, join.host, join.master_port, true};
   node_of_conn_[conn] = join.node_rank;
   ++joined_;
+  // A late node runs nothing this round (done, as a spare is): a later
+  // roster may take it.
+  if (late) return {};
   if (joined_ < config_.nnodes || config_.hold_for_network) return {};
   return assign_all();
 }

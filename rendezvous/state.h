@@ -38,6 +38,10 @@ class RendezvousState {
     // Once everyone joined, wait for assign_with_network() instead of
     // assigning at once: the caller first probes which MASTER_ADDR works.
     bool hold_for_network = false;
+    // An elastic job: a node that joins after the ranks were assigned is
+    // taken as a member that runs nothing until a later roster names it
+    // (otherwise it is refused: the job has started).
+    bool admit_late = false;
   };
 
   struct Member {

@@ -254,8 +254,9 @@ ParseResult parse_options(int argc, const char* const* argv,
                  "ranks per node: a number, or 'auto' (one per GPU, else 1)");
   std::string nnodes_text;
   app.add_option("--nnodes", nnodes_text,
-                 "number of nodes (manual mode), or MIN:MAX with a host list: an elastic job "
-                 "that starts with MIN to MAX nodes and goes on after a loss while MIN remain");
+                 "number of nodes (manual mode), or MIN:MAX: an elastic job that starts with MIN "
+                 "to MAX nodes and goes on after a loss while MIN remain (a host list, or the "
+                 "same line on each node)");
   app.add_option("--spares", o.spares,
                  "the host list's last N hosts are spares: they join and are probed, and run "
                  "ranks only in place of a lost node")
@@ -400,6 +401,9 @@ ParseResult parse_options(int argc, const char* const* argv,
                                !o.host_list.empty() || o.launcher == Launcher::slurm;
   const bool manual =
       o.nnodes > 1 || node_rank.has_value() || (!o.master_addr.empty() && !host_list_given);
+  // torchrun's way: `--nnodes MIN:MAX --node-rank R --master-addr A` on each
+  // node. Node 0 runs with MAX places and admits late nodes as spares.
+  if (manual && o.max_nodes != 0) o.nnodes = static_cast<int>(o.max_nodes);
   // Manual flags inside a Slurm job mean manual mode, not Slurm's hosts.
   if (auto error = resolve_host_source(o, !manual)) return usage_error(*error);
   if (o.host_source != HostSource::none && manual) {
@@ -409,10 +413,10 @@ ParseResult parse_options(int argc, const char* const* argv,
   }
   if (o.host_source != HostSource::none) {
     o.mode = Mode::hosts;
-  } else if (o.max_nodes != 0) {
+  } else if (o.max_nodes != 0 && !manual) {
     return usage_error("--nnodes " + nnodes_text +
                        ": a range of nodes needs a host list (--hosts, --hostfile, -H or a Slurm "
-                       "job); manual mode takes a fixed --nnodes N");
+                       "job), or manual mode on each node (--node-rank R --master-addr NODE0)");
   } else if (o.spares != 0) {
     return usage_error("--spares needs a host list (--hosts, --hostfile, -H or a Slurm job)");
   } else if (manual) {
@@ -423,7 +427,8 @@ ParseResult parse_options(int argc, const char* const* argv,
                          std::to_string(o.nnodes));
     }
     if (o.master_addr.empty() && o.nnodes > 1) {
-      return usage_error("--master-addr is required with --nnodes > 1 (node 0's address)");
+      return usage_error("--master-addr is required with --nnodes " + nnodes_text +
+                         " (node 0's address)");
     }
     if (o.master_addr.empty()) o.master_addr = "127.0.0.1";
   }

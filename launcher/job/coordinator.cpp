@@ -57,6 +57,7 @@ JobPolicy::Config policy_config(const Plan& plan, const Options& options) {
   config.sync = !options.sync_dir.empty();
   config.carry_checkpoint = !options.checkpoint_dir.empty();
   rdzv.hold_for_network = plan.probe_master || config.sync || elastic(plan, options);
+  rdzv.admit_late = elastic(plan, options);
   config.master_sources.configured = plan.configured_master;
   config.master_sources.configured_by = plan.configured_master_by;
   config.master_sources.node0_address = plan.node0_address;

@@ -147,6 +147,10 @@ JobActions JobPolicy::on_join(ConnId conn, const proto::Join& join) {
     node.interfaces = join.interfaces;
     if (config_.label_from_join && !join.host.empty()) node.setup.label = join.host;
     if (!check_machine_listed_once(member->index, join)) return take();
+    if (phase_ != Phase::starting || roster_chosen_) {
+      // Elastic, after the first roster: a spare for the rounds to come.
+      membership_note(node.setup.label + " joined after the start: a spare for the next round");
+    }
     // Built only when shown: thousands of joins a second on a big job.
     if (log::enabled(log::Level::debug)) {
       emit(log_line(log::Level::debug, "node ", member->index, " (", node.setup.label,

@@ -138,15 +138,22 @@ std::size_t spare_count(const Plan& plan) {
 
 // The same rule as Membership's (launcher/fleet/membership.cpp): spares, or a
 // MIN:MAX that, cut to the host list, is a range or leaves hosts over.
+// The hosts a job may run on: its host list, or in manual mode the --nnodes
+// places that nodes join.
+std::size_t host_count(const Plan& plan) {
+  return plan.mode == Mode::manual ? static_cast<std::size_t>(plan.nnodes) : plan.nodes.size();
+}
+
 bool elastic(const Plan& plan, const Options& o) {
   if (spare_count(plan) != 0) return true;
   if (o.max_nodes == 0) return false;
-  const auto max = std::min(o.max_nodes, plan.nodes.size());
-  return std::min(o.min_nodes, max) < max || max < plan.nodes.size();
+  const auto hosts = host_count(plan);
+  const auto max = std::min(o.max_nodes, hosts);
+  return std::min(o.min_nodes, max) < max || max < hosts;
 }
 
 std::optional<std::string> check_elastic(const Plan& plan, const Options& o) {
-  const auto hosts = plan.nodes.size();
+  const auto hosts = host_count(plan);
   if (static_cast<std::size_t>(o.spares) >= hosts && o.spares > 0) {
     return "--spares " + std::to_string(o.spares) +
            " leaves no host to run ranks: the host list has " + std::to_string(hosts);

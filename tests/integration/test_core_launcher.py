@@ -132,6 +132,51 @@ class CoreLauncherTest(DlaunchTestCase):
             self.assertIn(f"[{rank}] rank {rank} ok", node2_out)  # each node its own
         self.assertNotIn("rank 0 ok", node2_out)
 
+    def test_manual_mode_min_max_takes_a_late_node_as_a_spare(self):
+        # torchrun's way: the same --nnodes 2:3 on each node. Node 0 starts
+        # with the two that joined by --join-timeout; node 2 comes later and
+        # waits as a spare; when node 1's dlaunch is killed, node 2 takes
+        # node rank 1 in the next round.
+        rdzv = free_port()
+        secret = self.write("secret", "s3cr3t-shared\n", 0o600)
+        script = ('echo "round=$TORCHELASTIC_RESTART_COUNT rank=$RANK world=$WORLD_SIZE"; '
+                  '[ "$TORCHELASTIC_RESTART_COUNT" != 0 ] || exec sleep 120')
+
+        def node(rank, *extra):
+            return self.start_dlaunch(["--nnodes", "2:3", "--node-rank", str(rank), "--master-addr",
+                                       "127.0.0.1", "--rdzv-port", str(rdzv), "--secret-file",
+                                       secret, *extra, "--", "sh", "-c", script])
+
+        self.elastic_job = self.job_name("manual-elastic")
+        node0 = node(0, "--join-timeout", "2", "--max-restarts", "2", "--name", self.elastic_job)
+        node1 = node(1)
+        try:
+            self.assertTrue(harness.wait_for(lambda: len(self.sleeping()) == 2, 60),
+                            "round 0 never ran on 2 nodes")
+            node2 = node(2)
+            time.sleep(2)  # joined, and given nothing: round 0 goes on on two nodes
+            self.assertEqual(len(self.sleeping()), 2)
+            node1.kill()
+            out0, err0 = node0.communicate(timeout=60)
+            out2, _ = node2.communicate(timeout=60)
+        finally:
+            for p in (node0, node1):
+                if p.poll() is None:
+                    p.kill()
+                p.communicate()
+        self.assertEqual(node0.returncode, 0, err0)
+        self.assertIn("starting on 2 nodes (2 to 3); not joined: node2", err0)
+        self.assertIn("joined after the start: a spare for the next round", err0)
+        self.assertRegex(err0, r"takes node 1 of ")
+        self.assertIn("round=1 rank=1 world=2", out0)
+        self.assertIn("[1] round=1 rank=1 world=2", out2)  # on node 2's own terminal
+        self.assertNotIn("round=0", out2)
+
+    def sleeping(self):
+        """The job's round-0 ranks (sleep), by their marker."""
+        return [p for p in harness.processes_with_marker(self.elastic_job)
+                if harness.exe_name(p) == "sleep"]
+
     def test_manual_mode_wrong_secret_is_refused(self):
         rdzv = free_port()
         good = self.write("good", "one\n", 0o600)

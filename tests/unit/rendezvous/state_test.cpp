@@ -149,3 +149,30 @@ TEST_CASE("held for the network: nobody is assigned until the probed choice arri
   // A second choice is ignored: the job has started.
   CHECK(state.assign_with_network("10.0.0.1", {}).empty());
 }
+
+TEST_CASE("after the assignment a join is refused, unless the job admits late nodes") {
+  for (const bool admit_late : {false, true}) {
+    RendezvousState::Config config{3, "job", 0, "10.0.0.1", 0, {}};
+    config.hold_for_network = true;
+    config.admit_late = admit_late;
+    RendezvousState state(config);
+    state.set_roster({0, 1});
+    CHECK(state.on_join(100, join_as(0, 1)).empty());
+    CHECK(state.on_join(101, join_as(1, 1)).empty());
+    REQUIRE(state.assign_with_network("10.0.0.1", {}).size() == 2);
+    const auto late = state.on_join(102, join_as(2, 1));
+    if (!admit_late) {
+      REQUIRE(late.size() == 1);
+      CHECK(std::get<proto::Reject>(late[0].message).reason == "the job has already started");
+      continue;
+    }
+    CHECK(late.empty());  // taken, given nothing: not in this round's roster
+    const auto* member = state.member(102);
+    REQUIRE(member != nullptr);
+    CHECK(member->done);
+    CHECK(state.node_rank_of(2) == -1);
+    // A later roster takes it.
+    state.set_roster({0, 2});
+    CHECK(state.node_rank_of(2) == 1);
+  }
+}

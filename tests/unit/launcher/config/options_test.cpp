@@ -217,4 +217,16 @@ TEST_CASE("elastic: --nnodes MIN:MAX and --spares take a host list; bad ranges a
   check_error({"-H", "a,b", "--nnodes", "2:x", "--", "p"}, "--nnodes 2:x: expected MIN:MAX");
   check_error({"--nnodes", "1:2", "--", "p"}, "a range of nodes needs a host list");
   check_error({"--spares", "1", "--", "p"}, "--spares needs a host list");
+  // Manual mode, torchrun's way: MAX places on node 0.
+  auto manual =
+      parse({"--nnodes", "2:4", "--node-rank", "3", "--master-addr", "10.0.0.1", "--", "p"});
+  REQUIRE(manual.options);
+  CHECK(manual.options->mode == Mode::manual);
+  CHECK(manual.options->nnodes == 4);
+  CHECK(manual.options->min_nodes == 2);
+  CHECK(manual.options->node_rank == 3);
+  check_error({"--nnodes", "2:4", "--node-rank", "4", "--master-addr", "a", "--", "p"},
+              "--node-rank 4 must be below --nnodes 4");
+  check_error({"--nnodes", "2:4", "--node-rank", "1", "--", "p"},
+              "--master-addr is required with --nnodes 2:4");
 }

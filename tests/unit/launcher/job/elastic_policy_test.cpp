@@ -187,3 +187,30 @@ TEST_CASE("without --checkpoint-dir nothing is carried") {
   CHECK(job.received_of<proto::Assign>(2).back().node_rank == 0);
   CHECK(job.checkpoint_carried.empty());
 }
+
+TEST_CASE("elastic: a host that joins after the start is a spare for the next round") {
+  FakeJob job({.nodes = 3, .nproc = 1, .max_restarts = 2, .min_nodes = 2, .max_nodes = 3});
+  job.start();
+  job.join(0);
+  job.join(1);
+  while (auto fired = job.fire_next_timer()) {
+    if (*fired == JobTimer::join) break;
+  }
+  REQUIRE(job.received_of<proto::Assign>(1).size() == 1);
+  job.printed();
+  // host2 arrives while round 0 runs: taken, told nothing yet.
+  job.join(2);
+  CHECK(printed_line(job.printed(), "host2 joined after the start: a spare for the next round"));
+  CHECK(job.received_of<proto::Reject>(2).empty());
+  CHECK(job.received_of<proto::Assign>(2).empty());
+  // Node 1 is lost: host2 takes its place, and the world is 3 nodes' no more
+  // than MAX allows.
+  job.connection_lost(1, "connection reset");
+  job.agent_done(0);
+  wait_for_next_round(job);
+  const auto late = job.received_of<proto::Assign>(2);
+  REQUIRE(late.size() == 1);
+  CHECK(late[0].node_rank == 1);
+  CHECK(late[0].round == 1);
+  CHECK(late[0].world_size == 2);
+}

@@ -259,6 +259,7 @@ class FakeJob {
     c.min_nodes = setup.min_nodes;
     c.max_nodes = setup.max_nodes;
     c.carry_checkpoint = setup.carry_checkpoint;
+    c.rendezvous.admit_late = !setup.spares.empty() || setup.max_nodes != 0;
     c.rendezvous.hold_for_network =
         setup.probe || setup.sync || !setup.spares.empty() || setup.max_nodes != 0;
     c.master_sources.node0_address = "198.19.0.2";

@@ -230,4 +230,17 @@ TEST_CASE("plan: elastic as the job's membership counts it; the dry run lists th
   CHECK(text.find("spare: b (10.0.0.6), runs ranks only in place of a lost node") !=
         std::string::npos);
   CHECK(text.find("node 0: a (10.0.0.5, ssh)") != std::string::npos);
+
+  // Manual mode: the places are --nnodes MAX, not this one machine.
+  Options manual;
+  manual.mode = Mode::manual;
+  manual.nnodes = 4;
+  manual.min_nodes = 2;
+  manual.max_nodes = 4;
+  manual.master_addr = "10.9.9.9";
+  const Plan node0 = make_plan(manual, nullptr, "j");
+  CHECK(elastic(node0, manual));
+  CHECK_FALSE(check_elastic(node0, manual).has_value());
+  manual.min_nodes = 4;
+  CHECK_FALSE(elastic(node0, manual));  // 4:4 is a fixed --nnodes 4
 }
