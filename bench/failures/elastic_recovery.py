@@ -13,7 +13,10 @@ elastic rendezvous, interleaved, on this machine.
   ends the timing.
 
 Both run the same small DDP step (gloo all-reduce of a tensor, every 0.2 s)
-and append "<unix time> <world> <restart> <rank>" to a file per rank.
+and append "<unix time> <world> <restart> <rank> <process start>" to a file per
+rank. For dlaunch the time is also split at the new ranks' process start (their
+first line, before `import torch`): the launcher's share, then Python, torch
+and init_process_group's.
 
 usage: bench/failures/elastic_recovery.py [--runs 5]
 """
@@ -34,7 +37,9 @@ import harness  # noqa: E402
 
 PY = "/usr/bin/python3"
 STEP = r"""
-import os, sys, time, torch, torch.distributed as dist
+import time
+started = time.time()  # before torch: the launcher's share ends here
+import os, sys, torch, torch.distributed as dist
 dist.init_process_group("gloo")
 rank, world = dist.get_rank(), dist.get_world_size()
 restart = os.environ.get("TORCHELASTIC_RESTART_COUNT", "0")
@@ -42,33 +47,34 @@ out = open(os.path.join(sys.argv[1], f"steps-{os.getpid()}"), "a")
 while True:
     t = torch.ones(1000)
     dist.all_reduce(t)
-    out.write(f"{time.time()} {world} {restart} {rank}\n")
+    out.write(f"{time.time()} {world} {restart} {rank} {started}\n")
     out.flush()
     time.sleep(0.2)
 """
 
 
 def steps(marks):
-    """Every step line of every rank: (time, world, restart, rank)."""
+    """Every step line of every rank: (time, world, restart, rank, process start)."""
     found = []
     for name in os.listdir(marks):
         if name.startswith("steps-"):
             with open(os.path.join(marks, name)) as f:
                 for line in f:
                     parts = line.split()
-                    if len(parts) == 4:
+                    if len(parts) == 5:
                         found.append((float(parts[0]), int(parts[1]), int(parts[2]),
-                                      int(parts[3])))
+                                      int(parts[3]), float(parts[4])))
     return found
 
 
 def first_step_after(marks, killed_at, done, timeout=120):
-    """Seconds from killed_at to the first step that `done(world, restart)` accepts."""
+    """Seconds from killed_at to the first step that `done(world, restart)`
+    accepts, and to the first start of a process that made such a step."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        after = [t for t, w, r, _ in steps(marks) if t > killed_at and done(w, r)]
+        after = [(t, s) for t, w, r, _, s in steps(marks) if t > killed_at and done(w, r)]
         if after:
-            return min(after) - killed_at
+            return min(t for t, _ in after) - killed_at, min(s for _, s in after) - killed_at
         time.sleep(0.05)
     raise SystemExit("no step after the kill")
 
@@ -169,17 +175,24 @@ def main():
     if problem:
         print(f"torchrun cannot run a job here, so it is not measured: {problem}")
     results = {"dlaunch": []} if problem else {"dlaunch": [], "torchrun": []}
+    launcher_share = []  # dlaunch: kill to the new ranks' process start
     with tempfile.TemporaryDirectory(prefix="dlaunch-elastic-bench-") as tmp:
         for run in range(args.runs):  # interleaved: A B A B
             line = f"run {run + 1}:"
             for name, measure in (("dlaunch", run_dlaunch), ("torchrun", run_torchrun)):
                 if name in results:
-                    results[name].append(measure(tmp, run))
-                    line += f" {name} {results[name][-1]:.2f} s"
+                    total, started = measure(tmp, run)
+                    results[name].append(total)
+                    line += f" {name} {total:.2f} s"
+                    if name == "dlaunch":
+                        launcher_share.append(started)
+                        line += f" (ranks started after {started:.2f} s)"
             print(line, flush=True)
     for name, times in results.items():
         print(f"{name}: median {statistics.median(times):.2f} s "
               f"(min {min(times):.2f}, max {max(times):.2f}, {len(times)} runs)")
+    print(f"dlaunch: the new ranks' processes started a median {statistics.median(launcher_share):.2f} s "
+          "after the kill; the rest is Python, torch's import and init_process_group")
     if "torchrun" in results:
         ratio = statistics.median(results["torchrun"]) / statistics.median(results["dlaunch"])
         print(f"dlaunch recovers {ratio:.1f}x faster than torchrun's c10d rendezvous")
