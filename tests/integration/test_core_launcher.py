@@ -225,6 +225,8 @@ class CoreLauncherTest(DlaunchTestCase):
         self.assertIn("--node-rank <N>", line)
         env = self.env_without_secret()
         env["DLAUNCH_SECRET_SEEN"] = secret  # for the rank's argv check only
+        # The line says `dlaunch`: the one under test, not one installed earlier.
+        env["PATH"] = f"{harness.BIN_DIR}:{env.get('PATH', '/usr/bin:/bin')}"
         # Typed into a shell, as a user pastes it (not `sh -c LINE`, whose argv
         # would hold it).
         node1 = subprocess.run(["sh"], input=line.strip().replace("<N>", "1") + "\n",

@@ -16,7 +16,7 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
 import harness  # noqa: E402
-import sshd_harness  # noqa: E402
+from elastic_case import ElasticCase, rounds_of  # noqa: E402
 from harness import wait_for  # noqa: E402
 
 PY = "/usr/bin/python3"
@@ -69,33 +69,7 @@ for step in range(start, 6):
 print(f"rank={rank} done weight_sum={float(sum(p.sum() for p in model.parameters())):.6f}",
       flush=True)
 """
-LINE = re.compile(r"^\[(\S+):(\d+)\] round=(\d+) rank=(\d+) group=(\d+) world=(\d+) master=(\S+)$",
-                  re.M)
-
-
-def rounds_of(out):
-    """{round: {rank: (host, group, world, master)}} from the ranks' lines."""
-    found = {}
-    for host, _, rnd, rank, group, world, master in LINE.findall(out):
-        found.setdefault(int(rnd), {})[int(rank)] = (host, int(group), int(world), master)
-    return found
-
-
-class ElasticTest(unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        sshd_harness.require_sshd()
-        if not sshd_harness.can_use_netns() or os.environ.get("DLAUNCH_TEST_NO_NETNS"):
-            print("SKIP: needs root and network namespaces (hosts that can be cut off)")
-            sys.exit(harness.SKIP)
-        cls.hosts = sshd_harness.SshHosts(4)
-        cls.hosts.__enter__()
-        cls.hosts.write_known_hosts()
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.hosts.close()
-
+class ElasticTest(ElasticCase):
     def setUp(self):
         self.job = f"elastic-{os.getpid()}-{self._testMethodName[-16:]}"
         self.marks = tempfile.mkdtemp(prefix="dlaunch-elastic-")
@@ -142,21 +116,6 @@ class ElasticTest(unittest.TestCase):
 
     def round_running(self, round_, count):
         return sum(name.startswith(f"{round_}-") for name in os.listdir(self.marks)) >= count
-
-    def finish(self):
-        try:
-            out, err = self.proc.communicate(timeout=120)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            out, err = self.proc.communicate()
-            self.fail(f"the job did not end in 120 s:\n{out}\n{err}")
-        return self.proc.returncode, out, err
-
-    def in_namespace(self, host):
-        """The job's processes inside `host`'s namespace."""
-        pids = subprocess.run(["ip", "netns", "pids", host["ns"]], capture_output=True,
-                              text=True).stdout.split()
-        return [int(p) for p in pids if int(p) in harness.processes_with_marker(self.job)]
 
     def spare_hosts_file(self, name, spare="h4"):
         return self.hosts.hosts_file([1, 1, 1, 1], name=name,

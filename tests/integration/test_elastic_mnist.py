@@ -13,13 +13,12 @@ import signal
 import subprocess
 import sys
 import tempfile
-import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
 import harness  # noqa: E402
 import mnist_helpers as mh  # noqa: E402
-import sshd_harness  # noqa: E402
+from elastic_case import ElasticCase, rounds_of  # noqa: E402
 from harness import wait_for  # noqa: E402
 
 # Each rank says where it runs, marks ROUND-RANK in the directory of $0 (the
@@ -27,36 +26,16 @@ from harness import wait_for  # noqa: E402
 WRAP = ('echo "round=$TORCHELASTIC_RESTART_COUNT rank=$RANK group=$GROUP_RANK '
         'world=$WORLD_SIZE master=$MASTER_ADDR"; : > "$0/$TORCHELASTIC_RESTART_COUNT-$RANK"; '
         'exec "$@"')
-LINE = re.compile(r"^\[(\S+):(\d+)\] round=(\d+) rank=(\d+) group=(\d+) world=(\d+) master=(\S+)$",
-                  re.M)
 EPOCHS = 3
 
 
-def rounds_of(out):
-    """{round: {rank: (host, group, world, master)}} from the wrapper's lines."""
-    found = {}
-    for host, _, rnd, rank, group, world, master in LINE.findall(out):
-        found.setdefault(int(rnd), {})[int(rank)] = (host, int(group), int(world), master)
-    return found
-
-
-class ElasticMnistTest(unittest.TestCase):
+class ElasticMnistTest(ElasticCase):
     @classmethod
     def setUpClass(cls):
         mh.require_mnist()
-        sshd_harness.require_sshd()
-        if not sshd_harness.can_use_netns() or os.environ.get("DLAUNCH_TEST_NO_NETNS"):
-            print("SKIP: needs root and network namespaces (hosts with disks of their own)")
-            sys.exit(harness.SKIP)
-        cls.hosts = sshd_harness.SshHosts(4)
-        cls.hosts.__enter__()
-        cls.hosts.write_known_hosts()
+        super().setUpClass()
         cls.hosts_file = cls.hosts.hosts_file([1, 1, 1, 1], name="spare.toml",
                                               host_extra={"h4": "spare = true"})
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.hosts.close()
 
     def setUp(self):
         self.job = f"emnist-{os.getpid()}-{self._testMethodName[5:20]}"
@@ -125,18 +104,7 @@ class ElasticMnistTest(unittest.TestCase):
         self.fail(f"no mnist_dist of rank {rank} in round 0 among {seen}")
 
     def finish(self):
-        try:
-            out, err = self.proc.communicate(timeout=240)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            out, err = self.proc.communicate()
-            self.fail(f"the job did not end in 240 s:\n{out}\n{err}")
-        return self.proc.returncode, out, err
-
-    def in_namespace(self, host):
-        pids = subprocess.run(["ip", "netns", "pids", host["ns"]], capture_output=True,
-                              text=True).stdout.split()
-        return [int(p) for p in pids if int(p) in harness.processes_with_marker(self.job)]
+        return super().finish(timeout=240)
 
     def assert_trained_to_the_end(self, out, resumed_on):
         resumed = re.findall(r"^\[(\S+):0\] mnist_dist: resuming at epoch (\d+) from (\S+) "
