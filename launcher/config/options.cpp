@@ -3,6 +3,7 @@
 #include "common/posix.h"
 
 #include "common/version.h"
+#include "launcher/config/python_program.h"
 
 #include <sys/stat.h>
 
@@ -317,6 +318,16 @@ ParseResult parse_options(int argc, const char* const* argv,
                  "file's env and forwarded variables)");
   app.add_option("--env-file", o.env_file, "KEY=VALUE lines (# comments) for every rank, as --env")
       ->check(CLI::ExistingFile);
+  PythonChoice python;
+  app.add_flag("-m,--module", python.module,
+               "the program is a Python module: each rank runs PYTHON -u -m PROGRAM ARGS "
+               "(as torchrun -m)");
+  app.add_flag("--no-python,--no_python", python.no_python,
+               "run a PROGRAM that ends in .py as it is (by default it runs as PYTHON -u PROGRAM, "
+               "as torchrun runs it)");
+  app.add_option("--python", python.python,
+                 "the Python for .py programs and -m (default: $DLAUNCH_PYTHON, else the first "
+                 "python3 on each rank's PATH)");
   bool no_forward_env = false;
   app.add_flag("--no-forward-env", no_forward_env,
                "do not forward this shell's NCCL_*, CUDA_* (not CUDA_VISIBLE_DEVICES), TORCH_*, "
@@ -372,6 +383,10 @@ ParseResult parse_options(int argc, const char* const* argv,
   if (o.command.empty())
     return usage_error("no program given: dlaunch [OPTIONS] -- PROG [ARGS...]");
   if (o.command[0].empty()) return usage_error("the program name is empty (dlaunch -- '' ...)");
+  if (const char* env = std::getenv("DLAUNCH_PYTHON")) python.python_env = env;
+  auto command = python_command(std::move(o.command), python);
+  if (auto* error = std::get_if<std::string>(&command)) return usage_error(*error);
+  o.command = std::move(std::get<std::vector<std::string>>(command));
   if (!nproc_text.empty() && nproc_text != "auto" && nproc_text != "gpu") {
     try {
       std::size_t used = 0;

@@ -10,9 +10,10 @@ _dlaunch_run_valued="--hosts --hostfile -H --host-list --include --exclude --lau
   --nproc_per_node --nnodes --node-rank --node_rank --rank --master-addr --master_addr
   --master-port --master_port --rdzv-port --rdzv-timeout --secret-file --name --log-dir
   --tensorboard-dir --ranks-filter --grace --max-restarts --max_restarts --heartbeat-timeout
-  --spares --node-fail-limit --join-timeout --checkpoint-dir --ssh-parallel --ssh-timeout -e --env --env-file --forward-env --workdir --chdir --sync"
+  --spares --node-fail-limit --join-timeout --checkpoint-dir --python --ssh-parallel --ssh-timeout -e --env --env-file --forward-env --workdir --chdir --sync"
 _dlaunch_run_flags="-h --help --version -d --detach --no-forward-env --dry-run -v --verbose -q --quiet --no-skip
-  --accept-new-host-keys --rdzv-via-ssh --sync-delete --insecure-no-secret"
+  --accept-new-host-keys --rdzv-via-ssh --sync-delete --insecure-no-secret -m --module --no-python
+  --no_python"
 
 # The state dir, as dlaunch finds it: --log-dir on the line, else
 # $DLAUNCH_STATE_DIR, $XDG_STATE_HOME/dlaunch/jobs, ~/.local/state/dlaunch/jobs.

@@ -177,6 +177,26 @@ class CoreLauncherTest(DlaunchTestCase):
         return [p for p in harness.processes_with_marker(self.elastic_job)
                 if harness.exe_name(p) == "sleep"]
 
+    def test_a_py_program_and_a_module_run_with_python_as_torchrun_runs_them(self):
+        # An ordinary script, not executable: `torchrun train.py` runs it.
+        script = self.write("train.py", "import os, sys\n"
+                            "print('rank', os.environ['RANK'], 'args', sys.argv[1:], "
+                            "'unbuffered', sys.stdout.write_through)\n")
+        env = self.env()
+        env.pop("PYTHONUNBUFFERED", None)  # so that only -u makes it so
+        r = self.run_dlaunch(["--nproc-per-node", "2", "train.py", "--lr", "3e-4"],
+                             cwd=os.path.dirname(script), env=env)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        for rank in (0, 1):
+            self.assertIn(f"rank {rank} args ['--lr', '3e-4'] unbuffered True", r.stdout)
+        data = self.write("in.json", '{"b": 1}')
+        r = self.run_dlaunch(["-n", "1", "-m", "json.tool", data])
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn('"b": 1', r.stdout)
+        r = self.run_dlaunch(["-n", "1", "--no-python", "--", script])
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("Permission denied", r.stderr)  # as it is: a file that cannot run
+
     def test_manual_mode_wrong_secret_is_refused(self):
         rdzv = free_port()
         good = self.write("good", "one\n", 0o600)

@@ -162,6 +162,9 @@ class ElasticTest(ElasticCase):
         cut_at = time.monotonic()
         subprocess.run(["ip", "netns", "exec", self.cut, "ip", "link", "set", "eth0", "down"],
                        check=True)
+        self.wait_ranks(3, round_=1)
+        print(f"link down to every rank of round 1 running (heartbeat timeout 4 s): "
+              f"{time.monotonic() - cut_at:.2f} s")
         code, out, err = self.finish()
         self.assertEqual(code, 0, err)
         self.assertIn("dlaunch: h4 takes node 0 of h1", err)

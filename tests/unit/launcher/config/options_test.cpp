@@ -230,3 +230,27 @@ TEST_CASE("elastic: --nnodes MIN:MAX and --spares take a host list; bad ranges a
   check_error({"--nnodes", "2:4", "--node-rank", "1", "--", "p"},
               "--master-addr is required with --nnodes 2:4");
 }
+
+TEST_CASE("a .py program and -m run with Python, as torchrun runs them") {
+  ScopedEnv no_python_env("DLAUNCH_PYTHON", std::nullopt);
+  auto r = parse({"--nproc-per-node", "2", "train.py", "--lr", "3e-4"});
+  REQUIRE(r.options);
+  CHECK(r.options->command ==
+        std::vector<std::string>{"python3", "-u", "train.py", "--lr", "3e-4"});
+  r = parse({"-m", "json.tool", "in.json"});
+  REQUIRE(r.options);
+  CHECK(r.options->command ==
+        std::vector<std::string>{"python3", "-u", "-m", "json.tool", "in.json"});
+  r = parse({"--no-python", "--", "./train.py"});
+  REQUIRE(r.options);
+  CHECK(r.options->command == std::vector<std::string>{"./train.py"});
+  {
+    ScopedEnv venv("DLAUNCH_PYTHON", "/opt/venv/bin/python");
+    r = parse({"--", "train.py"});
+    REQUIRE(r.options);
+    CHECK(r.options->command.front() == "/opt/venv/bin/python");
+  }
+  r = parse({"-m", "--no-python", "x"});
+  CHECK_FALSE(r.options);
+  CHECK(r.exit_code == 2);
+}

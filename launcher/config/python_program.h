@@ -1,0 +1,27 @@
+// Python programs as torchrun runs them: a program ending in ".py", or any
+// program with -m/--module, runs as `PYTHON -u PROGRAM ARGS` (`PYTHON -u -m
+// MODULE ARGS`), so that `dlaunch train.py` works where `torchrun train.py`
+// does, with unbuffered output as torchrun's workers have. --no-python runs
+// the program as it is. PYTHON is --python, else $DLAUNCH_PYTHON, else
+// "python3": the first one on each rank's PATH on its host.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+namespace dlaunch {
+
+struct PythonChoice {
+  bool module = false;                         // -m/--module
+  bool no_python = false;                      // --no-python
+  std::string python = {};                     // --python; empty: not given
+  std::optional<std::string> python_env = {};  // $DLAUNCH_PYTHON
+};
+
+// The command each rank runs; an error names the flags that conflict.
+std::variant<std::vector<std::string>, std::string> python_command(std::vector<std::string> command,
+                                                                   const PythonChoice& choice);
+
+}  // namespace dlaunch
