@@ -1,5 +1,6 @@
 #include "launcher/config/options.h"
 
+#include "common/did_you_mean.h"
 #include "common/posix.h"
 
 #include "common/version.h"
@@ -112,6 +113,40 @@ std::optional<std::string> parse_nnodes(const std::string& text, Options& o) {
   o.min_nodes = static_cast<std::size_t>(*low);
   o.max_nodes = static_cast<std::size_t>(*high);
   return std::nullopt;
+}
+
+// "unknown option '--nprocs'; did you mean '--nproc-per-node'?": the first
+// word of `words` that looks like an option, with the closest of the app's
+// own spellings (or one it starts like: --nprocs, --nproc-per-node).
+std::string unknown_option(const CLI::App& app, const std::vector<std::string>& words) {
+  std::string word = words.front();
+  for (const auto& w : words) {
+    if (w.starts_with('-')) {
+      word = w;
+      break;
+    }
+  }
+  const std::string name = word.substr(0, word.find('='));
+  std::vector<std::string> spellings;
+  for (const CLI::Option* option : app.get_options()) {
+    for (const auto& l : option->get_lnames()) spellings.push_back("--" + l);
+    for (const auto& s : option->get_snames()) spellings.push_back("-" + s);
+  }
+  const std::vector<std::string_view> candidates(spellings.begin(), spellings.end());
+  auto guess = did_you_mean(name, candidates);
+  if (!guess && name.size() > 4) {
+    const std::string stem = name.ends_with('s') ? name.substr(0, name.size() - 1) : name;
+    for (const auto& candidate : spellings) {
+      if (candidate.starts_with(stem)) {
+        guess = candidate;
+        break;
+      }
+    }
+  }
+  std::string message = "unknown option '" + name + "'";
+  if (guess) message += "; did you mean '" + *guess + "'?";
+  return message + " (dlaunch --help lists the options; the program and its own options " +
+         "follow them, or come after --)";
 }
 
 }  // namespace
@@ -361,6 +396,9 @@ ParseResult parse_options(int argc, const char* const* argv,
                "(for scripts reading dlaunch's output through a slow pipe)");
   add_ssh_options(app, o);
 
+  // Words CLI11 does not know come back in remaining(), checked below: an
+  // unknown option is named, never taken for the program.
+  app.allow_extras(seen_dashes);
   std::vector<std::string> reversed(ours.rbegin(), ours.rend());
   try {
     app.parse(reversed);
@@ -371,8 +409,12 @@ ParseResult parse_options(int argc, const char* const* argv,
   } catch (const CLI::ParseError& e) {
     return {std::nullopt, 2, e.what()};
   }
-  if (!seen_dashes) {
+  if (seen_dashes) {
+    if (!app.remaining().empty()) return {std::nullopt, 2, unknown_option(app, app.remaining())};
+  } else {
     for (auto& rest : app.remaining()) o.command.push_back(rest);
+    if (!o.command.empty() && o.command.front().starts_with('-'))
+      return {std::nullopt, 2, unknown_option(app, o.command)};
   }
   o.forward_env_defaults = !no_forward_env;
   o.rdzv_port_given = rdzv_port->count() > 0;

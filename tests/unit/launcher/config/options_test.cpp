@@ -254,3 +254,21 @@ TEST_CASE("a .py program and -m run with Python, as torchrun runs them") {
   CHECK_FALSE(r.options);
   CHECK(r.exit_code == 2);
 }
+
+TEST_CASE("an unknown option is named, with a suggestion, never taken for the program") {
+  auto r = parse({"--standalone", "--nproc-per-node", "2", "train.py"});
+  CHECK_FALSE(r.options);
+  CHECK(r.exit_code == 2);
+  CHECK(r.message.starts_with("unknown option '--standalone'"));
+  r = parse({"--nprocs", "2", "--", "true"});
+  CHECK_FALSE(r.options);
+  CHECK(r.message.starts_with("unknown option '--nprocs'; did you mean '--nproc-per-node'?"));
+  r = parse({"--nproc-per-nod=2", "prog"});
+  CHECK_FALSE(r.options);
+  CHECK(
+      r.message.starts_with("unknown option '--nproc-per-nod'; did you mean '--nproc-per-node'?"));
+  // The program's own options stay the program's.
+  r = parse({"-n", "2", "prog", "--nprocs", "3"});
+  REQUIRE(r.options);
+  CHECK(r.options->command == std::vector<std::string>{"prog", "--nprocs", "3"});
+}
