@@ -225,15 +225,10 @@ void Agent::on_message(proto::Message&& message) {
   }
 }
 
-std::string Agent::in_workdir(const std::string& dir) const {
-  if (dir.starts_with('/')) return dir;
-  return (spec_.workdir.empty() ? current_directory() : spec_.workdir) + "/" + dir;
-}
-
 DirectorySender& Agent::checkpoint_sender() {
   if (!checkpoint_) {
     checkpoint_ = std::make_unique<DirectorySender>(
-        io_, in_workdir(spec_.checkpoint_dir),
+        io_, in_workdir(spec_, spec_.checkpoint_dir),
         DirectoryFollower::Options{.set = proto::FileSet::checkpoint, .settled_only = true},
         // A checkpoint can be gigabytes: sent as fast as the connection
         // drains, still behind the ranks' output.
@@ -251,7 +246,7 @@ void Agent::on_checkpoint_chunk(const proto::FileChunk& chunk) {
     return;
   }
   if (!checkpoint_in_) {
-    checkpoint_in_.emplace(in_workdir(spec_.checkpoint_dir),
+    checkpoint_in_.emplace(in_workdir(spec_, spec_.checkpoint_dir),
                            FileMirror::Options{.whole_files = true,
                                                .what = "checkpoint",
                                                .source = "the coordinator",
@@ -448,7 +443,7 @@ void Agent::start_round(const proto::Assign& assign) {
   pulse_.start();  // from here the guardian ends the ranks if this loop stops
   if (!tensorboard_ && !spec_.tensorboard_dir.empty() && assign.rank_offset == 0) {
     tensorboard_ = std::make_unique<DirectorySender>(
-        io_, in_workdir(spec_.tensorboard_dir), DirectoryFollower::Options{},
+        io_, in_workdir(spec_, spec_.tensorboard_dir), DirectoryFollower::Options{},
         DirectorySender::Pace{}, "--tensorboard-dir", [this] { return client_.get(); });
     tensorboard_->start();
   }

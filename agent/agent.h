@@ -65,8 +65,6 @@ class Agent {
   DirectorySender& checkpoint_sender();
   // The senders' last files reach the coordinator, then `done` runs.
   void flush_senders(std::function<void()> done);
-  // A directory given relative to the ranks' working directory, made absolute.
-  std::string in_workdir(const std::string& dir) const;
 
   asio::io_context& io_;
   LaunchSpec spec_;

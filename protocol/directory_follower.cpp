@@ -25,7 +25,7 @@ DirectoryFollower::DirectoryFollower(std::string root, Options options)
 }
 
 void DirectoryFollower::scan(const std::string& dir, const std::string& prefix, std::size_t depth,
-                             std::vector<std::string>& found) const {
+                             std::vector<Found>& found) const {
   DIR* d = ::opendir(dir.c_str());
   if (!d) return;  // not there yet: the trainer has not created it
   while (dirent* e = ::readdir(d)) {
@@ -39,7 +39,9 @@ void DirectoryFollower::scan(const std::string& dir, const std::string& prefix, 
     if (S_ISDIR(st.st_mode) && depth < kMaxDepth) {
       scan(path, prefix + name + "/", depth + 1, found);
     } else if (S_ISREG(st.st_mode)) {
-      found.push_back(prefix + name);
+      found.push_back(Found{
+          prefix + name,
+          Version{st.st_dev, st.st_ino, static_cast<std::uint64_t>(st.st_size), mtime_ns(st)}});
     }
   }
   ::closedir(d);
@@ -51,6 +53,17 @@ void DirectoryFollower::mark_sent(const std::string& relative) {
   if (::lstat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return;
   const Version now{st.st_dev, st.st_ino, static_cast<std::uint64_t>(st.st_size), mtime_ns(st)};
   files_[relative] = Followed{now, now, now.size};
+}
+
+bool DirectoryFollower::unchanged_and_sent(const Found& file) const {
+  auto it = files_.find(file.relative);
+  if (it == files_.end()) return false;
+  const Followed& f = it->second;
+  const Version& now = file.version;
+  const bool same = options_.settled_only
+                        ? f.sending == now && f.seen == now
+                        : f.sending.device == now.device && f.sending.inode == now.inode;
+  return same && f.sent == now.size;
 }
 
 void DirectoryFollower::follow(const std::string& relative, std::size_t& budget,
@@ -121,12 +134,15 @@ void DirectoryFollower::follow(const std::string& relative, std::size_t& budget,
 }
 
 std::vector<proto::FileChunk> DirectoryFollower::next(std::size_t budget) {
-  std::vector<std::string> found;
+  std::vector<Found> found;
   scan(root_, "", 0, found);
-  std::sort(found.begin(), found.end());
+  std::sort(found.begin(), found.end(),
+            [](const Found& a, const Found& b) { return a.relative < b.relative; });
   caught_up_ = true;
   std::vector<proto::FileChunk> out;
-  for (const auto& relative : found) follow(relative, budget, out);
+  for (const auto& file : found) {
+    if (!unchanged_and_sent(file)) follow(file.relative, budget, out);
+  }
   return out;
 }
 

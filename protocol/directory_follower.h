@@ -71,8 +71,17 @@ class DirectoryFollower {
     std::uint64_t sent = 0;
   };
 
+  // A regular file under the root, as the scan's lstat saw it.
+  struct Found {
+    std::string relative;
+    Version version;
+  };
+
   void scan(const std::string& dir, const std::string& prefix, std::size_t depth,
-            std::vector<std::string>& found) const;
+            std::vector<Found>& found) const;
+  // Whether the file as the scan saw it went out whole already: it is not
+  // even opened (each tick scans every file while the job runs).
+  bool unchanged_and_sent(const Found& file) const;
   void follow(const std::string& relative, std::size_t& budget, std::vector<proto::FileChunk>& out);
 
   std::string root_;

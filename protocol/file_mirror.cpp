@@ -48,14 +48,17 @@ bool is_partial_file(std::string_view name) {
 FileMirror::FileMirror(std::string root, Options options)
     : root_(std::move(root)), options_(std::move(options)) {}
 
-// mkdir -p for the root and the parents of `relative` under it.
-bool FileMirror::make_parents(std::string_view relative) const {
+// mkdir -p for the root (once) and the parents of `relative` under it.
+bool FileMirror::make_parents(std::string_view relative) {
   const mode_t mode = options_.private_files ? 0700 : 0777;
-  for (std::size_t slash = root_.find('/', 1); slash != std::string::npos;
-       slash = root_.find('/', slash + 1)) {
-    if (!make_dir(root_.substr(0, slash), mode)) return false;
+  if (!root_made_) {
+    for (std::size_t slash = root_.find('/', 1); slash != std::string::npos;
+         slash = root_.find('/', slash + 1)) {
+      if (!make_dir(root_.substr(0, slash), mode)) return false;
+    }
+    if (!make_dir(root_, mode)) return false;
+    root_made_ = true;
   }
-  if (!make_dir(root_, mode)) return false;
   std::size_t slash = relative.find('/');
   while (slash != std::string_view::npos) {
     if (!make_dir(root_ + "/" + std::string(relative.substr(0, slash)), mode)) return false;

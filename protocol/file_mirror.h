@@ -42,13 +42,14 @@ class FileMirror {
 
  private:
   std::optional<std::string> write_whole(const proto::FileChunk& chunk, const std::string& path);
-  bool make_parents(std::string_view relative) const;
+  bool make_parents(std::string_view relative);
   const char* write_file(const std::string& path, const proto::FileChunk& chunk) const;
 
   std::string root_;
   Options options_;
   std::set<std::string> failed_;
   std::set<std::string> partial_;  // whole_files: begun, not yet complete
+  bool root_made_ = false;         // the root and its parents exist
 };
 
 // A name the mirror writes while a file is incomplete (never a file to copy).

@@ -56,6 +56,11 @@ std::string encode_launch_spec(const LaunchSpec& s) {
   return bytes;
 }
 
+std::string in_workdir(const LaunchSpec& spec, const std::string& dir) {
+  if (dir.starts_with('/') || spec.workdir.empty()) return dir;
+  return spec.workdir + "/" + dir;
+}
+
 std::optional<LaunchSpec> decode_launch_spec_body(std::string_view body) {
   wire::Reader r(body);
   LaunchSpec s;

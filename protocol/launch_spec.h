@@ -61,6 +61,12 @@ struct LaunchSpec {
 // The stdin stream: "DLSP" magic, u32 length, then the encoded fields.
 std::string encode_launch_spec(const LaunchSpec& spec);
 
+// A directory given relative to the ranks' working directory (--tensorboard-dir,
+// --checkpoint-dir): absolute under `workdir`, or as given when it is absolute
+// or `workdir` is empty (then the ranks start in the agent's own directory, so
+// the relative path names the same place for both).
+std::string in_workdir(const LaunchSpec& spec, const std::string& dir);
+
 // Reads exactly one launch spec from a file descriptor (blocking). Returns an
 // error message in `error` on a short read, a bad magic or a malformed field.
 std::optional<LaunchSpec> read_launch_spec(int fd, std::string* error);

@@ -32,13 +32,8 @@ EnvMap rank_environment(const proto::Assign& a, int local_rank, const LaunchSpec
   set("TORCHELASTIC_RUN_ID", a.job);
   set("DLAUNCH_JOB", a.job);
   set("DLAUNCH_HOST", spec.host_name);
-  // --checkpoint-dir, absolute when the working directory is known (a relative
-  // one is relative to the ranks' working directory anyway).
-  if (!spec.checkpoint_dir.empty()) {
-    const bool relative = !spec.checkpoint_dir.starts_with('/') && !spec.workdir.empty();
-    set("DLAUNCH_CHECKPOINT_DIR",
-        relative ? spec.workdir + "/" + spec.checkpoint_dir : spec.checkpoint_dir);
-  }
+  if (!spec.checkpoint_dir.empty())
+    set("DLAUNCH_CHECKPOINT_DIR", in_workdir(spec, spec.checkpoint_dir));
   // Many ranks each spawning one thread per core starve each other; torchrun
   // sets the same default. A value the user set wins.
   if (a.local_world_size > 1 && !env.contains("OMP_NUM_THREADS")) set("OMP_NUM_THREADS", 1);

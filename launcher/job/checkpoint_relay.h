@@ -37,7 +37,6 @@ class CheckpointRelay {
   // The connection is gone: its carry ends without `done`.
   void drop(ConnId conn);
   bool carrying(ConnId conn) const { return carry_ && carry_->conn == conn; }
-  const std::string& cache_dir() const { return cache_.root(); }
 
  private:
   struct Carry {

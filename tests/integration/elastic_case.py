@@ -4,8 +4,10 @@ lines read back per round, and the job's processes in one host's namespace."""
 
 import os
 import re
+import shutil
 import subprocess
 import sys
+import tempfile
 import unittest
 
 import harness
@@ -24,7 +26,12 @@ def rounds_of(out):
 
 
 class ElasticCase(unittest.TestCase):
-    """Four SSH hosts (h1..h4) for the class; `self.proc` is the job's dlaunch."""
+    """Four SSH hosts (h1..h4) for the class. Each test names its job
+    `self.job`, starts its dlaunch as `self.proc`, sets `self.cut` to a
+    namespace whose link it takes down, and may use the directory
+    `self.marks`; tearDown ends, restores and removes them."""
+
+    JOB_PREFIX = "elastic"
 
     @classmethod
     def setUpClass(cls):
@@ -39,6 +46,23 @@ class ElasticCase(unittest.TestCase):
     @classmethod
     def tearDownClass(cls):
         cls.hosts.close()
+
+    def setUp(self):
+        self.job = f"{self.JOB_PREFIX}-{os.getpid()}-{self._testMethodName[5:21]}"
+        self.marks = tempfile.mkdtemp(prefix=f"dlaunch-{self.JOB_PREFIX}-")
+        self.proc = None
+        self.cut = None
+
+    def tearDown(self):
+        if self.proc and self.proc.poll() is None:
+            self.proc.kill()
+        if self.proc:
+            self.proc.communicate()
+        if self.cut:
+            subprocess.run(["ip", "netns", "exec", self.cut, "ip", "link", "set", "eth0", "up"],
+                           check=False)
+        harness.kill_marker(self.job)
+        shutil.rmtree(self.marks, ignore_errors=True)
 
     def finish(self, timeout=120):
         """The job's exit code, stdout and stderr; fails past `timeout` seconds."""

@@ -6,11 +6,9 @@ node ranks, world size, round and MASTER_ADDR of every round from the output."""
 
 import os
 import re
-import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 import unittest
 
@@ -70,23 +68,6 @@ print(f"rank={rank} done weight_sum={float(sum(p.sum() for p in model.parameters
       flush=True)
 """
 class ElasticTest(ElasticCase):
-    def setUp(self):
-        self.job = f"elastic-{os.getpid()}-{self._testMethodName[-16:]}"
-        self.marks = tempfile.mkdtemp(prefix="dlaunch-elastic-")
-        self.proc = None
-        self.cut = None
-
-    def tearDown(self):
-        if self.proc and self.proc.poll() is None:
-            self.proc.kill()
-        if self.proc:
-            self.proc.communicate()
-        if self.cut:
-            subprocess.run(["ip", "netns", "exec", self.cut, "ip", "link", "set", "eth0", "up"],
-                           check=False)
-        harness.kill_marker(self.job)
-        shutil.rmtree(self.marks, ignore_errors=True)
-
     def start(self, hosts_file, *args, long_rounds=1):
         cmd = [harness.DLAUNCH, "--hosts", hosts_file, "--name", self.job, "--grace", "2",
                "--heartbeat-timeout", "4", "--max-restarts", "2", *args, "--", PY, "-c", RANK,

@@ -37,30 +37,21 @@ class ElasticMnistTest(ElasticCase):
         cls.hosts_file = cls.hosts.hosts_file([1, 1, 1, 1], name="spare.toml",
                                               host_extra={"h4": "spare = true"})
 
+    JOB_PREFIX = "emnist"
+
     def setUp(self):
-        self.job = f"emnist-{os.getpid()}-{self._testMethodName[5:20]}"
-        self.marks = tempfile.mkdtemp(prefix="dlaunch-emnist-")
+        super().setUp()
         # The same path on every host, each a disk of its own.
         self.disk = tempfile.mkdtemp(prefix="dlaunch-emnist-disk-")
         self.mounted = []
         for h in self.hosts.hosts:
             self.in_mounts(h, "mount", "-t", "tmpfs", "-o", "size=64m", "tmpfs", self.disk)
             self.mounted.append(h)
-        self.proc = None
-        self.cut = None
 
     def tearDown(self):
-        if self.proc and self.proc.poll() is None:
-            self.proc.kill()
-        if self.proc:
-            self.proc.communicate()
-        if self.cut:
-            subprocess.run(["ip", "netns", "exec", self.cut, "ip", "link", "set", "eth0", "up"],
-                           check=False)
-        harness.kill_marker(self.job)
+        super().tearDown()
         for h in self.mounted:
             self.in_mounts(h, "umount", "-l", self.disk, check=False)
-        shutil.rmtree(self.marks, ignore_errors=True)
         shutil.rmtree(self.disk, ignore_errors=True)
 
     @staticmethod
