@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 
@@ -74,7 +75,11 @@ void Agent::start() {
     return;
   }
   gpus_ = count_gpus();
-  nproc_ = spec_.nproc > 0 ? spec_.nproc : std::max(1, gpus_);
+  // 0: one rank per GPU (else 1); -1 (--nproc-per-node cpu): one per CPU, as torchrun's.
+  const long cpus = ::sysconf(_SC_NPROCESSORS_ONLN);
+  nproc_ = spec_.nproc > 0   ? spec_.nproc
+           : spec_.nproc < 0 ? static_cast<int>(std::clamp(cpus, 1L, 4096L))
+                             : std::max(1, gpus_);
   machine_.emplace(AgentStateMachine::Node{nproc_, spec_.grace_s});
   watch_signals();
   watch_stdin();

@@ -22,7 +22,8 @@ EnvMap rank_environment(const proto::Assign& a, int local_rank, const LaunchSpec
   set("LOCAL_WORLD_SIZE", a.local_world_size);
   set("GROUP_RANK", a.node_rank);
   set("GROUP_WORLD_SIZE", a.nnodes);
-  set("ROLE_NAME", std::string("default"));
+  // torchrun's --role reaches the ranks as the launch spec's ROLE_NAME.
+  if (!spec.env.contains("ROLE_NAME")) set("ROLE_NAME", std::string("default"));
   set("ROLE_RANK", rank);
   set("ROLE_WORLD_SIZE", a.world_size);
   set("MASTER_ADDR", a.master_addr);

@@ -17,14 +17,15 @@ using EnvMap = std::map<std::string, std::string>;
 
 // The variables dlaunch sets for every rank, whatever the host's environment
 // or the hosts file say: a hosts-file `env` that sets one is refused.
-inline constexpr std::array<std::string_view, 16> kLauncherVariables = {
+// ROLE_NAME is not among them: "default" unless --role (torchrun's) or --env
+// names the role.
+inline constexpr std::array<std::string_view, 15> kLauncherVariables = {
     "RANK",
     "LOCAL_RANK",
     "WORLD_SIZE",
     "LOCAL_WORLD_SIZE",
     "GROUP_RANK",
     "GROUP_WORLD_SIZE",
-    "ROLE_NAME",
     "ROLE_RANK",
     "ROLE_WORLD_SIZE",
     "MASTER_ADDR",

@@ -40,25 +40,35 @@ std::vector<Outbound> RendezvousState::on_join(ConnId conn, const proto::Join& j
                   ", but node 0 runs the job with --nnodes " + std::to_string(config_.nnodes) +
                   "; start every node with the same --nnodes");
   }
-  if (join.node_rank < 0 || join.node_rank >= config_.nnodes) {
+  if (member(conn) != nullptr) return reject("this connection has already joined");
+  // A node started without --node-rank (torchrun's same line on every node)
+  // takes the first place free after node 0's.
+  int index = join.node_rank;
+  if (index == kAnyNodeRank && config_.node_names.empty()) {
+    for (std::size_t i = 1; i < members_.size() && index < 0; ++i) {
+      if (!members_[i]) index = static_cast<int>(i);
+    }
+    if (index < 0) {
+      return reject("all " + std::to_string(config_.nnodes) + " places of the job (--nnodes " +
+                    std::to_string(config_.nnodes) + ") are taken");
+    }
+  }
+  if (index < 0 || index >= config_.nnodes) {
     return reject("node rank " + std::to_string(join.node_rank) + " is outside 0.." +
                   std::to_string(config_.nnodes - 1) + " (--nnodes " +
                   std::to_string(config_.nnodes) + ")");
   }
-  if (member(conn) != nullptr) return reject("this connection has already joined");
-  auto& slot = members_[static_cast<std::size_t>(join.node_rank)];
+  auto& slot = members_[static_cast<std::size_t>(index)];
   if (slot) {
-    return reject("node rank " + std::to_string(join.node_rank) + " is already taken by host " +
-                  slot->host);
+    return reject("node rank " + std::to_string(index) + " is already taken by host " + slot->host);
   }
   if (!config_.node_names.empty() &&
-      config_.node_names[static_cast<std::size_t>(join.node_rank)] != join.host) {
-    return reject("node rank " + std::to_string(join.node_rank) + " belongs to host " +
-                  config_.node_names[static_cast<std::size_t>(join.node_rank)] + ", not " +
-                  join.host);
+      config_.node_names[static_cast<std::size_t>(index)] != join.host) {
+    return reject("node rank " + std::to_string(index) + " belongs to host " +
+                  config_.node_names[static_cast<std::size_t>(index)] + ", not " + join.host);
   }
-  slot = Member{conn, join.node_rank, join.nproc, join.host, join.master_port, true};
-  node_of_conn_[conn] = join.node_rank;
+  slot = Member{conn, index, join.nproc, join.host, join.master_port, true};
+  node_of_conn_[conn] = index;
   ++joined_;
   // A late node runs nothing this round (done, as a spare is): a later
   // roster may take it.
@@ -147,10 +157,15 @@ int RendezvousState::rank_offset_of(int index) const {
 }
 
 bool RendezvousState::owns_rank(ConnId conn, int rank) const {
+  return local_rank_of(conn, rank).has_value();
+}
+
+std::optional<int> RendezvousState::local_rank_of(ConnId conn, int rank) const {
   const Member* m = member(conn);
-  if (m == nullptr) return false;
+  if (m == nullptr) return std::nullopt;
   const int first = rank_offset_of(m->index);
-  return first >= 0 && rank >= first && rank < first + m->nproc;
+  if (first < 0 || rank < first || rank >= first + m->nproc) return std::nullopt;
+  return rank - first;
 }
 
 const RendezvousState::Member* RendezvousState::member_of_rank(int rank) const {

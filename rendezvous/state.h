@@ -53,6 +53,9 @@ class RendezvousState {
     bool done = true;  // runs no ranks: reported AgentDone, or not assigned this round
   };
 
+  // Join.node_rank of a manual-mode node that takes the first free place.
+  static constexpr std::int32_t kAnyNodeRank = -1;
+
   explicit RendezvousState(Config config);
 
   // An authenticated agent's Join. Rejects a node rank out of range, taken, or
@@ -97,6 +100,8 @@ class RendezvousState {
   // Whether global rank `rank` belongs to the agent on `conn` (peers' rank
   // numbers are checked against the assignment, never trusted).
   bool owns_rank(ConnId conn, int rank) const;
+  // `rank`'s place among its node's ranks (LOCAL_RANK), when conn's agent owns it.
+  std::optional<int> local_rank_of(ConnId conn, int rank) const;
   // The member holding a global rank, if assigned.
   const Member* member_of_rank(int rank) const;
   int rank_offset(int node_rank) const;

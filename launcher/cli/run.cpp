@@ -34,6 +34,7 @@
 #include "launcher/plan/agent_address.h"
 #include "launcher/plan/launch_spec_builder.h"
 #include "launcher/plan/plan.h"
+#include "launcher/plan/this_machine.h"
 #include "launcher/record/job_claim.h"
 #include "launcher/record/job_record.h"
 #include "launcher/sync/sync_manifest.h"
@@ -89,12 +90,19 @@ std::optional<std::string> manual_secret(const Options& o, std::optional<std::st
   if (secret.generated) {
     std::vector<std::string> words{"dlaunch"};
     for (int i = 1; i < argc; ++i) words.emplace_back(argv[i]);
+    const std::string which = o.node_rank_given ? "node <N> = 1.." + std::to_string(o.nnodes - 1)
+                                                : std::string("the other nodes");
     console().line("dlaunch: this job's secret was made here (no --secret-file or " +
-                   std::string(kSecretEnv) + "); start node <N> = 1.." +
-                   std::to_string(o.nnodes - 1) + " with:\n  " +
+                   std::string(kSecretEnv) + "); start " + which + " with:\n  " +
                    other_nodes_command(words, secret.secret));
   }
   return secret.secret;
+}
+
+// "node3", or this machine's name while the rendezvous has not yet given it a rank.
+std::string node_word(const Options& o) {
+  return o.node_rank >= 0 ? "node" + std::to_string(o.node_rank)
+                          : "node-" + this_host_name_or_localhost();
 }
 
 int run_manual_worker(const Plan& plan, const Options& o, std::string secret) {
@@ -245,6 +253,21 @@ int run_command(int argc, const char* const* argv) {
   }
   Options o = std::move(*parsed.options);
   setup_logging(o.verbose);
+  for (const auto& note : o.notes) console().note(note);
+  // torchrun's way: the same line on every node, no --node-rank. The node
+  // that holds node 0's address is node 0; the others get their ranks from it.
+  if (o.mode == Mode::manual && !o.node_rank_given && o.nnodes > 1) {
+    const bool node0 = o.rdzv_is_host.value_or(this_machine_is(o.master_addr));
+    o.node_rank = node0 ? 0 : kRankByRendezvous;
+    const std::string why =
+        o.rdzv_is_host ? "--rdzv-conf is_host" : "this machine is " + o.master_addr;
+    console().note(node0
+                       ? "node 0 (" + why + "): the rendezvous listens on port " +
+                             std::to_string(o.rdzv_port)
+                       : "joining node 0 at " + o.master_addr + ":" + std::to_string(o.rdzv_port) +
+                             ", which gives this node its rank (--node-rank 0 where " +
+                             o.master_addr + " is not node 0's own address)");
+  }
 
   std::optional<HostsFile> hosts;
   if (o.mode == Mode::hosts) {
@@ -333,13 +356,13 @@ int run_command(int argc, const char* const* argv) {
     std::string log;
     try {
       make_private_dirs(o.log_dir);
-      log = o.log_dir + "/" + plan.job + ".node" + std::to_string(o.node_rank) + ".log";
+      log = o.log_dir + "/" + plan.job + "." + node_word(o) + ".log";
     } catch (const std::exception& e) {
       console().error(std::string(e.what()) + " (set --log-dir or DLAUNCH_STATE_DIR)");
       detacher.failed(kExitFailure);
       return kExitFailure;
     }
-    detacher.started("node " + std::to_string(o.node_rank) + " of " + plan.job + ": " + log, log);
+    detacher.started(node_word(o) + " of " + plan.job + ": " + log, log);
     return run_manual_worker(plan, o, std::move(secret));
   }
 
@@ -354,8 +377,10 @@ int run_command(int argc, const char* const* argv) {
 
   // A detached job has no terminal: its stderr is coordinator.log, which holds
   // the coordinator's own messages; the ranks' output is in their logs only.
+  TerminalFilter filter{o.ranks_filter, o.local_ranks_filter, o.hidden_streams,
+                        o.hidden_streams_by_local_rank};
   LogSink::Settings sink_settings{
-      job_dir, plan.hosts_in_prefix, o.ranks_filter, o.quiet || o.detach, 20, o.no_skip};
+      job_dir, plan.hosts_in_prefix, std::move(filter), o.quiet || o.detach, 20, o.no_skip};
   sink_settings.terminal_is_tty = ::isatty(1) && ::isatty(2) && same_terminal(1, 2);
   sink_settings.color_out = color_allowed_for_fd(1);
   sink_settings.color_err = color_allowed_for_fd(2);

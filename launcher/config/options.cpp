@@ -5,6 +5,7 @@
 
 #include "common/version.h"
 #include "launcher/config/python_program.h"
+#include "launcher/config/torchrun_flags.h"
 
 #include <sys/stat.h>
 
@@ -287,7 +288,8 @@ ParseResult parse_options(int argc, const char* const* argv,
   std::optional<int> node_rank;
   add_host_list_options(app, o);
   app.add_option("--nproc-per-node,--nproc_per_node,-n", nproc_text,
-                 "ranks per node: a number, or 'auto' (one per GPU, else 1)");
+                 "ranks per node: a number, 'auto' or 'gpu' (one per GPU, else 1), or 'cpu' (one "
+                 "per CPU)");
   std::string nnodes_text;
   app.add_option("--nnodes", nnodes_text,
                  "number of nodes (manual mode), or MIN:MAX: an elastic job that starts with MIN "
@@ -333,7 +335,7 @@ ParseResult parse_options(int argc, const char* const* argv,
   app.add_flag("--insecure-no-secret", o.insecure_no_secret,
                "manual mode without a secret: any host that reaches the rendezvous port can join");
   app.add_option("--name", o.name, "job name (default: program name and a timestamp)");
-  app.add_option("--log-dir", o.log_dir,
+  app.add_option("--log-dir,--log_dir", o.log_dir,
                  "where job logs go (default $DLAUNCH_STATE_DIR or ~/.local/state/dlaunch/jobs)");
   app.add_option("--ranks-filter", ranks_filter_text,
                  "only these ranks reach the terminal, e.g. 0,3 or 0-3 (files get all)");
@@ -395,6 +397,8 @@ ParseResult parse_options(int argc, const char* const* argv,
                "never skip lines on a terminal that falls behind: hold the ranks back instead "
                "(for scripts reading dlaunch's output through a slow pipe)");
   add_ssh_options(app, o);
+  TorchrunFlags torchrun;
+  add_torchrun_options(app, torchrun);
 
   // Words CLI11 does not know come back in remaining(), checked below: an
   // unknown option is named, never taken for the program.
@@ -426,18 +430,25 @@ ParseResult parse_options(int argc, const char* const* argv,
     return usage_error("no program given: dlaunch [OPTIONS] -- PROG [ARGS...]");
   if (o.command[0].empty()) return usage_error("the program name is empty (dlaunch -- '' ...)");
   if (const char* env = std::getenv("DLAUNCH_PYTHON")) python.python_env = env;
+  python.run_path = torchrun.run_path;
   auto command = python_command(std::move(o.command), python);
   if (auto* error = std::get_if<std::string>(&command)) return usage_error(*error);
   o.command = std::move(std::get<std::vector<std::string>>(command));
-  if (!nproc_text.empty() && nproc_text != "auto" && nproc_text != "gpu") {
+  if (nproc_text == "cpu") {
+    o.nproc_per_node = kNprocCpus;
+  } else if (nproc_text == "xpu") {
+    return usage_error(
+        "--nproc-per-node xpu: dlaunch counts NVIDIA GPUs ('gpu' or 'auto'); give a number");
+  } else if (!nproc_text.empty() && nproc_text != "auto" && nproc_text != "gpu") {
     try {
       std::size_t used = 0;
       const int n = std::stoi(nproc_text, &used);
       if (used != nproc_text.size() || n < 1 || n > 4096) throw std::invalid_argument("range");
       o.nproc_per_node = n;
     } catch (const std::exception&) {
-      return usage_error("--nproc-per-node: expected a number from 1 to 4096 or 'auto', got '" +
-                         nproc_text + "'");
+      return usage_error(
+          "--nproc-per-node: expected a number from 1 to 4096, 'auto', 'gpu' or 'cpu', got '" +
+          nproc_text + "'");
     }
   }
   if (!ranks_filter_text.empty()) {
@@ -452,12 +463,22 @@ ParseResult parse_options(int argc, const char* const* argv,
     auto error = parse_nnodes(nnodes_text, o);
     if (error) return usage_error("--nnodes " + nnodes_text + ": " + *error);
   }
+  if (auto error = apply_torchrun_flags(torchrun, o)) return usage_error(*error);
   // With a host list, --master-addr is the MASTER_ADDR to try first (as the
   // hosts file's master_address), not a switch to manual mode.
   const bool host_list_given = !o.hosts_file.empty() || !o.hostfile.empty() ||
                                !o.host_list.empty() || o.launcher == Launcher::slurm;
-  const bool manual =
-      o.nnodes > 1 || node_rank.has_value() || (!o.master_addr.empty() && !host_list_given);
+  if (o.standalone && (host_list_given || node_rank.has_value())) {
+    return usage_error(std::string("--standalone runs on this machine only: drop ") +
+                       (node_rank ? "--node-rank" : "the host list"));
+  }
+  if (!o.rdzv_endpoint.empty() && host_list_given) {
+    return usage_error(
+        "--rdzv-endpoint names node 0 for nodes started by hand; with a host list "
+        "dlaunch runs the rendezvous itself: drop --rdzv-endpoint");
+  }
+  const bool manual = !o.standalone && (o.nnodes > 1 || node_rank.has_value() ||
+                                        (!o.master_addr.empty() && !host_list_given));
   // torchrun's way: `--nnodes MIN:MAX --node-rank R --master-addr A` on each
   // node. Node 0 runs with MAX places and admits late nodes as spares.
   if (manual && o.max_nodes != 0) o.nnodes = static_cast<int>(o.max_nodes);
@@ -478,6 +499,7 @@ ParseResult parse_options(int argc, const char* const* argv,
     return usage_error("--spares needs a host list (--hosts, --hostfile, -H or a Slurm job)");
   } else if (manual) {
     o.mode = Mode::manual;
+    o.node_rank_given = node_rank.has_value();
     o.node_rank = node_rank.value_or(0);
     if (o.node_rank >= o.nnodes) {
       return usage_error("--node-rank " + std::to_string(o.node_rank) + " must be below --nnodes " +
@@ -488,6 +510,11 @@ ParseResult parse_options(int argc, const char* const* argv,
                          " (node 0's address)");
     }
     if (o.master_addr.empty()) o.master_addr = "127.0.0.1";
+  }
+  if (!o.local_addr.empty() && o.mode != Mode::manual) {
+    o.notes.push_back(
+        "torchrun's --local-addr has no effect without --nnodes: it names node 0's MASTER_ADDR "
+        "in manual mode; elsewhere dlaunch proves which address every node reaches");
   }
   if (o.mode != Mode::hosts && (o.accept_new_host_keys)) {
     return usage_error("--accept-new-host-keys needs --hosts, --hostfile, -H or a Slurm job");

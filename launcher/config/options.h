@@ -3,6 +3,7 @@
 // for defaults, so usage errors are unit-tested without starting anything.
 #pragma once
 
+#include <map>
 #include <optional>
 #include <set>
 #include <span>
@@ -52,7 +53,7 @@ struct Options {
   std::string exclude;    // --exclude, the same syntax
   Launcher launcher = Launcher::automatic;
   HostSource host_source = HostSource::none;  // set when mode is Mode::hosts
-  std::optional<int> nproc_per_node;          // unset or "auto": one per GPU, else 1
+  std::optional<int> nproc_per_node;  // unset or "auto": one per GPU, else 1; kNprocCpus: "cpu"
   int nnodes = 1;
   // --nnodes MIN:MAX with a host list: an elastic job (0: every host not spare).
   std::size_t min_nodes = 0;
@@ -63,7 +64,15 @@ struct Options {
   // Where rank 0 writes its checkpoint, relative to the ranks' working
   // directory: copied to the coordinator as written, and to a new node 0.
   std::string checkpoint_dir = {};
+  // Manual mode: this node's rank. Without --node-rank over several nodes,
+  // the node that holds --master-addr (--rdzv-endpoint's host) is node 0 and
+  // the others take ranks as they join (kRankByRendezvous until then).
   int node_rank = 0;
+  bool node_rank_given = false;
+  std::optional<bool> rdzv_is_host = {};  // --rdzv-conf is_host: decides node 0 instead
+  std::string rdzv_endpoint = {};         // as given, for messages
+  std::string local_addr = {};            // --local-addr: node 0's MASTER_ADDR, tried first
+  bool standalone = false;                // --standalone: this machine only
   std::string master_addr;
   std::optional<int> master_port;
   int rdzv_port = 29400;
@@ -74,7 +83,12 @@ struct Options {
 
   std::string name;
   std::string log_dir;
-  std::set<int> ranks_filter;  // empty: all ranks reach the terminal
+  std::set<int> ranks_filter;        // empty: all ranks reach the terminal
+  std::set<int> local_ranks_filter;  // --local-ranks-filter: the same by local rank
+  // -r/--redirects: streams kept off the terminal (1 stdout, 2 stderr), for
+  // every local rank or per local rank.
+  int hidden_streams = 0;
+  std::map<int, int> hidden_streams_by_local_rank = {};
   int grace_s = 10;
   int max_restarts = 0;
   int heartbeat_timeout_s = 15;
@@ -101,7 +115,16 @@ struct Options {
   int ssh_timeout_s = 10;
   bool accept_new_host_keys = false;
   bool rdzv_via_ssh = false;  // agents reach the rendezvous through their SSH connection
+
+  // Said once when the job starts: flags accepted that change nothing, and
+  // what a torchrun flag became.
+  std::vector<std::string> notes = {};
 };
+
+// --nproc-per-node cpu: one rank per CPU of each host (the agent counts).
+constexpr int kNprocCpus = -1;
+// A manual-mode node's rank before the rendezvous gives it one.
+constexpr int kRankByRendezvous = -1;
 
 struct ParseResult {
   std::optional<Options> options;

@@ -6,9 +6,10 @@ std::variant<std::vector<std::string>, std::string> python_command(std::vector<s
                                                                    const PythonChoice& choice) {
   if (choice.module && choice.no_python)
     return std::string("-m/--module and --no-python cannot be combined: a module needs Python");
-  if (command.empty() || choice.no_python) return command;
+  // torchrun: --run-path wins over --no-python.
+  if (command.empty() || (choice.no_python && !choice.run_path)) return command;
   const bool script = command.front().ends_with(".py");
-  if (!choice.module && !script) return command;
+  if (!choice.module && !script && !choice.run_path) return command;
   std::string python = choice.python;
   if (python.empty() && choice.python_env && !choice.python_env->empty())
     python = *choice.python_env;

@@ -16,6 +16,7 @@ namespace dlaunch {
 struct PythonChoice {
   bool module = false;                         // -m/--module
   bool no_python = false;                      // --no-python
+  bool run_path = false;                       // torchrun's --run-path: Python, .py or not
   std::string python = {};                     // --python; empty: not given
   std::optional<std::string> python_env = {};  // $DLAUNCH_PYTHON
 };

@@ -66,7 +66,7 @@ std::variant<ManualSecret, std::string> choose_manual_secret(const ManualSecretI
   // Alone, nobody else needs to know it; node 0 makes it and tells the others.
   if (in.nnodes <= 1 || in.node_rank == 0)
     return ManualSecret{auth::to_hex(auth::random_bytes(auth::kSecretSize)), in.nnodes > 1, ""};
-  return "node " + std::to_string(in.node_rank) +
+  return (in.node_rank < 0 ? std::string("this node") : "node " + std::to_string(in.node_rank)) +
          " needs the job's secret: start it with the DLAUNCH_SECRET=... line that node 0 "
          "printed, or give every node the same --secret-file FILE (or DLAUNCH_SECRET_FILE); "
          "--insecure-no-secret on every node runs the job open to any host that reaches the "

@@ -224,12 +224,13 @@ void Coordinator::on_log_line(ConnId conn, const proto::LogLine& line) {
   const auto node = policy_.node_of(conn);
   if (!node) return;
   const std::string& host = policy_.node_label(*node);
-  if (!policy_.rendezvous().owns_rank(conn, line.rank)) {
+  const auto local_rank = policy_.rendezvous().local_rank_of(conn, line.rank);
+  if (!local_rank) {
     log::warn(host, " sent output for rank ", line.rank,
               ", which is not one of its ranks; dropped");
     return;
   }
-  sink_.line(line.rank, host, line.stream, line.text, line.end);
+  sink_.line(line.rank, host, line.stream, line.text, line.end, *local_rank);
   // --no-skip: a terminal that falls behind holds the ranks back, through the
   // agents' bounded queues, instead of losing lines.
   if (s_.options.no_skip && !reading_paused_ && sink_.terminal_backlogged()) {

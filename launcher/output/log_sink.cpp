@@ -35,7 +35,7 @@ LogSink::~LogSink() {
 }
 
 void LogSink::line(int rank, const std::string& host, proto::Stream stream, std::string_view text,
-                   proto::LineEnd end) {
+                   proto::LineEnd end, int local_rank) {
   files_.append(rank, text,
                 end == proto::LineEnd::newline           ? "\n"
                 : end == proto::LineEnd::carriage_return ? "\r"
@@ -46,7 +46,7 @@ void LogSink::line(int rank, const std::string& host, proto::Stream stream, std:
   tail.emplace_back(text);
   if (tail.size() > settings_.tail_lines) tail.pop_front();
   if (settings_.quiet) return;
-  if (!settings_.ranks_filter.empty() && !settings_.ranks_filter.contains(rank)) return;
+  if (!settings_.filter.shows(rank, local_rank < 0 ? rank : local_rank, stream)) return;
   // Text without a newline is a display that moves (a "\r" progress bar, whose
   // text arrives as partial while it waits for its next "\r") or a prompt:
   // the latest of it is shown, at most once a second per rank.

@@ -21,6 +21,7 @@
 #include "common/terminal_writer.h"
 #include "launcher/output/progress_line.h"
 #include "launcher/output/rank_log_files.h"
+#include "launcher/output/terminal_filter.h"
 #include "protocol/messages.h"
 
 namespace dlaunch {
@@ -30,7 +31,7 @@ class LogSink {
   struct Settings {
     std::string job_dir;  // empty: no files
     bool host_in_prefix = false;
-    std::set<int> ranks_filter;  // empty: all
+    TerminalFilter filter = {};  // which lines the terminal shows
     bool quiet = false;
     std::size_t tail_lines = 20;
     bool no_skip = false;
@@ -58,8 +59,9 @@ class LogSink {
   // bytes exactly; the terminal shows lines as they come, and text without a
   // newline ("\r" progress segments, a prompt) at most once a second per rank:
   // the latest one, which flush() shows once it has waited its second.
+  // `local_rank` is the rank's LOCAL_RANK (-1: the same as `rank`, one node).
   void line(int rank, const std::string& host, proto::Stream stream, std::string_view text,
-            proto::LineEnd end = proto::LineEnd::newline);
+            proto::LineEnd end = proto::LineEnd::newline, int local_rank = -1);
   std::vector<std::string> tail(int rank) const;
   // Writes the rank files' buffers out; says so when skipped terminal lines
   // have been caught up with.

@@ -56,7 +56,8 @@ Plan make_plan(const Options& o, const HostsFile* hosts, const std::string& job)
         node.host = hosts->hosts[i];
         node.local = is_local_host(node.host);
         node.nproc = node.host.slots.value_or(default_nproc);
-        if (o.nproc_per_node && node.host.slots && *node.host.slots != *o.nproc_per_node)
+        if (o.nproc_per_node && *o.nproc_per_node > 0 && node.host.slots &&
+            *node.host.slots != *o.nproc_per_node)
           slots_win.push_back(node.host.name);
         all_local = all_local && node.local;
         plan.nodes.push_back(node);
@@ -122,6 +123,11 @@ Plan make_plan(const Options& o, const HostsFile* hosts, const std::string& job)
       plan.probe_master = o.nnodes > 1;
       plan.configured_master = o.master_addr;
       plan.configured_master_by = "--master-addr";
+      // torchrun's --local-addr: the address node 0 gives its ranks' peers.
+      if (o.node_rank == 0 && !o.local_addr.empty()) {
+        plan.configured_master = o.local_addr;
+        plan.configured_master_by = "--local-addr";
+      }
       plan.rdzv_bind = "0.0.0.0";
       plan.rdzv_port = o.rdzv_port;
       plan.rdzv_connect = o.node_rank == 0 ? "127.0.0.1" : o.master_addr;
@@ -270,6 +276,8 @@ std::string describe_plan(const Plan& plan, const Options& o) {
       out << "ranks " << offset << ".." << offset + node.nproc - 1;
     } else if (node.nproc > 0) {
       out << node.nproc << " ranks";
+    } else if (node.nproc < 0) {
+      out << "one rank per CPU there";
     } else {
       out << "one rank per GPU found there (else 1)";
     }

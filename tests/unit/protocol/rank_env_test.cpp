@@ -62,8 +62,13 @@ TEST_CASE("the launcher's variables are exactly the ones every rank gets") {
   LaunchSpec spec;
   const EnvMap env = rank_environment(a, 0, spec, {});
   for (auto name : kLauncherVariables) CHECK(env.contains(std::string(name)));
-  for (const auto& [k, v] : env) CHECK(is_launcher_variable(k));
+  for (const auto& [k, v] : env) CHECK((is_launcher_variable(k) || k == "ROLE_NAME"));
   CHECK_FALSE(is_launcher_variable("NCCL_DEBUG"));
+  // ROLE_NAME is "default" unless the launch names a role (torchrun's --role).
+  CHECK(env.at("ROLE_NAME") == "default");
+  spec.env["ROLE_NAME"] = "trainer";
+  CHECK(rank_environment(a, 0, spec, {{"ROLE_NAME", "shell"}}).at("ROLE_NAME") == "trainer");
+  CHECK(rank_environment(a, 0, {}, {{"ROLE_NAME", "shell"}}).at("ROLE_NAME") == "default");
 }
 
 TEST_CASE("an interface the user set for NCCL or Gloo that differs from dlaunch's is said") {

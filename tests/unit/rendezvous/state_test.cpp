@@ -176,3 +176,32 @@ TEST_CASE("after the assignment a join is refused, unless the job admits late no
     CHECK(state.node_rank_of(2) == 1);
   }
 }
+
+TEST_CASE("nodes without a node rank take the places after node 0's as they join") {
+  RendezvousState state({3, "job", 0, "10.0.0.1", 0, {}});
+  auto any = join_as(0, 2);
+  any.node_rank = RendezvousState::kAnyNodeRank;
+  any.host = "late";
+  CHECK(state.on_join(201, any).empty());  // before node 0: place 1
+  CHECK(state.member(201)->index == 1);
+  CHECK(state.on_join(200, join_as(0, 2)).empty());
+  auto out = state.on_join(202, any);
+  REQUIRE(out.size() == 3);
+  CHECK(state.member(202)->index == 2);
+  for (const auto& o : out) {
+    const auto& a = std::get<proto::Assign>(o.message);
+    CHECK(a.node_rank == static_cast<int>(o.to) - 200);
+  }
+  CHECK(state.local_rank_of(202, 5) == 1);
+  CHECK_FALSE(state.local_rank_of(202, 1));
+  // Full: refused, naming why.
+  RendezvousState full({2, "job", 0, "a", 0, {}});
+  CHECK(full.on_join(1, any).empty());
+  auto refused = full.on_join(2, any);
+  REQUIRE(refused.size() == 1);
+  CHECK(std::get<proto::Reject>(refused[0].message).reason ==
+        "all 2 places of the job (--nnodes 2) are taken");
+  // A host list names every node: no place is given out.
+  RendezvousState listed({2, "job", 0, "a", 0, {"host0", "host1"}});
+  CHECK(std::holds_alternative<proto::Reject>(listed.on_join(3, any).front().message));
+}

@@ -256,10 +256,10 @@ TEST_CASE("a .py program and -m run with Python, as torchrun runs them") {
 }
 
 TEST_CASE("an unknown option is named, with a suggestion, never taken for the program") {
-  auto r = parse({"--standalone", "--nproc-per-node", "2", "train.py"});
+  auto r = parse({"--standalon", "--nproc-per-node", "2", "train.py"});
   CHECK_FALSE(r.options);
   CHECK(r.exit_code == 2);
-  CHECK(r.message.starts_with("unknown option '--standalone'"));
+  CHECK(r.message.starts_with("unknown option '--standalon'; did you mean '--standalone'?"));
   r = parse({"--nprocs", "2", "--", "true"});
   CHECK_FALSE(r.options);
   CHECK(r.message.starts_with("unknown option '--nprocs'; did you mean '--nproc-per-node'?"));

@@ -2,6 +2,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <filesystem>
 #include <string>
 
 #include "common/host_color.h"
@@ -48,4 +49,60 @@ TEST_CASE("log_sink: plain prefixes unless the stream may be colored") {
 
   s.host_in_prefix = false;  // `[R]` alone: one machine, nothing to tell apart
   CHECK(terminal_output(s) == "[0] a\n[1] b\n[2] c\n");
+}
+
+TEST_CASE("terminal filter: ranks, local ranks and torchrun's redirected streams") {
+  TerminalFilter f;
+  CHECK(f.shows(5, 1, proto::Stream::err));
+  f.ranks = {0, 5};
+  CHECK_FALSE(f.shows(4, 0, proto::Stream::out));
+  f.ranks.clear();
+  f.local_ranks = {0};
+  CHECK(f.shows(4, 0, proto::Stream::out));
+  CHECK_FALSE(f.shows(5, 1, proto::Stream::out));
+  f.local_ranks.clear();
+  f.hidden_streams = 1;  // -r 1: stdout off the terminal
+  CHECK_FALSE(f.shows(0, 0, proto::Stream::out));
+  CHECK(f.shows(0, 0, proto::Stream::err));
+  f.hidden_streams = 0;
+  f.hidden_streams_by_local_rank = {{1, 2}};  // -r 1:2
+  CHECK(f.shows(3, 1, proto::Stream::out));
+  CHECK_FALSE(f.shows(3, 1, proto::Stream::err));
+  CHECK(f.shows(2, 0, proto::Stream::err));
+}
+
+TEST_CASE("log_sink: lines the filter hides still reach the rank log") {
+  char dir[] = "/tmp/dlaunch-sink-XXXXXX";
+  REQUIRE(::mkdtemp(dir) != nullptr);
+  LogSink::Settings s;
+  s.job_dir = dir;
+  s.filter.hidden_streams = 2;
+  const std::string shown = [&] {
+    int fds[2];
+    REQUIRE(::pipe2(fds, O_CLOEXEC) == 0);
+    s.terminal.out_fd = fds[1];
+    s.terminal.err_fd = fds[1];
+    {
+      LogSink sink(std::move(s));
+      sink.line(0, "h", proto::Stream::out, "kept");
+      sink.line(0, "h", proto::Stream::err, "redirected");
+    }
+    ::close(fds[1]);
+    std::string out;
+    char buf[4096];
+    for (ssize_t n; (n = ::read(fds[0], buf, sizeof buf)) > 0;) out.append(buf, std::size_t(n));
+    ::close(fds[0]);
+    return out;
+  }();
+  CHECK(shown == "[0] kept\n");
+  std::string log;
+  {
+    const int fd = ::open((std::string(dir) + "/rank-0.log").c_str(), O_RDONLY);
+    REQUIRE(fd >= 0);
+    char buf[4096];
+    for (ssize_t n; (n = ::read(fd, buf, sizeof buf)) > 0;) log.append(buf, std::size_t(n));
+    ::close(fd);
+  }
+  CHECK(log == "kept\nredirected\n");
+  std::filesystem::remove_all(dir);
 }

@@ -1,0 +1,277 @@
+"""torchrun's command lines, with only the first word changed to dlaunch, run a
+real torch DDP script (Debian's python3-torch, gloo): PyTorch's documented
+single-node, --standalone, multi-node static (--node-rank/--master-addr) and
+c10d (--rdzv-endpoint, the same line on every node) lines, on this machine,
+on two "nodes" in network namespaces and on two SSH hosts. Every flag of
+torchrun's parser is accepted."""
+
+import os
+import re
+import subprocess
+import sys
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import harness  # noqa: E402
+import sshd_harness  # noqa: E402
+
+TORCH_PYTHON = "/usr/bin/python3"
+
+# An ordinary DDP script: the environment torchrun gives, one all-reduce over
+# gloo and one DDP step; it prints what a user would look at.
+DDP_SCRIPT = r'''
+import os, sys
+import torch
+import torch.distributed as dist
+dist.init_process_group("gloo")
+rank, world = dist.get_rank(), dist.get_world_size()
+t = torch.tensor([float(rank + 1)])
+dist.all_reduce(t)
+model = torch.nn.parallel.DistributedDataParallel(torch.nn.Linear(4, 1))
+model(torch.ones(2, 4)).sum().backward()
+print(f"ddp rank={rank} world={world} local={os.environ['LOCAL_RANK']} "
+      f"group={os.environ['GROUP_RANK']} sum={int(t.item())} "
+      f"run={os.environ['TORCHELASTIC_RUN_ID']} role={os.environ['ROLE_NAME']} "
+      f"args={sys.argv[1:]}", flush=True)
+print(f"stderr of rank {rank}", file=sys.stderr, flush=True)
+dist.destroy_process_group()
+'''
+
+LINE = re.compile(r"ddp rank=(\d+) world=(\d+) local=(\d+) group=(\d+) sum=(\d+) run=(\S+) "
+                  r"role=(\S+) args=(.*)$", re.M)
+
+# Every flag of torchrun's parser (torch/distributed/run.py, PyTorch 2.x), in
+# both spellings, each with a value it takes. None: a flag without a value.
+TORCHRUN_FLAGS = [
+    (("--nnodes",), "1"),
+    (("--nproc-per-node", "--nproc_per_node"), "1"),
+    (("--rdzv-backend", "--rdzv_backend"), "c10d"),
+    (("--rdzv-endpoint", "--rdzv_endpoint"), "localhost:29400"),
+    (("--rdzv-id", "--rdzv_id"), "run1"),
+    (("--rdzv-conf", "--rdzv_conf"), "timeout=900"),
+    (("--standalone",), None),
+    (("--max-restarts", "--max_restarts"), "0"),
+    (("--monitor-interval", "--monitor_interval"), "0.1"),
+    (("--start-method", "--start_method"), "spawn"),
+    (("--event-log-handler", "--event_log_handler"), "null"),
+    (("--role",), "trainer"),
+    (("-m", "--module"), None),
+    (("--no-python", "--no_python"), None),
+    (("--run-path", "--run_path"), None),
+    (("--log-dir", "--log_dir"), "LOGDIR"),
+    (("-r", "--redirects"), "0"),
+    (("-t", "--tee"), "3"),
+    (("--local-ranks-filter", "--local_ranks_filter"), "0"),
+    (("--node-rank", "--node_rank"), "0"),
+    (("--master-addr", "--master_addr"), "127.0.0.1"),
+    (("--master-port", "--master_port"), "29500"),
+    (("--local-addr", "--local_addr"), "127.0.0.1"),
+    (("--logs-specs", "--logs_specs"), "default"),
+    (("--numa-binding", "--numa_binding"), "node"),
+    (("--signals-to-handle", "--signals_to_handle"), "SIGTERM,SIGINT"),
+]
+NO_EFFECT = ["--monitor-interval", "--start-method", "--event-log-handler", "--logs-specs",
+             "--numa-binding", "--signals-to-handle"]
+
+
+def have_torch():
+    return subprocess.run([TORCH_PYTHON, "-c", "import torch.distributed"],
+                          capture_output=True).returncode == 0
+
+
+def installed_torchrun_flags():
+    """The option strings of the installed torchrun's parser, if there is one."""
+    code = ("from torch.distributed.run import get_args_parser\n"
+            "for a in get_args_parser()._actions:\n"
+            "    print(' '.join(s for s in a.option_strings if s not in ('-h', '--help')))\n")
+    r = subprocess.run([TORCH_PYTHON, "-c", code], capture_output=True, text=True)
+    if r.returncode != 0:
+        return None
+    return {s for line in r.stdout.split() for s in line.split()}
+
+
+class TorchrunCase(harness.DlaunchTestCase):
+    def setUp(self):
+        super().setUp()
+        self.script = self.write("train.py", DDP_SCRIPT)
+
+    def torch_env(self, **extra):
+        # The ranks' python: the script line stays torchrun's own.
+        return self.env(DLAUNCH_PYTHON=TORCH_PYTHON, **extra)
+
+    def ddp_lines(self, out):
+        return {int(m[0]): m for m in LINE.findall(out)}
+
+    def assertWorld(self, out, world, run=None, args="[]"):
+        lines = self.ddp_lines(out)
+        self.assertEqual(sorted(lines), list(range(world)), out)
+        for rank, (_, w, _, _, total, run_id, _, shown_args) in lines.items():
+            self.assertEqual(int(w), world)
+            self.assertEqual(int(total), world * (world + 1) // 2)
+            self.assertEqual(shown_args, args)
+            if run:
+                self.assertEqual(run_id, run)
+        return lines
+
+
+class TestOneMachine(TorchrunCase):
+    def test_single_node_line(self):
+        # torchrun --nproc_per_node=2 train.py --lr 3e-4
+        r = self.run_dlaunch(["--nproc_per_node=2", "train.py", "--lr", "3e-4"], cwd=self.tmp,
+                             env=self.torch_env())
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertWorld(r.stdout, 2, args="['--lr', '3e-4']")
+
+    def test_standalone_line_with_output_flags(self):
+        # torchrun --standalone --nnodes=1 --nproc-per-node=2 train.py, with
+        # torchrun's output flags: rank 0's stdout redirected, rank 1 only.
+        job = self.job_name("standalone")
+        r = self.run_dlaunch(["--standalone", "--nnodes=1", "--nproc-per-node=2",
+                              "--rdzv-id", job, "--role", "trainer", "-r", "0:1",
+                              "--monitor-interval=1", "train.py"],
+                             cwd=self.tmp, env=self.torch_env())
+        self.assertEqual(r.returncode, 0, r.stderr)
+        lines = self.ddp_lines(r.stdout)
+        self.assertEqual(sorted(lines), [1], r.stdout)  # rank 0's stdout stays in its log
+        self.assertEqual(lines[1][5], job)
+        self.assertEqual(lines[1][6], "trainer")
+        self.assertIn("[0] stderr of rank 0", r.stderr)
+        with open(os.path.join(self.state, job, "rank-0.log")) as f:
+            self.assertIn("ddp rank=0 world=2", f.read())
+        self.assertEqual(r.stderr.count("torchrun's --monitor-interval has no effect: dlaunch's "
+                                        "agent reacts to exits at once"), 1, r.stderr)
+
+    def test_local_ranks_filter(self):
+        r = self.run_dlaunch(["--nproc_per_node=2", "--local_ranks_filter=1", "train.py"],
+                             cwd=self.tmp, env=self.torch_env())
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(sorted(self.ddp_lines(r.stdout)), [1], r.stdout)
+        self.assertNotIn("stderr of rank 0", r.stderr)
+
+
+class TestEveryFlag(harness.DlaunchTestCase):
+    def test_every_torchrun_flag_is_accepted_in_both_spellings(self):
+        logdir = os.path.join(self.tmp, "logs")
+        for spellings, value in TORCHRUN_FLAGS:
+            for flag in spellings:
+                for form in ("space", "equals") if value is not None else ("flag",):
+                    v = value.replace("LOGDIR", logdir) if value else None
+                    words = {"space": [flag, v], "equals": [f"{flag}={v}"],
+                             "flag": [flag]}[form]
+                    if form == "equals" and not flag.startswith("--"):
+                        continue
+                    program = ["json.tool"] if flag in ("-m", "--module") else ["/bin/true"]
+                    r = self.run_dlaunch(["--dry-run"] + words + program)
+                    self.assertEqual(r.returncode, 0, f"{words}: {r.stderr}")
+                    base = spellings[0]
+                    if base in NO_EFFECT:
+                        self.assertEqual(r.stderr.count(f"torchrun's {base} has no effect: "), 1,
+                                         f"{words}: {r.stderr}")
+
+    def test_the_installed_torchruns_flags_are_all_known(self):
+        flags = installed_torchrun_flags()
+        if flags is None:
+            self.skipTest(f"{TORCH_PYTHON} has no torch.distributed.run")
+        known = {s for spellings, _ in TORCHRUN_FLAGS for s in spellings}
+        self.assertEqual(sorted(flags - known), [],
+                         "flags of the installed torchrun missing from this test's list")
+        # And dlaunch's own --help names them.
+        r = self.run_dlaunch(["--help"])
+        for flag in sorted(flags):
+            self.assertIn(flag, r.stdout)
+
+
+class TestNodesInNamespaces(TorchrunCase):
+    """Two "nodes", each a network namespace with its own address; dlaunch runs
+    in each as a user runs torchrun on each node."""
+
+    @classmethod
+    def setUpClass(cls):
+        if not sshd_harness.can_use_netns() or os.environ.get("DLAUNCH_TEST_NO_NETNS"):
+            raise unittest.SkipTest("needs root and network namespaces")
+        sshd_harness.require_sshd()
+        cls.hosts = sshd_harness.SshHosts(2)
+        cls.hosts.__enter__()
+        cls.hosts.write_known_hosts()
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.hosts.close()
+
+    def on_node(self, i, args, secret="a-secret-both-nodes-share"):
+        h = self.hosts.hosts[i]
+        env = self.torch_env(DLAUNCH_STATE_DIR=os.path.join(self.tmp, f"state{i}"))
+        env.pop("DLAUNCH_SECRET", None)
+        if secret:
+            env["DLAUNCH_SECRET"] = secret
+        p = subprocess.Popen(["ip", "netns", "exec", h["ns"], harness.DLAUNCH] + args,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+                             cwd=self.tmp)
+        self.procs.append(p)
+        return p
+
+    def both(self, procs, timeout=120):
+        results = []
+        for p in procs:
+            try:
+                out, err = p.communicate(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                for q in procs:
+                    q.kill()
+                self.fail("a node did not finish")
+            results.append((p.returncode, out, err))
+        return results
+
+    def test_static_multi_node_line(self):
+        # torchrun --nnodes=2 --nproc-per-node=1 --node-rank=R --master-addr=A
+        #          --master-port=29500 train.py   (on each node)
+        a = self.hosts.hosts[0]["address"]
+        line = ["--nnodes=2", "--nproc-per-node=1", f"--master-addr={a}",
+                "--master-port=29500", "train.py"]
+        nodes = [self.on_node(1, ["--node-rank=1"] + line), self.on_node(0, ["--node-rank=0"] + line)]
+        (c1, out1, err1), (c0, out0, err0) = self.both(nodes)
+        self.assertEqual((c0, c1), (0, 0), err0 + err1)
+        self.assertWorld(out0, 2)
+
+    def test_c10d_line_run_the_same_on_every_node(self):
+        # torchrun --nnodes=2 --nproc-per-node=1 --rdzv-id=$JOB --rdzv-backend=c10d
+        #          --rdzv-endpoint=$HOST_NODE_ADDR train.py   (on each node)
+        a = self.hosts.hosts[0]["address"]
+        job = self.job_name("c10d")
+        line = ["--nnodes=2", "--nproc-per-node=1", f"--rdzv-id={job}", "--rdzv-backend=c10d",
+                f"--rdzv-endpoint={a}:29400", "train.py", "--epochs", "1"]
+        nodes = [self.on_node(1, line), self.on_node(0, line)]  # node 1 first: it waits
+        (c1, out1, err1), (c0, out0, err0) = self.both(nodes)
+        self.assertEqual((c0, c1), (0, 0), err0 + err1)
+        lines = self.assertWorld(out0, 2, run=job, args="['--epochs', '1']")
+        self.assertEqual({int(m[3]) for m in lines.values()}, {0, 1})  # GROUP_RANK
+        self.assertIn(f"node 0 (this machine is {a})", err0)
+        self.assertIn(f"joining node 0 at {a}:29400", err1)
+        self.assertIn("ddp rank=1 world=2", out1)
+
+    def test_c10d_node_without_the_secret_says_where_it_comes_from(self):
+        a = self.hosts.hosts[0]["address"]
+        p = self.on_node(1, ["--nnodes=2", f"--rdzv-endpoint={a}", "train.py"], secret=None)
+        _, err = p.communicate(timeout=60)
+        self.assertEqual(p.returncode, 2, err)
+        self.assertIn("needs the job's secret", err)
+
+    def test_ssh_hosts_with_torchrun_flags(self):
+        hosts = self.hosts.hosts_file(slots=[1, 1])
+        job = self.job_name("ssh")
+        r = self.run_dlaunch(["--hosts", hosts, "--rdzv-id", job, "--nproc_per_node=1",
+                              "--max_restarts=0", "train.py"], cwd=self.tmp,
+                             env=self.hosts.env(DLAUNCH_PYTHON=TORCH_PYTHON,
+                                                DLAUNCH_STATE_DIR=self.state))
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertWorld(r.stdout, 2, run=job)
+        self.assertRegex(r.stdout, r"\[h1:0\] ddp rank=0")
+        self.assertRegex(r.stdout, r"\[h2:1\] ddp rank=1")
+
+
+if __name__ == "__main__":
+    harness.require_binaries()
+    if not have_torch():
+        print(f"SKIP: {TORCH_PYTHON} cannot import torch (Debian's python3-torch)")
+        sys.exit(harness.SKIP)
+    unittest.main(verbosity=2)

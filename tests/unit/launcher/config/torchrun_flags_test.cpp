@@ -1,0 +1,169 @@
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "launcher/config/options.h"
+#include "launcher/config/torchrun_flags.h"
+#include "launcher/plan/this_machine.h"
+
+using namespace dlaunch;
+
+namespace {
+ParseResult torchrun_parse(std::vector<const char*> args) {
+  args.insert(args.begin(), "dlaunch");
+  return parse_options(static_cast<int>(args.size()), args.data());
+}
+
+bool has_torchrun_note(const Options& o, const std::string& start) {
+  for (const auto& n : o.notes)
+    if (n.starts_with(start)) return true;
+  return false;
+}
+}  // namespace
+
+TEST_CASE("torchrun's single-node lines run on this machine") {
+  auto r = torchrun_parse({"--standalone", "--nproc_per_node=2", "train.py", "--lr", "3e-4"});
+  REQUIRE(r.options);
+  CHECK(r.options->mode == Mode::standalone);
+  CHECK(r.options->nproc_per_node == 2);
+  CHECK(r.options->command ==
+        std::vector<std::string>{"python3", "-u", "train.py", "--lr", "3e-4"});
+  // One node with an endpoint (torchrun's localhost:0 habit) needs none.
+  r = torchrun_parse({"--nnodes=1", "--rdzv-backend=c10d", "--rdzv-endpoint=localhost:0",
+                      "--nproc-per-node", "2", "train.py"});
+  REQUIRE(r.options);
+  CHECK(r.options->mode == Mode::standalone);
+  r = torchrun_parse({"--standalone", "--nnodes", "2", "train.py"});
+  CHECK_FALSE(r.options);
+  CHECK(r.message == "--standalone runs on this machine only: drop --nnodes");
+  r = torchrun_parse({"--standalone", "-H", "a,b", "train.py"});
+  CHECK_FALSE(r.options);
+  CHECK(r.message == "--standalone runs on this machine only: drop the host list");
+}
+
+TEST_CASE("--rdzv-endpoint names node 0 of a manual-mode job") {
+  auto r = torchrun_parse({"--nnodes=2", "--nproc_per_node=8", "--rdzv_backend=c10d",
+                           "--rdzv_endpoint=10.0.0.5:29411", "--rdzv-id", "run 42", "train.py"});
+  REQUIRE(r.options);
+  const auto& o = *r.options;
+  CHECK(o.mode == Mode::manual);
+  CHECK(o.master_addr == "10.0.0.5");
+  CHECK(o.rdzv_port == 29411);
+  CHECK_FALSE(o.node_rank_given);  // decided by whether this machine holds 10.0.0.5
+  CHECK(o.name == "run-42");
+  // No port: torchrun's c10d default, which is dlaunch's too.
+  r = torchrun_parse({"--nnodes", "1:4", "--rdzv-endpoint", "[fd00::5]", "train.py"});
+  REQUIRE(r.options);
+  CHECK(r.options->master_addr == "fd00::5");
+  CHECK(r.options->rdzv_port == 29400);
+  CHECK(r.options->nnodes == 4);
+  CHECK(r.options->min_nodes == 1);
+  // --node-rank still wins, as with torchrun's static backend.
+  r = torchrun_parse({"--nnodes=2", "--node-rank=1", "--rdzv-endpoint=h0:29500", "train.py"});
+  REQUIRE(r.options);
+  CHECK(r.options->node_rank == 1);
+  CHECK(r.options->node_rank_given);
+  for (auto bad : {"h0:x", ":29400", "h0:70000", "[fd00::5"}) {
+    r = torchrun_parse({"--nnodes=2", "--rdzv-endpoint", bad, "train.py"});
+    CHECK_FALSE(r.options);
+    CHECK(r.message.find("expected HOST[:PORT]") != std::string::npos);
+  }
+  r = torchrun_parse({"--nnodes=2", "--rdzv-endpoint=h0:0", "train.py"});
+  CHECK_FALSE(r.options);
+  CHECK(r.message.find("port 0 cannot be agreed on") != std::string::npos);
+  r = torchrun_parse({"--nnodes=1:2", "--hostfile", "/dev/null", "--rdzv-endpoint=h0", "train.py"});
+  CHECK_FALSE(r.options);
+}
+
+TEST_CASE("--rdzv-backend: dlaunch's rendezvous stands in for c10d and static; etcd is named") {
+  for (auto backend : {"c10d", "static", "C10D"}) {
+    CHECK(torchrun_parse({"--rdzv-backend", backend, "-n", "1", "prog"}).options);
+  }
+  auto r = torchrun_parse({"--rdzv-backend=etcd-v2", "prog"});
+  CHECK_FALSE(r.options);
+  CHECK(r.exit_code == 2);
+  CHECK(r.message.find("needs no etcd server") != std::string::npos);
+  r = torchrun_parse({"--rdzv-backend=zookeeper", "prog"});
+  CHECK(r.message.find("expected c10d or static") != std::string::npos);
+}
+
+TEST_CASE("--rdzv-conf: timeouts and is_host act; other keys are said") {
+  auto r = torchrun_parse({"--nnodes=2", "--rdzv-endpoint=h0", "--rdzv-conf",
+                           "timeout=90,last_call_timeout=5,is_host=false,read_timeout=60", "prog"});
+  REQUIRE(r.options);
+  CHECK(r.options->rdzv_timeout_s == 90);
+  CHECK(r.options->join_timeout_s == 5);
+  CHECK(r.options->rdzv_is_host == false);
+  CHECK(has_torchrun_note(*r.options, "torchrun's --rdzv-conf read_timeout has no effect"));
+  r = torchrun_parse({"--rdzv-conf", "timeout", "prog"});
+  CHECK_FALSE(r.options);
+  CHECK(r.message == "--rdzv-conf: expected key=value,key=value, got 'timeout'");
+  r = torchrun_parse({"--rdzv-conf", "is_host=maybe", "prog"});
+  CHECK_FALSE(r.options);
+}
+
+TEST_CASE("torchrun's flags that change nothing are accepted and said once") {
+  auto r =
+      torchrun_parse({"--monitor-interval", "0.5", "--monitor_interval=1", "--start_method=fork",
+                      "--use_env", "--signals-to-handle=SIGUSR1", "-n", "1", "prog"});
+  REQUIRE(r.options);
+  const auto& notes = r.options->notes;
+  CHECK(std::count(notes.begin(), notes.end(),
+                   "torchrun's --monitor-interval has no effect: dlaunch's agent reacts to exits "
+                   "at once") == 1);
+  CHECK(has_torchrun_note(*r.options, "torchrun's --start-method has no effect"));
+  CHECK(has_torchrun_note(*r.options, "torchrun's --use-env has no effect"));
+  CHECK(has_torchrun_note(*r.options, "torchrun's --signals-to-handle has no effect"));
+}
+
+TEST_CASE("output flags: -r keeps streams off the terminal, --local-ranks-filter, --role") {
+  auto r = torchrun_parse(
+      {"-r", "0:1,1:3", "-t", "3", "--local_ranks_filter=0", "--role", "trainer", "prog"});
+  REQUIRE(r.options);
+  CHECK(r.options->hidden_streams == 0);
+  CHECK(r.options->hidden_streams_by_local_rank == std::map<int, int>{{0, 1}, {1, 3}});
+  CHECK(r.options->local_ranks_filter == std::set<int>{0});
+  CHECK(r.options->env == std::vector<std::string>{"ROLE_NAME=trainer"});
+  CHECK(has_torchrun_note(*r.options, "torchrun's -t/--tee has no effect"));
+  r = torchrun_parse({"--redirects", "3", "prog"});
+  REQUIRE(r.options);
+  CHECK(r.options->hidden_streams == 3);
+  CHECK_FALSE(torchrun_parse({"-r", "4", "prog"}).options);
+  CHECK_FALSE(torchrun_parse({"-r", "0:", "prog"}).options);
+  CHECK_FALSE(torchrun_parse({"--local-ranks-filter", "a", "prog"}).options);
+}
+
+TEST_CASE("torchrun's stream spec") {
+  CHECK(parse_stream_spec("2")->all == 2);
+  CHECK(parse_stream_spec("0:1,3:2")->by_local_rank == std::map<int, int>{{0, 1}, {3, 2}});
+  CHECK_FALSE(parse_stream_spec(""));
+  CHECK_FALSE(parse_stream_spec("1:5"));
+  CHECK_FALSE(parse_stream_spec("x:1"));
+}
+
+TEST_CASE("--run-path runs the program with Python; --nproc-per-node cpu") {
+  auto r = torchrun_parse({"--run-path", "--no-python", "/abs/train", "x"});
+  REQUIRE(r.options);
+  CHECK(r.options->command == std::vector<std::string>{"python3", "-u", "/abs/train", "x"});
+  r = torchrun_parse({"--nproc-per-node", "cpu", "prog"});
+  REQUIRE(r.options);
+  CHECK(r.options->nproc_per_node == kNprocCpus);
+  r = torchrun_parse({"--nproc-per-node", "xpu", "prog"});
+  CHECK_FALSE(r.options);
+  CHECK(r.message.find("dlaunch counts NVIDIA GPUs") != std::string::npos);
+}
+
+TEST_CASE("which address names this machine") {
+  const std::vector<std::string> local{"10.0.0.5", "fd00::5"};
+  CHECK(names_this_machine("localhost", "n1", {}, local));
+  CHECK(names_this_machine("N1", "n1.example", {}, local));
+  CHECK(names_this_machine("n1.example", "n1.example", {}, local));
+  CHECK(names_this_machine("head", "n1", {"10.0.0.5"}, local));
+  CHECK(names_this_machine("n1-alias", "n1", {"127.0.1.1"}, local));
+  CHECK_FALSE(names_this_machine("head", "n1", {"10.0.0.6"}, local));
+  CHECK_FALSE(names_this_machine("n2", "n1", {}, local));
+}
