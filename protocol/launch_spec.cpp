@@ -90,7 +90,7 @@ std::optional<LaunchSpec> decode_launch_spec_body(std::string_view body) {
   s.sync = sync == 1;
   s.checkpoint_dir = r.str(4096);
   if (!r.done() || echo > 1 || check > 1 || workdir_required > 1 || sync > 1 ||
-      (s.argv.empty() && !s.check) || s.node_rank < 0 || s.nproc < 0 || s.nnodes < 0 ||
+      (s.argv.empty() && !s.check) || s.node_rank < 0 || s.nproc < -1 || s.nnodes < 0 ||
       s.master_port < 0 || s.master_port > 65535)
     return std::nullopt;
   return s;

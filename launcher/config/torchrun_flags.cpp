@@ -32,6 +32,13 @@ constexpr WithoutEffect kWithoutEffect[] = {
     {"--signals-to-handle,--signals_to_handle", "--signals-to-handle", true,
      "dlaunch stops every rank on SIGINT and SIGTERM (SIGTERM, then SIGKILL after --grace), "
      "and a SIGHUP leaves the job running"},
+    {"--duplicate-stdout-filters,--duplicate_stdout_filters", "--duplicate-stdout-filters", true,
+     "every rank's whole output is in its log; search it with dlaunch logs JOB"},
+    {"--duplicate-stderr-filters,--duplicate_stderr_filters", "--duplicate-stderr-filters", true,
+     "every rank's whole output is in its log; search it with dlaunch logs JOB"},
+    {"--virtual-local-rank,--virtual_local_rank", "--virtual-local-rank", false,
+     "each rank keeps its LOCAL_RANK and sees every GPU of its set, so a program that uses "
+     "cuda:LOCAL_RANK gets the same GPU"},
     {"--use-env,--use_env", "--use-env", false,
      "every rank gets LOCAL_RANK in its environment (torch.distributed.launch's flag)"},
 };

@@ -15,7 +15,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402
 import sshd_harness  # noqa: E402
 
-TORCH_PYTHON = "/usr/bin/python3"
+# Debian's python3-torch; a GPU machine's CUDA PyTorch through the variable.
+TORCH_PYTHON = os.environ.get("DLAUNCH_TEST_TORCH_PYTHON", "/usr/bin/python3")
 
 # An ordinary DDP script: the environment torchrun gives, one all-reduce over
 # gloo and one DDP step; it prints what a user would look at.
@@ -69,9 +70,13 @@ TORCHRUN_FLAGS = [
     (("--logs-specs", "--logs_specs"), "default"),
     (("--numa-binding", "--numa_binding"), "node"),
     (("--signals-to-handle", "--signals_to_handle"), "SIGTERM,SIGINT"),
+    (("--duplicate-stdout-filters", "--duplicate_stdout_filters"), "loss,error"),
+    (("--duplicate-stderr-filters", "--duplicate_stderr_filters"), "Traceback"),
+    (("--virtual-local-rank", "--virtual_local_rank"), None),
 ]
 NO_EFFECT = ["--monitor-interval", "--start-method", "--event-log-handler", "--logs-specs",
-             "--numa-binding", "--signals-to-handle"]
+             "--numa-binding", "--signals-to-handle", "--duplicate-stdout-filters",
+             "--duplicate-stderr-filters", "--virtual-local-rank"]
 
 
 def have_torch():
@@ -147,6 +152,15 @@ class TestOneMachine(TorchrunCase):
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertEqual(sorted(self.ddp_lines(r.stdout)), [1], r.stdout)
         self.assertNotIn("stderr of rank 0", r.stderr)
+
+
+    def test_nproc_per_node_cpu_is_one_rank_per_cpu(self):
+        r = self.run_dlaunch(["--nproc-per-node", "cpu", "--no-python", "sh", "-c",
+                              "echo world=$WORLD_SIZE"])
+        self.assertEqual(r.returncode, 0, r.stderr)
+        cpus = os.sysconf("SC_NPROCESSORS_ONLN")
+        self.assertEqual(sorted(set(re.findall(r"world=(\d+)", r.stdout))), [str(cpus)])
+        self.assertEqual(r.stdout.count("world="), cpus)
 
 
 class TestEveryFlag(harness.DlaunchTestCase):

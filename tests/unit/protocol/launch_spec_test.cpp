@@ -65,3 +65,21 @@ TEST_CASE("a check agent's spec has no program; a job's must have one") {
   const std::string job = encode_launch_spec(s);
   CHECK_FALSE(decode_launch_spec_body(std::string_view(job).substr(8)).has_value());
 }
+
+TEST_CASE("--nproc-per-node cpu reaches the agent as -1; below that is refused") {
+  for (const int nproc : {-1, -2}) {
+    LaunchSpec s;
+    s.argv = {"prog"};
+    s.nproc = nproc;
+    int fds[2];
+    REQUIRE(::pipe(fds) == 0);
+    const std::string bytes = encode_launch_spec(s);
+    REQUIRE(::write(fds[1], bytes.data(), bytes.size()) == static_cast<ssize_t>(bytes.size()));
+    ::close(fds[1]);
+    std::string error;
+    auto back = read_launch_spec(fds[0], &error);
+    ::close(fds[0]);
+    CHECK(back.has_value() == (nproc == -1));
+    if (back) CHECK(back->nproc == -1);
+  }
+}
