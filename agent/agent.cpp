@@ -434,9 +434,11 @@ void Agent::start_round(const proto::Assign& assign) {
   }
   std::vector<RankLaunch> launches;
   for (int local = 0; local < nproc_; ++local) {
+    auto argv = spec_.argv;
+    if (spec_.pass_local_rank) argv.push_back("--local_rank=" + std::to_string(local));
     launches.push_back(
         {assign.rank_offset + local,
-         SpawnRequest{spec_.argv, rank_environment(assign, local, spec_, inherited_env_),
+         SpawnRequest{std::move(argv), rank_environment(assign, local, spec_, inherited_env_),
                       spec_.workdir}});
   }
   if (!launches.empty() && assign.round == 0) {

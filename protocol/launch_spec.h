@@ -56,6 +56,9 @@ struct LaunchSpec {
   // checkpoint), and a new node 0's agent receives the latest ones there
   // before its ranks start. The ranks get it as DLAUNCH_CHECKPOINT_DIR.
   std::string checkpoint_dir = {};
+  // deepspeed's (and torch.distributed.launch's) way: each rank's arguments
+  // end with --local_rank=LOCAL_RANK.
+  bool pass_local_rank = false;
 };
 
 // The stdin stream: "DLSP" magic, u32 length, then the encoded fields.

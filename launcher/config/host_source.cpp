@@ -1,5 +1,6 @@
 #include "launcher/config/host_source.h"
 
+#include <algorithm>
 #include <cstdlib>
 
 #include "launcher/config/host_list.h"
@@ -31,8 +32,28 @@ HostsFileResult load_host_source(const Options& o, const Environment& env) {
   if (hosts == nullptr) return loaded;
   std::vector<Diagnostic> warnings = std::move(hosts->warnings);
   auto filtered = filter_hosts(std::move(*hosts), o.include, o.exclude);
-  if (auto* kept = std::get_if<HostsFile>(&filtered)) kept->warnings = std::move(warnings);
-  return filtered;
+  auto* kept = std::get_if<HostsFile>(&filtered);
+  if (kept == nullptr) return filtered;
+  kept->warnings = std::move(warnings);
+  return apply_deepspeed_counts(std::move(*kept), o);
+}
+
+HostsFileResult apply_deepspeed_counts(HostsFile hosts, const Options& o) {
+  if (o.num_nodes > 0) {
+    if (hosts.hosts.size() < static_cast<std::size_t>(o.num_nodes)) {
+      return std::vector<Diagnostic>{{"--num_nodes", 0, 0,
+                                      std::to_string(o.num_nodes) + " nodes asked for, but " +
+                                          hosts.path + " gives " +
+                                          std::to_string(hosts.hosts.size())}};
+    }
+    hosts.hosts.resize(static_cast<std::size_t>(o.num_nodes));
+  }
+  for (auto& host : hosts.hosts) {
+    if (o.num_gpus > 0) host.slots = std::min(host.slots.value_or(o.num_gpus), o.num_gpus);
+    // A loopback host stays this machine (fork/exec), as it is without a port.
+    if (o.ssh_port > 0 && !host.port && !is_local_host(host)) host.port = o.ssh_port;
+  }
+  return hosts;
 }
 
 HostsFileResult load_host_source(const Options& o) {

@@ -14,6 +14,10 @@ namespace dlaunch {
 // hostfile's ignored max_slots) are in the result's `warnings`.
 HostsFileResult load_host_source(const Options& o, const Environment& env);
 
+// deepspeed's --num_nodes (the first N hosts), --num_gpus (at most N ranks
+// per host) and --ssh_port (the port of every SSH host that names none).
+HostsFileResult apply_deepspeed_counts(HostsFile hosts, const Options& o);
+
 // The same, reading Slurm's variables from this process's environment.
 HostsFileResult load_host_source(const Options& o);
 

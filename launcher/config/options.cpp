@@ -4,6 +4,7 @@
 #include "common/posix.h"
 
 #include "common/version.h"
+#include "launcher/config/deepspeed_flags.h"
 #include "launcher/config/python_program.h"
 #include "launcher/config/torchrun_flags.h"
 
@@ -17,6 +18,7 @@
 #include <cstring>
 #include <filesystem>
 #include <map>
+#include <memory>
 #include <utility>
 
 namespace dlaunch {
@@ -63,6 +65,15 @@ const CLI::Validator existing_directory(
       return {};
     },
     "DIR");
+
+// CLI11 would say "Usage: dlaunch [OPTIONS]": the program and its arguments,
+// and the -- that may come before them, belong in it.
+class JobUsage : public CLI::Formatter {
+ public:
+  std::string make_usage(const CLI::App*, std::string) const override {
+    return "Usage: dlaunch [OPTIONS] [--] PROGRAM [ARGS...]\n       dlaunch COMMAND [OPTIONS]\n";
+  }
+};
 
 // "Commands:" and "Examples:" after the options, each in two aligned columns.
 std::string help_footer(std::span<const CommandHelp> commands) {
@@ -155,33 +166,46 @@ std::string unknown_option(const CLI::App& app, const std::vector<std::string>& 
 void add_ssh_options(CLI::App& app, Options& o) {
   app.add_option("--ssh-parallel", o.ssh_parallel, "SSH connections set up at once")
       ->capture_default_str()
-      ->check(CLI::Range(1, 4096));
+      ->check(CLI::Range(1, 4096))
+      ->group("SSH");
   app.add_option("--ssh-timeout", o.ssh_timeout_s, "SSH connect timeout in seconds")
       ->capture_default_str()
-      ->check(CLI::Range(1, 3600));
+      ->check(CLI::Range(1, 3600))
+      ->group("SSH");
   app.add_flag("--accept-new-host-keys", o.accept_new_host_keys,
-               "record unknown SSH host keys (changed keys are always refused)");
+               "record unknown SSH host keys (changed keys are always refused)")
+      ->group("SSH");
   app.add_flag("--rdzv-via-ssh", o.rdzv_via_ssh,
                "agents reach the rendezvous through a reverse forward on their SSH connection "
-               "(coordinator behind NAT or a firewall); as [rendezvous] via = \"ssh\"");
+               "(coordinator behind NAT or a firewall); as [rendezvous] via = \"ssh\"")
+      ->group("SSH");
 }
 
 void add_host_list_options(CLI::App& app, Options& o) {
+  // deepspeed's launchers too: pdsh and the MPIs start processes over SSH,
+  // which is what dlaunch's agents do.
   static const std::map<std::string, Launcher> kLaunchers{
-      {"ssh", Launcher::ssh}, {"slurm", Launcher::slurm}, {"local", Launcher::local}};
+      {"ssh", Launcher::ssh},   {"slurm", Launcher::slurm}, {"local", Launcher::local},
+      {"pdsh", Launcher::ssh},  {"openmpi", Launcher::ssh}, {"mvapich", Launcher::ssh},
+      {"mpich", Launcher::ssh}, {"impi", Launcher::ssh}};
   app.add_option("--hosts", o.hosts_file, "TOML hosts file (see hosts.example.toml)")
-      ->check(CLI::ExistingFile);
+      ->check(CLI::ExistingFile)
+      ->group("Hosts");
   app.add_option("--hostfile", o.hostfile,
                  "DeepSpeed/MPI hostfile: one 'host slots=N' per line, '#' comments")
-      ->check(CLI::ExistingFile);
+      ->check(CLI::ExistingFile)
+      ->group("Hosts");
   app.add_option("-H,--host-list", o.host_list,
-                 "hosts as for Horovod: host1:4,host2:4 (no ':N': one rank per GPU, else 1)");
-  app.add_option("--include", o.include,
+                 "hosts as for Horovod: host1:4,host2:4 (no ':N': one rank per GPU, else 1)")
+      ->group("Hosts");
+  app.add_option("-i,--include", o.include,
                  "only these hosts of the host list, as for DeepSpeed: host1@host2:0,1 (':' GPU "
-                 "indices: only those GPUs, through CUDA_VISIBLE_DEVICES)");
+                 "indices: only those GPUs, through CUDA_VISIBLE_DEVICES)")
+      ->group("Hosts");
   app.add_option("--exclude", o.exclude,
                  "leave out these hosts, or with ':' GPU indices these GPUs of a host: "
-                 "host1@host2:0,1");
+                 "host1@host2:0,1")
+      ->group("Hosts");
   app.add_option_function<std::string>(
          "--launcher",
          [&o](std::string name) {
@@ -189,13 +213,20 @@ void add_host_list_options(CLI::App& app, Options& o) {
              return static_cast<char>(std::tolower(c));
            });
            o.launcher = kLaunchers.at(name);
+           if (name != "ssh" && name != "slurm" && name != "local") {
+             o.deepspeed_launcher = true;
+             o.notes.push_back("deepspeed's --launcher " + name +
+                               ": dlaunch starts its agents over SSH itself (--launcher ssh)");
+           }
          },
          "where hosts come from: ssh (--hosts, --hostfile or -H), slurm (SLURM_JOB_NODELIST, "
          "ranks per node from SLURM_NTASKS_PER_NODE, SLURM_GPUS_ON_NODE or "
-         "SLURM_TASKS_PER_NODE) or local (this machine only); default: slurm inside a Slurm "
+         "SLURM_TASKS_PER_NODE) or local (this machine only); deepspeed's pdsh, openmpi, "
+         "mvapich, mpich and impi are ssh; default: slurm inside a Slurm "
          "job when no host list is given. Agents start over SSH (fork/exec for loopback "
          "hosts), or with slurm as one srun job step")
-      ->check(CLI::IsMember(kLaunchers, CLI::ignore_case));
+      ->check(CLI::IsMember(kLaunchers, CLI::ignore_case))
+      ->group("Hosts");
 }
 
 std::string host_source_flag(const Options& o) {
@@ -215,6 +246,13 @@ std::string host_source_flag(const Options& o) {
 }
 
 std::optional<std::string> resolve_host_source(Options& o, bool may_use_slurm) {
+  // deepspeed's -H is its --hostfile: a -H that names a file is one.
+  if (!o.host_list.empty() && o.hostfile.empty() &&
+      o.host_list.find_first_of(",:") == std::string::npos &&
+      std::filesystem::is_regular_file(o.host_list)) {
+    o.notes.push_back("-H " + o.host_list + " is a file: read as --hostfile (deepspeed's -H)");
+    o.hostfile = std::exchange(o.host_list, {});
+  }
   std::vector<std::pair<HostSource, std::string>> given;
   if (!o.hosts_file.empty()) given.emplace_back(HostSource::hosts_file, "--hosts");
   if (!o.hostfile.empty()) given.emplace_back(HostSource::hostfile, "--hostfile");
@@ -281,6 +319,7 @@ ParseResult parse_options(int argc, const char* const* argv,
   CLI::App app{"dlaunch: start distributed PyTorch/LibTorch training on plain hosts", "dlaunch"};
   app.set_version_flag("--version", std::string("dlaunch ") + kVersion);
   app.footer(help_footer(commands));
+  app.formatter(std::make_shared<JobUsage>());
   app.prefix_command(!seen_dashes);  // `dlaunch -n 2 prog args` also works without "--"
 
   std::string nproc_text;
@@ -289,116 +328,156 @@ ParseResult parse_options(int argc, const char* const* argv,
   add_host_list_options(app, o);
   app.add_option("--nproc-per-node,--nproc_per_node,-n", nproc_text,
                  "ranks per node: a number, 'auto' or 'gpu' (one per GPU, else 1), or 'cpu' (one "
-                 "per CPU)");
+                 "per CPU)")
+      ->group("Ranks");
   std::string nnodes_text;
   app.add_option("--nnodes", nnodes_text,
                  "number of nodes (manual mode), or MIN:MAX: an elastic job that starts with MIN "
                  "to MAX nodes and goes on after a loss while MIN remain (a host list, or the "
-                 "same line on each node)");
+                 "same line on each node)")
+      ->group("Ranks");
   app.add_option("--spares", o.spares,
                  "the host list's last N hosts are spares: they join and are probed, and run "
                  "ranks only in place of a lost node")
-      ->check(CLI::Range(0, 1 << 20));
+      ->check(CLI::Range(0, 1 << 20))
+      ->group("Hosts");
   app.add_option("--node-fail-limit", o.node_fail_limit,
                  "rounds in which a node's ranks failed before it is retired, in a job with "
                  "spares or MIN:MAX (0: never)")
       ->capture_default_str()
-      ->check(CLI::Range(0, 1000));
+      ->check(CLI::Range(0, 1000))
+      ->group("Ranks");
   app.add_option("--join-timeout", o.join_timeout_s,
                  "seconds an elastic job waits for all its hosts before it starts with those "
                  "that joined (at least MIN)")
       ->capture_default_str()
-      ->check(CLI::Range(1, 86400));
+      ->check(CLI::Range(1, 86400))
+      ->group("Rendezvous and network");
   app.add_option("--checkpoint-dir", o.checkpoint_dir,
                  "where rank 0 writes its checkpoint (relative to its working directory; the "
                  "ranks get it as DLAUNCH_CHECKPOINT_DIR): each complete file is copied into the "
-                 "job's directory, and to a new node 0 before a round starts there");
+                 "job's directory, and to a new node 0 before a round starts there")
+      ->group("Job");
   app.add_option("--node-rank,--node_rank,--rank", node_rank, "this node's rank (manual mode)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(CLI::NonNegativeNumber)
+      ->group("Ranks");
   app.add_option("--master-addr,--master_addr", o.master_addr,
-                 "node 0's address: rendezvous host and MASTER_ADDR (manual mode)");
+                 "node 0's address: rendezvous host and MASTER_ADDR (manual mode)")
+      ->group("Rendezvous and network");
   app.add_option("--master-port,--master_port", o.master_port,
                  "MASTER_PORT for the ranks (default: a free port found on node 0)")
-      ->check(CLI::Range(1, 65535));
-  auto* rdzv_port = app.add_option(
-      "--rdzv-port", o.rdzv_port,
-      "rendezvous TCP port on node 0 (manual mode), or of the coordinator (over the hosts "
-      "file's [rendezvous] port; default there: any free port)");
+      ->check(CLI::Range(1, 65535))
+      ->group("Rendezvous and network");
+  auto* rdzv_port =
+      app.add_option(
+             "--rdzv-port", o.rdzv_port,
+             "rendezvous TCP port on node 0 (manual mode), or of the coordinator (over the hosts "
+             "file's [rendezvous] port; default there: any free port)")
+          ->group("Rendezvous and network");
   rdzv_port->capture_default_str()->check(CLI::Range(1, 65535));
   app.add_option("--rdzv-timeout", o.rdzv_timeout_s, "seconds to wait for every node to join")
       ->capture_default_str()
-      ->check(CLI::Range(1, 86400 * 7));
+      ->check(CLI::Range(1, 86400 * 7))
+      ->group("Rendezvous and network");
   app.add_option("--secret-file", o.secret_file,
                  "file holding the job's shared secret, the same on every node (manual mode; "
                  "default $DLAUNCH_SECRET_FILE; else $DLAUNCH_SECRET holds it; else node 0 "
-                 "makes one and prints the line for the other nodes)");
+                 "makes one and prints the line for the other nodes)")
+      ->group("Rendezvous and network");
   app.add_flag("--insecure-no-secret", o.insecure_no_secret,
-               "manual mode without a secret: any host that reaches the rendezvous port can join");
-  app.add_option("--name", o.name, "job name (default: program name and a timestamp)");
+               "manual mode without a secret: any host that reaches the rendezvous port can join")
+      ->group("Rendezvous and network");
+  app.add_option("--name", o.name, "job name (default: program name and a timestamp)")
+      ->group("Job");
   app.add_option("--log-dir,--log_dir", o.log_dir,
-                 "where job logs go (default $DLAUNCH_STATE_DIR or ~/.local/state/dlaunch/jobs)");
+                 "where job logs go (default $DLAUNCH_STATE_DIR or ~/.local/state/dlaunch/jobs)")
+      ->group("Output and logs");
   app.add_option("--ranks-filter", ranks_filter_text,
-                 "only these ranks reach the terminal, e.g. 0,3 or 0-3 (files get all)");
+                 "only these ranks reach the terminal, e.g. 0,3 or 0-3 (files get all)")
+      ->group("Output and logs");
   app.add_option("--grace", o.grace_s, "seconds between SIGTERM and SIGKILL when stopping ranks")
       ->capture_default_str()
-      ->check(CLI::Range(0, 3600));
+      ->check(CLI::Range(0, 3600))
+      ->group("Ranks");
   app.add_option("--max-restarts,--max_restarts", o.max_restarts,
                  "restart all ranks up to N times after a failure")
       ->capture_default_str()
-      ->check(CLI::Range(0, 1000));
+      ->check(CLI::Range(0, 1000))
+      ->group("Ranks");
   app.add_option("--heartbeat-timeout", o.heartbeat_timeout_s,
                  "seconds of silence after which a node is declared dead")
       ->capture_default_str()
-      ->check(CLI::Range(2, 3600));
+      ->check(CLI::Range(2, 3600))
+      ->group("Rendezvous and network");
   app.add_option("-e,--env", o.env,
                  "KEY=VALUE for every rank on every host (repeatable; wins over the hosts "
-                 "file's env and forwarded variables)");
+                 "file's env and forwarded variables)")
+      ->allow_extra_args(false)  // one KEY=VALUE each time: `-e A=1 prog` keeps prog
+      ->group("Environment and code");
   app.add_option("--env-file", o.env_file, "KEY=VALUE lines (# comments) for every rank, as --env")
-      ->check(CLI::ExistingFile);
+      ->check(CLI::ExistingFile)
+      ->group("Environment and code");
   PythonChoice python;
   app.add_flag("-m,--module", python.module,
                "the program is a Python module: each rank runs PYTHON -u -m PROGRAM ARGS "
-               "(as torchrun -m)");
+               "(as torchrun -m)")
+      ->group("Environment and code");
   app.add_flag("--no-python,--no_python", python.no_python,
                "run a PROGRAM that ends in .py as it is (by default it runs as PYTHON -u PROGRAM, "
-               "as torchrun runs it)");
+               "as torchrun runs it)")
+      ->group("Environment and code");
   app.add_option("--python", python.python,
                  "the Python for .py programs and -m (default: $DLAUNCH_PYTHON, else the first "
-                 "python3 on each rank's PATH)");
+                 "python3 on each rank's PATH)")
+      ->group("Environment and code");
   bool no_forward_env = false;
   app.add_flag("--no-forward-env", no_forward_env,
                "do not forward this shell's NCCL_*, CUDA_* (not CUDA_VISIBLE_DEVICES), TORCH_*, "
-               "OMP_*, HF_*, PYTHONPATH and VIRTUAL_ENV to every host");
+               "OMP_*, HF_*, PYTHONPATH and VIRTUAL_ENV to every host")
+      ->group("Environment and code");
   app.add_option("--forward-env", o.forward_env,
                  "also forward these variables, e.g. PATH,LD_LIBRARY_PATH or MY_* "
                  "(comma-separated or repeated)")
-      ->delimiter(',');
+      ->delimiter(',')
+      ->allow_extra_args(false)
+      ->group("Environment and code");
   app.add_option("--workdir,--chdir", o.workdir,
                  "the ranks' working directory on every host (default: this one where it exists, "
-                 "else the home directory)");
+                 "else the home directory)")
+      ->group("Environment and code");
   app.add_option("--sync", o.sync_dir,
                  "copy this local directory into the ranks' working directory on every host "
                  "before the ranks start: changed files only, modes and symlinks kept, .git and "
                  ".dlaunchignore patterns skipped (default --workdir: ~/<its name>, created)")
-      ->check(existing_directory);
+      ->check(existing_directory)
+      ->group("Environment and code");
   app.add_flag("--sync-delete", o.sync_delete,
                "with --sync: also delete files in the working directory that the local "
-               "directory lacks (ignored ones stay)");
+               "directory lacks (ignored ones stay)")
+      ->group("Environment and code");
   app.add_flag("-d,--detach", o.detach,
                "leave the terminal: print the job name once it is PENDING and return 0; the job "
-               "goes on (dlaunch logs NAME -f, dlaunch stop NAME)");
+               "goes on (dlaunch logs NAME -f, dlaunch stop NAME)")
+      ->group("Job");
   app.add_option("--tensorboard-dir", o.tensorboard_dir,
                  "TensorBoard event dir on rank 0's host (relative to its working directory): "
-                 "its files are copied into the job's directory as they grow");
-  app.add_flag("--dry-run", o.dry_run, "print the plan (hosts, ranks, environment); start nothing");
-  app.add_flag("-v,--verbose", o.verbose, "more diagnostics (repeat for debug)");
-  app.add_flag("-q,--quiet", o.quiet, "no rank output on the terminal (files still get it)");
+                 "its files are copied into the job's directory as they grow")
+      ->group("Output and logs");
+  app.add_flag("--dry-run", o.dry_run, "print the plan (hosts, ranks, environment); start nothing")
+      ->group("Job");
+  app.add_flag("-v,--verbose", o.verbose, "more diagnostics (repeat for debug)")
+      ->group("Output and logs");
+  app.add_flag("-q,--quiet", o.quiet, "no rank output on the terminal (files still get it)")
+      ->group("Output and logs");
   app.add_flag("--no-skip", o.no_skip,
                "never skip lines on a terminal that falls behind: hold the ranks back instead "
-               "(for scripts reading dlaunch's output through a slow pipe)");
+               "(for scripts reading dlaunch's output through a slow pipe)")
+      ->group("Output and logs");
   add_ssh_options(app, o);
   TorchrunFlags torchrun;
   add_torchrun_options(app, torchrun);
+  DeepspeedFlags deepspeed;
+  add_deepspeed_options(app, deepspeed);
 
   // Words CLI11 does not know come back in remaining(), checked below: an
   // unknown option is named, never taken for the program.
@@ -464,6 +543,17 @@ ParseResult parse_options(int argc, const char* const* argv,
     if (error) return usage_error("--nnodes " + nnodes_text + ": " + *error);
   }
   if (auto error = apply_torchrun_flags(torchrun, o)) return usage_error(*error);
+  if (auto error = apply_deepspeed_flags(deepspeed, o)) return usage_error(*error);
+  // deepspeed's -e is its --exclude: a value without '=' is no KEY=VALUE.
+  for (auto it = o.env.begin(); it != o.env.end();) {
+    if (it->find('=') != std::string::npos || !o.exclude.empty()) {
+      ++it;
+      continue;
+    }
+    o.notes.push_back("-e " + *it + " has no '=': read as --exclude (deepspeed's -e)");
+    o.exclude = *it;
+    it = o.env.erase(it);
+  }
   // With a host list, --master-addr is the MASTER_ADDR to try first (as the
   // hosts file's master_address), not a switch to manual mode.
   const bool host_list_given = !o.hosts_file.empty() || !o.hostfile.empty() ||

@@ -116,6 +116,13 @@ struct Options {
   bool accept_new_host_keys = false;
   bool rdzv_via_ssh = false;  // agents reach the rendezvous through their SSH connection
 
+  // deepspeed's command line (launcher/config/deepspeed_flags.h).
+  int num_nodes = 0;                // --num_nodes: the host list's first N hosts; 0: all
+  int num_gpus = 0;                 // --num_gpus: at most N ranks on each host; 0: no cap
+  int ssh_port = 0;                 // --ssh_port: every SSH host's port unless it names one
+  bool pass_local_rank = false;     // each rank's arguments end with --local_rank=N
+  bool deepspeed_launcher = false;  // --launcher named one of deepspeed's (pdsh, openmpi, ...)
+
   // Said once when the job starts: flags accepted that change nothing, and
   // what a torchrun flag became.
   std::vector<std::string> notes = {};

@@ -38,6 +38,7 @@ LaunchSpec make_launch_spec(const Plan& plan, const PlannedNode& node, const Opt
   spec.nnodes = plan.nnodes;
   spec.master_port = plan.master_port.value_or(0);
   spec.tensorboard_dir = options.tensorboard_dir;
+  spec.pass_local_rank = options.pass_local_rank;
   spec.checkpoint_dir = options.checkpoint_dir;
   spec.sync = !options.sync_dir.empty();
   return spec;

@@ -219,6 +219,7 @@ std::string describe_plan(const Plan& plan, const Options& o) {
   }
   out << "command:";
   for (const auto& a : plan.command) out << " '" << a << "'";
+  if (o.pass_local_rank) out << " '--local_rank=<local rank>'";
   out << "\n";
   out << "rendezvous: listens on " << plan.rdzv_bind << ":"
       << (plan.rdzv_port ? std::to_string(plan.rdzv_port) : std::string("<any free port>"))

@@ -10,10 +10,20 @@ _dlaunch_run_valued="--hosts --hostfile -H --host-list --include --exclude --lau
   --nproc_per_node --nnodes --node-rank --node_rank --rank --master-addr --master_addr
   --master-port --master_port --rdzv-port --rdzv-timeout --secret-file --name --log-dir
   --tensorboard-dir --ranks-filter --grace --max-restarts --max_restarts --heartbeat-timeout
-  --spares --node-fail-limit --join-timeout --checkpoint-dir --python --ssh-parallel --ssh-timeout -e --env --env-file --forward-env --workdir --chdir --sync"
+  --spares --node-fail-limit --join-timeout --checkpoint-dir --python --ssh-parallel --ssh-timeout -e --env --env-file --forward-env --workdir --chdir --sync
+  --rdzv-backend --rdzv_backend --rdzv-endpoint --rdzv_endpoint --rdzv-id --rdzv_id --rdzv-conf
+  --rdzv_conf -r --redirects -t --tee --local-ranks-filter --local_ranks_filter --local-addr
+  --local_addr --role --monitor-interval --monitor_interval --start-method --start_method
+  --event-log-handler --event_log_handler --logs-specs --logs_specs --numa-binding --numa_binding
+  --signals-to-handle --signals_to_handle --duplicate-stdout-filters --duplicate_stdout_filters
+  --duplicate-stderr-filters --duplicate_stderr_filters --log_dir -i --num_nodes --num-nodes
+  --num_gpus --num-gpus --num_accelerators --ssh_port --ssh-port --min_elastic_nodes
+  --max_elastic_nodes --autotuning --launcher_args --enable_each_rank_log --bind_core_list"
 _dlaunch_run_flags="-h --help --version -d --detach --no-forward-env --dry-run -v --verbose -q --quiet --no-skip
   --accept-new-host-keys --rdzv-via-ssh --sync-delete --insecure-no-secret -m --module --no-python
-  --no_python"
+  --no_python --standalone --run-path --run_path --use-env --use_env --virtual-local-rank
+  --virtual_local_rank --elastic_training --no_local_rank --pass-local-rank --no_ssh_check
+  --force_multi --save_pid --bind_cores_to_rank"
 
 # The state dir, as dlaunch finds it: --log-dir on the line, else
 # $DLAUNCH_STATE_DIR, $XDG_STATE_HOME/dlaunch/jobs, ~/.local/state/dlaunch/jobs.

@@ -304,7 +304,8 @@ def classify(ex, commands):
     if (ws and ws[0] in ("sbatch", "srun", "salloc")) \
             or option_value(opts, "--launcher") == "slurm":
         return "slurm"
-    if command_word(ws, commands) == "run" and "--nnodes" in opts:
+    if command_word(ws, commands) == "run" and any(w == "--nnodes" or w.startswith("--nnodes=")
+                                                   for w in opts):
         return "manual"
     hosts = option_value(opts, "--hosts")
     if (hosts and hosts != HOSTS_EXAMPLE) or option_value(opts, "--hostfile") \
@@ -780,7 +781,11 @@ class DocExamplesTest(unittest.TestCase):
 
     def manual_substitute(self, text):
         """Manual mode runs every node here: node 0's address is 127.0.0.1."""
-        value = option_value(before_program(words(text)), "--master-addr", "--master_addr")
+        opts = before_program(words(text))
+        value = option_value(opts, "--master-addr", "--master_addr")
+        endpoint = option_value(opts, "--rdzv-endpoint", "--rdzv_endpoint")
+        if not value and endpoint:
+            value = endpoint.rsplit(":", 1)[0] if endpoint.count(":") == 1 else endpoint
         if value:
             text = re.sub(rf"(?<![\w.]){re.escape(value)}(?![\w.])", "127.0.0.1", text)
         return text, value
@@ -789,7 +794,12 @@ class DocExamplesTest(unittest.TestCase):
         text, addr = self.manual_substitute(ex.text)
         opts = before_program(words(text))
         rank = option_value(opts, "--node-rank", "--node_rank", "--rank")
-        nnodes = int(option_value(opts, "--nnodes") or 1)
+        nnodes = int((option_value(opts, "--nnodes") or "1").split(":")[-1])
+        # torchrun's way: the same line on every node, node 0 the one that
+        # holds the endpoint's address.
+        same_line = rank is None and option_value(opts, "--rdzv-endpoint", "--rdzv_endpoint")
+        if same_line:
+            rank = "0"
         if rank != "0":
             ex.how = "alone"
             self.mark_failed(ex, f"a line for node {rank} with no node 0 line before it")
@@ -815,6 +825,14 @@ class DocExamplesTest(unittest.TestCase):
             others_n = "1" if nnodes == 2 else f"1..{nnodes - 1}"
             how.append(f"node {others_n}: the line node 0 printed on stderr with <N> = "
                        f"{others_n}, run through sh -c as if pasted into a shell")
+        elif same_line:
+            # Every node here is this machine, which holds 127.0.0.1: the
+            # others are told that they are not node 0.
+            other = text.replace("dlaunch ", "dlaunch --rdzv-conf is_host=false ", 1)
+            for n in range(1, nnodes):
+                lines.append((None, other, n))
+            how.append("the other nodes: the same line, with --rdzv-conf is_host=false because "
+                       "they run on this machine too")
         elif others:
             for o in others:
                 o_text, _ = self.manual_substitute(o.text)

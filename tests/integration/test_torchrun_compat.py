@@ -3,7 +3,8 @@ real torch DDP script (Debian's python3-torch, gloo): PyTorch's documented
 single-node, --standalone, multi-node static (--node-rank/--master-addr) and
 c10d (--rdzv-endpoint, the same line on every node) lines, on this machine,
 on two "nodes" in network namespaces and on two SSH hosts. Every flag of
-torchrun's parser is accepted."""
+torchrun's parser is accepted. A deepspeed hostfile line with --num_gpus runs a
+script that parses the --local_rank=N deepspeed appends."""
 
 import os
 import re
@@ -93,6 +94,26 @@ def installed_torchrun_flags():
     if r.returncode != 0:
         return None
     return {s for line in r.stdout.split() for s in line.split()}
+
+
+# A DeepSpeed-era script: it parses the --local_rank=N that deepspeed (and
+# torch.distributed.launch) append, and its own --deepspeed CONFIG.
+DEEPSPEED_SCRIPT = r'''
+import argparse, os
+import torch
+import torch.distributed as dist
+parser = argparse.ArgumentParser()
+parser.add_argument("--local_rank", type=int, required=True)
+parser.add_argument("--deepspeed", required=True)
+args = parser.parse_args()
+assert args.local_rank == int(os.environ["LOCAL_RANK"]), (args.local_rank, os.environ["LOCAL_RANK"])
+dist.init_process_group("gloo")
+t = torch.tensor([1.0])
+dist.all_reduce(t)
+print(f"ds rank={dist.get_rank()} world={dist.get_world_size()} local_rank={args.local_rank} "
+      f"config={args.deepspeed} sum={int(t.item())}", flush=True)
+dist.destroy_process_group()
+'''
 
 
 class TorchrunCase(harness.DlaunchTestCase):
@@ -269,6 +290,31 @@ class TestNodesInNamespaces(TorchrunCase):
         _, err = p.communicate(timeout=60)
         self.assertEqual(p.returncode, 2, err)
         self.assertIn("needs the job's secret", err)
+
+    def test_deepspeed_hostfile_line_passes_local_rank(self):
+        # deepspeed --hostfile=hostfile --num_gpus 2 train.py --deepspeed ds.json
+        self.write("ds_train.py", DEEPSPEED_SCRIPT)
+        self.write("ds.json", "{}\n")
+        hostfile = self.write("hostfile", "".join(f"{h['address']} slots=4\n"
+                                                  for h in self.hosts.hosts))
+        r = self.run_dlaunch(["--hostfile=hostfile", "--num_gpus", "2", "ds_train.py",
+                              "--deepspeed", "ds.json"], cwd=self.tmp,
+                             env=self.hosts.env(DLAUNCH_PYTHON=TORCH_PYTHON,
+                                                DLAUNCH_STATE_DIR=self.state))
+        self.assertEqual(r.returncode, 0, r.stderr)
+        found = re.findall(r"ds rank=(\d+) world=(\d+) local_rank=(\d+) config=ds.json sum=4",
+                           r.stdout)
+        self.assertEqual(sorted((int(a), int(w), int(lr)) for a, w, lr in found),
+                         [(0, 4, 0), (1, 4, 1), (2, 4, 0), (3, 4, 1)], r.stdout + r.stderr)
+        self.assertIn("each rank's arguments end with --local_rank=N", r.stderr)
+        # --num_nodes 1: the hostfile's first host only; -H names the file as deepspeed's does.
+        r = self.run_dlaunch(["-H", hostfile, "--num_nodes=1", "--num_gpus=1", "ds_train.py",
+                              "--deepspeed", "ds.json"], cwd=self.tmp,
+                             env=self.hosts.env(DLAUNCH_PYTHON=TORCH_PYTHON,
+                                                DLAUNCH_STATE_DIR=self.state))
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(len(re.findall(r"ds rank=0 world=1 local_rank=0", r.stdout)), 1,
+                         r.stdout)
 
     def test_ssh_hosts_with_torchrun_flags(self):
         hosts = self.hosts.hosts_file(slots=[1, 1])

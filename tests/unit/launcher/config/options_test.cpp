@@ -272,3 +272,11 @@ TEST_CASE("an unknown option is named, with a suggestion, never taken for the pr
   REQUIRE(r.options);
   CHECK(r.options->command == std::vector<std::string>{"prog", "--nprocs", "3"});
 }
+
+TEST_CASE("-e and --forward-env take one value each time: the program after them stays") {
+  auto r = parse({"-e", "A=1", "--forward-env", "X,Y", "prog", "arg"});
+  REQUIRE(r.options);
+  CHECK(r.options->env == std::vector<std::string>{"A=1"});
+  CHECK(r.options->forward_env == std::vector<std::string>{"X", "Y"});
+  CHECK(r.options->command == std::vector<std::string>{"prog", "arg"});
+}

@@ -1,0 +1,123 @@
+#include "launcher/config/deepspeed_flags.h"
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+
+#include "launcher/config/options.h"
+
+namespace dlaunch {
+namespace {
+
+struct WithoutEffect {
+  const char* names;
+  const char* shown;
+  bool takes_value;
+  const char* why;
+};
+
+constexpr WithoutEffect kWithoutEffect[] = {
+    {"--launcher_args,--launcher-args", "--launcher_args", true,
+     "dlaunch starts its agents itself, with no pdsh or mpirun to pass them to"},
+    {"--no_ssh_check,--no-ssh-check", "--no_ssh_check", false,
+     "a host dlaunch cannot reach over SSH is named in the job's error"},
+    {"--force_multi,--force-multi", "--force_multi", false,
+     "a host list of one remote host already runs over SSH"},
+    {"--save_pid,--save-pid", "--save_pid", false,
+     "the coordinator's pid is in the job record (dlaunch get JOB --json)"},
+    {"--enable_each_rank_log,--enable-each-rank-log", "--enable_each_rank_log", true,
+     "every rank's output always goes to its own log (dlaunch logs JOB -r RANK)"},
+    {"--bind_cores_to_rank,--bind-cores-to-rank", "--bind_cores_to_rank", false,
+     "dlaunch does not bind ranks to cores; start the program under numactl or taskset for "
+     "that"},
+    {"--bind_core_list,--bind-core-list", "--bind_core_list", true,
+     "dlaunch does not bind ranks to cores; start the program under numactl or taskset for "
+     "that"},
+};
+
+}  // namespace
+
+void add_deepspeed_options(CLI::App& app, DeepspeedFlags& f) {
+  const std::string group = "deepspeed's flags";
+  auto mark = [&f](CLI::Option* option) {
+    option->group("deepspeed's flags")->each([&f](const std::string&) {
+      f.deepspeed_only_flag = true;
+    });
+    return option;
+  };
+  mark(app.add_option("--num_nodes,--num-nodes", f.num_nodes, "use the host list's first N hosts")
+           ->check(CLI::Range(1, 1 << 20)));
+  mark(app.add_option("--num_gpus,--num-gpus,--num_accelerators", f.num_gpus,
+                      "at most N ranks on each host (its GPUs 0..N-1)")
+           ->check(CLI::Range(1, 4096)));
+  mark(app.add_option("--ssh_port,--ssh-port", f.ssh_port,
+                      "the SSH port of every host that names none")
+           ->check(CLI::Range(1, 65535)));
+  mark(app.add_option("--min_elastic_nodes,--min-elastic-nodes", f.min_elastic_nodes,
+                      "with --elastic_training: MIN of --nnodes MIN:MAX")
+           ->check(CLI::Range(1, 1 << 20)));
+  mark(app.add_option("--max_elastic_nodes,--max-elastic-nodes", f.max_elastic_nodes,
+                      "with --elastic_training: MAX of --nnodes MIN:MAX")
+           ->check(CLI::Range(1, 1 << 20)));
+  app.add_flag("--elastic_training,--elastic-training", f.elastic_training,
+               "an elastic job over the host list (--nnodes MIN:MAX)")
+      ->group(group);
+  app.add_flag("--no_local_rank,--no-local-rank", f.no_local_rank,
+               "no --local_rank=N argument for the ranks (deepspeed's default passes it)")
+      ->group(group);
+  app.add_flag("--pass-local-rank,--pass_local_rank", f.pass_local_rank,
+               "each rank's arguments end with --local_rank=N, as deepspeed and "
+               "torch.distributed.launch pass it (on for a line with deepspeed's own flags)")
+      ->group(group);
+  app.add_option("--autotuning", f.autotuning, "refused: deepspeed's tuner is not a launch")
+      ->group(group);
+  for (const auto& w : kWithoutEffect) {
+    const std::string note = std::string("deepspeed's ") + w.shown + " has no effect: " + w.why;
+    auto remember = [&f, note] {
+      f.deepspeed_only_flag = true;
+      if (std::ranges::find(f.without_effect, note) == f.without_effect.end())
+        f.without_effect.push_back(note);
+    };
+    if (w.takes_value) {
+      app.add_option_function<std::string>(
+             w.names, [remember](const std::string&) { remember(); }, w.why)
+          ->group(group)
+          ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+    } else {
+      app.add_flag_callback(w.names, remember, w.why)->group(group);
+    }
+  }
+}
+
+std::optional<std::string> apply_deepspeed_flags(const DeepspeedFlags& f, Options& o) {
+  if (!f.autotuning.empty()) {
+    return "deepspeed's --autotuning " + f.autotuning +
+           " runs deepspeed's own tuner, which starts many trial jobs: run it with deepspeed; "
+           "dlaunch launches the tuned configuration";
+  }
+  for (const auto& note : f.without_effect) o.notes.push_back(note);
+  o.num_nodes = f.num_nodes;
+  o.num_gpus = f.num_gpus;
+  o.ssh_port = f.ssh_port;
+  if (f.elastic_training || f.min_elastic_nodes || f.max_elastic_nodes) {
+    if (!f.elastic_training) {
+      return "--min_elastic_nodes and --max_elastic_nodes go with --elastic_training (as in "
+             "deepspeed)";
+    }
+    if (o.min_nodes != 0) return "--elastic_training and --nnodes MIN:MAX both give the range";
+    o.min_nodes = static_cast<std::size_t>(f.min_elastic_nodes ? f.min_elastic_nodes : 1);
+    o.max_nodes = static_cast<std::size_t>(f.max_elastic_nodes ? f.max_elastic_nodes
+                                                               : std::max(f.num_nodes, 0));
+    if (o.max_nodes != 0 && o.min_nodes > o.max_nodes)
+      return "--min_elastic_nodes is above --max_elastic_nodes";
+  }
+  const bool deepspeed_line = f.deepspeed_only_flag || f.elastic_training || o.deepspeed_launcher;
+  o.pass_local_rank = f.pass_local_rank || (deepspeed_line && !f.no_local_rank);
+  if (o.pass_local_rank && !f.pass_local_rank) {
+    o.notes.push_back(
+        "deepspeed's command line: each rank's arguments end with --local_rank=N, as deepspeed "
+        "passes it (--no_local_rank: not)");
+  }
+  return std::nullopt;
+}
+
+}  // namespace dlaunch

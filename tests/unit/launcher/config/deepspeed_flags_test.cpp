@@ -1,0 +1,107 @@
+#include <doctest/doctest.h>
+
+#include <string>
+#include <vector>
+
+#include "launcher/config/host_source.h"
+#include "launcher/config/options.h"
+
+using namespace dlaunch;
+
+namespace {
+ParseResult deepspeed_parse(std::vector<const char*> args) {
+  args.insert(args.begin(), "dlaunch");
+  return parse_options(static_cast<int>(args.size()), args.data());
+}
+
+bool has_deepspeed_note(const Options& o, const std::string& start) {
+  for (const auto& n : o.notes)
+    if (n.starts_with(start)) return true;
+  return false;
+}
+
+HostsFile three_hosts() {
+  HostsFile h;
+  h.path = "hostfile";
+  for (const char* name : {"w0", "w1", "localhost"}) {
+    HostEntry e;
+    e.name = name;
+    e.address = name;
+    e.slots = 8;
+    h.hosts.push_back(e);
+  }
+  h.hosts[1].port = 2222;
+  return h;
+}
+}  // namespace
+
+TEST_CASE("deepspeed's own flags pass --local_rank; --no_local_rank does not") {
+  auto r = deepspeed_parse({"-H", "w0,w1", "--num_gpus", "2", "--num_nodes=1", "train.py"});
+  REQUIRE(r.options);
+  CHECK(r.options->num_gpus == 2);
+  CHECK(r.options->num_nodes == 1);
+  CHECK(r.options->pass_local_rank);
+  CHECK(has_deepspeed_note(*r.options, "deepspeed's command line: each rank's arguments end"));
+  r = deepspeed_parse({"-H", "w0", "--num_gpus", "2", "--no_local_rank", "train.py"});
+  REQUIRE(r.options);
+  CHECK_FALSE(r.options->pass_local_rank);
+  r = deepspeed_parse({"-n", "2", "--pass-local-rank", "train.py"});
+  REQUIRE(r.options);
+  CHECK(r.options->pass_local_rank);
+  r = deepspeed_parse({"-n", "2", "train.py"});
+  REQUIRE(r.options);
+  CHECK_FALSE(r.options->pass_local_rank);
+}
+
+TEST_CASE("deepspeed's launchers are SSH; -i and -e SPEC are include and exclude") {
+  auto r = deepspeed_parse({"--launcher", "PDSH", "-H", "w0,w1", "-e", "w1", "train.py"});
+  REQUIRE(r.options);
+  CHECK(r.options->launcher == Launcher::ssh);
+  CHECK(r.options->pass_local_rank);
+  CHECK(r.options->exclude == "w1");
+  CHECK(r.options->env.empty());
+  CHECK(has_deepspeed_note(*r.options, "deepspeed's --launcher pdsh"));
+  CHECK(has_deepspeed_note(*r.options, "-e w1 has no '=': read as --exclude"));
+  r = deepspeed_parse({"-H", "w0,w1", "-i", "w0:0,1", "-e", "A=1", "train.py"});
+  REQUIRE(r.options);
+  CHECK(r.options->include == "w0:0,1");
+  CHECK(r.options->env == std::vector<std::string>{"A=1"});
+}
+
+TEST_CASE("deepspeed's elastic flags make a MIN:MAX job; --autotuning is refused") {
+  auto r = deepspeed_parse({"-H", "a,b,c", "--elastic_training", "--min_elastic_nodes", "2",
+                            "--max_elastic_nodes", "3", "train.py"});
+  REQUIRE(r.options);
+  CHECK(r.options->min_nodes == 2);
+  CHECK(r.options->max_nodes == 3);
+  r = deepspeed_parse({"-H", "a,b", "--min_elastic_nodes", "2", "train.py"});
+  CHECK_FALSE(r.options);
+  r = deepspeed_parse({"--autotuning", "run", "train.py"});
+  CHECK_FALSE(r.options);
+  CHECK(r.message.starts_with("deepspeed's --autotuning run runs deepspeed's own tuner"));
+  r = deepspeed_parse({"-H", "a", "--force_multi", "--save_pid", "train.py"});
+  REQUIRE(r.options);
+  CHECK(has_deepspeed_note(*r.options, "deepspeed's --force_multi has no effect"));
+}
+
+TEST_CASE("--num_nodes, --num_gpus and --ssh_port shape the host list") {
+  Options o;
+  o.num_nodes = 2;
+  o.num_gpus = 4;
+  o.ssh_port = 2200;
+  auto result = apply_deepspeed_counts(three_hosts(), o);
+  auto* hosts = std::get_if<HostsFile>(&result);
+  REQUIRE(hosts);
+  REQUIRE(hosts->hosts.size() == 2);
+  CHECK(hosts->hosts[0].slots == 4);
+  CHECK(hosts->hosts[0].port == 2200);
+  CHECK(hosts->hosts[1].port == 2222);  // a host's own port stays
+  o.num_nodes = 0;
+  result = apply_deepspeed_counts(three_hosts(), o);
+  CHECK_FALSE(std::get<HostsFile>(result).hosts[2].port.has_value());  // loopback: no SSH
+  o.num_nodes = 4;
+  result = apply_deepspeed_counts(three_hosts(), o);
+  auto* errors = std::get_if<std::vector<Diagnostic>>(&result);
+  REQUIRE(errors);
+  CHECK(errors->front().to_string() == "--num_nodes: 4 nodes asked for, but hostfile gives 3");
+}
