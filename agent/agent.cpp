@@ -85,7 +85,11 @@ void Agent::start() {
   watch_stdin();
   // Before joining: the coordinator's FactsRequest is answered at once, so its
   // round trip bounds the clock skew it measures.
-  if (spec_.check) facts_ = collect_host_facts(std::chrono::seconds(20));
+  if (spec_.check) {
+    // A check agent's argv names the Python to look at (a job's, for this host).
+    const std::string python = spec_.argv.empty() ? "python3" : spec_.argv.front();
+    facts_ = collect_host_facts(std::chrono::seconds(20), python);
+  }
 
   proto::Join join;
   join.node_rank = spec_.node_rank;

@@ -97,10 +97,10 @@ constexpr const char* kPythonSnippet =
     "except Exception:\n"
     "    print('')\n";
 
-// Runs `python3 -c SNIPPET` found on PATH, in a process group of its own that
+// Runs `PYTHON -c SNIPPET` (a name is found on PATH), in a process group of its own that
 // is killed when it overruns `timeout`. Returns its stdout; empty when there is
 // no python3 or it failed.
-std::string run_python(std::chrono::milliseconds timeout) {
+std::string run_python(const std::string& python, std::chrono::milliseconds timeout) {
   int out[2];
   if (::pipe2(out, O_CLOEXEC) != 0) return "";
   posix_spawn_file_actions_t actions;
@@ -119,12 +119,12 @@ std::string run_python(std::chrono::milliseconds timeout) {
   posix_spawnattr_setpgroup(&attr, 0);
   posix_spawnattr_setflags(&attr,
                            POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
-  char arg0[] = "python3";
+  std::string arg0 = python;
   char arg1[] = "-c";
   std::string snippet = kPythonSnippet;
-  char* argv[] = {arg0, arg1, snippet.data(), nullptr};
+  char* argv[] = {arg0.data(), arg1, snippet.data(), nullptr};
   pid_t pid = 0;
-  const int spawned = ::posix_spawnp(&pid, "python3", &actions, &attr, argv, environ);
+  const int spawned = ::posix_spawnp(&pid, python.c_str(), &actions, &attr, argv, environ);
   posix_spawn_file_actions_destroy(&actions);
   posix_spawnattr_destroy(&attr);
   ::close(out[1]);
@@ -244,7 +244,8 @@ std::string host_libc() {
   return "";
 }
 
-proto::HostFacts collect_host_facts(std::chrono::milliseconds python_timeout) {
+proto::HostFacts collect_host_facts(std::chrono::milliseconds python_timeout,
+                                    const std::string& python) {
   proto::HostFacts facts;
   facts.agent_version = fact_text(kVersion);
   for (const char* path : {"/etc/os-release", "/usr/lib/os-release"}) {
@@ -273,7 +274,7 @@ proto::HostFacts collect_host_facts(std::chrono::milliseconds python_timeout) {
   const char* tmp = std::getenv("TMPDIR");
   facts.tmp_free = free_bytes(tmp && *tmp ? tmp : "/tmp");
   facts.shm_size = size_bytes("/dev/shm");
-  parse_python_output(run_python(python_timeout), facts.python_version, facts.python_path,
+  parse_python_output(run_python(python, python_timeout), facts.python_version, facts.python_path,
                       facts.torch_version);
   return facts;
 }

@@ -18,7 +18,10 @@ namespace dlaunch {
 
 // Everything but wall_clock_us. Blocks for up to `python_timeout` (importing
 // torch from a cold cache takes seconds).
-proto::HostFacts collect_host_facts(std::chrono::milliseconds python_timeout);
+// `python`: the interpreter whose version and torch are reported (a name is
+// looked up on PATH).
+proto::HostFacts collect_host_facts(std::chrono::milliseconds python_timeout,
+                                    const std::string& python = "python3");
 
 // The host's time of day in microseconds since the epoch.
 std::int64_t wall_clock_us();

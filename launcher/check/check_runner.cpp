@@ -67,7 +67,8 @@ void CheckRunner::start_agent(const PlannedNode& planned) {
     context.rdzv_port = fleet_.server().port();
     LaunchSpec spec = make_launch_spec(s_.plan, fleet_.agent(node_rank).plan, s_.options, context);
     spec.check = true;
-    spec.argv.clear();
+    // The Python a job's .py program would run with there: check reports it.
+    spec.argv = {python_for(s_.options, fleet_.agent(node_rank).plan.host).path};
     spec.nproc = 1;  // no rank is started; a GPU count is not needed for that
     return encode_launch_spec(spec);
   };

@@ -5,6 +5,7 @@
 // on the chosen interfaces. Exits 0 only when a job could launch. Starts no
 // training process; the agents exit at the end.
 #include <CLI/CLI.hpp>
+#include <cstdlib>
 
 #include "common/console.h"
 #include "common/exit_codes.h"
@@ -40,6 +41,9 @@ int check_command(int argc, const char* const* argv) {
       ->check(CLI::Range(0, 600))
       ->capture_default_str();
   app.add_option("--master-addr", o.master_addr, "the MASTER_ADDR to try first, as for a job");
+  app.add_option("--python", o.python,
+                 "the Python to report, as a job's .py program would run with it (default: the "
+                 "hosts file's python, else $DLAUNCH_PYTHON, else python3 on each host's PATH)");
   add_ssh_options(app, o);
   bool nccl = false;
   app.add_flag("--nccl", nccl,
@@ -82,6 +86,7 @@ int check_command(int argc, const char* const* argv) {
   policy.nccl = nccl;
   policy.nccl_sizes = nccl_test_sizes();
   policy.nccl_timeout = std::chrono::seconds(nccl_timeout_s);
+  if (const char* env = std::getenv("DLAUNCH_PYTHON")) o.python_env = env;
   auto ran = run_check_agents(o, policy);
   if (const int* code = std::get_if<int>(&ran)) return *code;
   const CheckResult& result = std::get<CheckResult>(ran);

@@ -275,7 +275,10 @@ int run_command(int argc, const char* const* argv) {
     if (!hosts) return kExitUsage;
   }
 
-  std::string job = o.name.empty() ? default_job_name(o.command[0], std::time(nullptr)) : o.name;
+  // A Python program is named by its script or module, not by python3.
+  const std::string& named_by =
+      o.python_program ? o.command[o.command[2] == "-m" ? 3 : 2] : o.command[0];
+  std::string job = o.name.empty() ? default_job_name(named_by, std::time(nullptr)) : o.name;
   if (auto problem = job_name_problem(job)) {
     const std::string shown = job.size() > 40 ? job.substr(0, 40) + "..." : job;
     console().error("--name '" + shown + "': " + *problem);

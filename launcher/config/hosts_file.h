@@ -31,6 +31,7 @@ struct HostEntry {
   std::optional<int> slots;                // ranks on this host; unset: one per GPU, else 1
   std::optional<int> gpus;                 // GPUs on this host, when known
   std::string interface;                   // network interface for NCCL/Gloo
+  std::string python;                      // the Python for .py programs and -m; empty: python3
   std::map<std::string, std::string> env;  // extra environment for the host's ranks
   // "--include" or "--exclude" when that flag set env's CUDA_VISIBLE_DEVICES.
   std::string visible_devices_by;

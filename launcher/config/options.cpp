@@ -510,9 +510,13 @@ ParseResult parse_options(int argc, const char* const* argv,
   if (o.command[0].empty()) return usage_error("the program name is empty (dlaunch -- '' ...)");
   if (const char* env = std::getenv("DLAUNCH_PYTHON")) python.python_env = env;
   python.run_path = torchrun.run_path;
+  const std::size_t words = o.command.size();
   auto command = python_command(std::move(o.command), python);
   if (auto* error = std::get_if<std::string>(&command)) return usage_error(*error);
   o.command = std::move(std::get<std::vector<std::string>>(command));
+  o.python_program = o.command.size() > words;
+  o.python = python.python;
+  o.python_env = python.python_env.value_or("");
   if (nproc_text == "cpu") {
     o.nproc_per_node = kNprocCpus;
   } else if (nproc_text == "xpu") {

@@ -116,6 +116,13 @@ struct Options {
   bool accept_new_host_keys = false;
   bool rdzv_via_ssh = false;  // agents reach the rendezvous through their SSH connection
 
+  // A Python program (.py, -m, --run-path): command[0] is the interpreter, and
+  // each host's is python_for(): --python, else the host's `python`, else
+  // $DLAUNCH_PYTHON, else the first python3 on the PATH there.
+  bool python_program = false;
+  std::string python = {};      // --python
+  std::string python_env = {};  // $DLAUNCH_PYTHON
+
   // deepspeed's command line (launcher/config/deepspeed_flags.h).
   int num_nodes = 0;                // --num_nodes: the host list's first N hosts; 0: all
   int num_gpus = 0;                 // --num_gpus: at most N ranks on each host; 0: no cap

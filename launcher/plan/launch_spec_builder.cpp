@@ -6,6 +6,13 @@ std::string node_label(const PlannedNode& node) {
   return node.host.name.empty() ? "node" + std::to_string(node.node_rank) : node.host.name;
 }
 
+PythonFor python_for(const Options& options, const HostEntry& host) {
+  if (!options.python.empty()) return {options.python, "--python"};
+  if (!host.python.empty()) return {host.python, "hosts file"};
+  if (!options.python_env.empty()) return {options.python_env, "DLAUNCH_PYTHON"};
+  return {"python3", "PATH"};
+}
+
 LaunchSpec make_launch_spec(const Plan& plan, const PlannedNode& node, const Options& options,
                             const LaunchContext& context) {
   LaunchSpec spec;
@@ -16,6 +23,8 @@ LaunchSpec make_launch_spec(const Plan& plan, const PlannedNode& node, const Opt
   spec.nproc = node.nproc;
   spec.host_name = node_label(node);
   spec.argv = plan.command;
+  if (options.python_program && !spec.argv.empty())
+    spec.argv.front() = python_for(options, node.host).path;
   for (const auto& [name, entry] :
        layered_environment(plan.forwarded_env, node.host.env, plan.command_line_env)) {
     spec.env[name] = entry.value;

@@ -289,6 +289,14 @@ std::string describe_plan(const Plan& plan, const Options& o) {
             : !o.workdir.empty() ? o.workdir + " (--workdir; must exist there)"
                                  : std::string("this directory where it exists there, else home"))
         << "\n";
+    if (o.python_program && o.verbose > 0) {
+      const auto python = python_for(o, node.host);
+      out << "  python: " << python.path
+          << (python.by == "PATH"         ? " (the first on the PATH of the ranks there)"
+              : python.by == "hosts file" ? " (the hosts file's python)"
+                                          : " (" + python.by + ")")
+          << "\n";
+    }
     const auto layered =
         layered_environment(plan.forwarded_env, node.host.env, plan.command_line_env);
     if (!layered.empty()) {

@@ -6,6 +6,7 @@ on two "nodes" in network namespaces and on two SSH hosts. Every flag of
 torchrun's parser is accepted. A deepspeed hostfile line with --num_gpus runs a
 script that parses the --local_rank=N deepspeed appends."""
 
+import json
 import os
 import re
 import subprocess
@@ -315,6 +316,35 @@ class TestNodesInNamespaces(TorchrunCase):
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertEqual(len(re.findall(r"ds rank=0 world=1 local_rank=0", r.stdout)), 1,
                          r.stdout)
+
+    def test_each_hosts_python_runs_the_script_and_check_reports_it(self):
+        # The hosts file names the Python with torch for h1; h2's login finds
+        # python3 on its PATH; no --python or DLAUNCH_PYTHON.
+        hosts = self.hosts.hosts_file(slots=[1, 1], host_extra={"h1": f'python = "{TORCH_PYTHON}"'})
+        env = self.hosts.env(DLAUNCH_STATE_DIR=self.state)
+        env.pop("DLAUNCH_PYTHON", None)
+        r = self.run_dlaunch(["--hosts", hosts, "--dry-run", "-v", "train.py"], env=env)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn(f"python: {TORCH_PYTHON} (the hosts file's python)", r.stdout)
+        self.assertIn("python: python3 (the first on the PATH of the ranks there)", r.stdout)
+        r = self.run_dlaunch(["check", "--hosts", hosts, "--json"], env=env, timeout=180)
+        doc = json.loads(r.stdout)
+        rows = {row["name"]: row for row in doc["hosts"]}
+        self.assertEqual(rows["h1"]["python_path"], TORCH_PYTHON, rows["h1"])
+        self.assertTrue(rows["h1"]["torch"], rows["h1"])  # what the job's ranks will import
+        # --python names one that is not there: check says so instead of a version.
+        r = self.run_dlaunch(["check", "--hosts", hosts, "--json", "--python", "/nonexistent/py"],
+                             env=env, timeout=180)
+        doc = json.loads(r.stdout)
+        self.assertEqual([row["python"] for row in doc["hosts"]], ["", ""], r.stdout)
+        hosts_all = self.hosts.hosts_file(
+            slots=[1, 1], name="all.toml",
+            extra=f'[defaults]\npython = "{TORCH_PYTHON}"\n')
+        r = self.run_dlaunch(["--hosts", hosts_all, "--nproc_per_node=1", "train.py"],
+                             cwd=self.tmp, env=env)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertWorld(r.stdout, 2)
+        self.assertRegex(r.stdout, r"\[h1:0\] ddp rank=0")
 
     def test_ssh_hosts_with_torchrun_flags(self):
         hosts = self.hosts.hosts_file(slots=[1, 1])

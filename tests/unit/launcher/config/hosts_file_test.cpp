@@ -607,3 +607,19 @@ TEST_CASE("host fields: names are unique and every row is complete") {
     CHECK((field.read != nullptr));
   }
 }
+
+TEST_CASE("hosts file: python per host, or for all in [defaults]") {
+  auto file = parse_ok(R"([defaults]
+python = "/opt/venv/bin/python"
+
+[[host]]
+address = "a"
+
+[[host]]
+address = "b"
+python = "/usr/bin/python3"
+)");
+  CHECK(file.hosts[0].python == "/opt/venv/bin/python");
+  CHECK(file.hosts[1].python == "/usr/bin/python3");
+  CHECK_FALSE(parse_errors("[[host]]\naddress = \"a\"\npython = 3\n").empty());
+}

@@ -244,3 +244,34 @@ TEST_CASE("plan: elastic as the job's membership counts it; the dry run lists th
   manual.min_nodes = 4;
   CHECK_FALSE(elastic(node0, manual));  // 4:4 is a fixed --nnodes 4
 }
+
+TEST_CASE("each host's Python: --python, else the host's python, else DLAUNCH_PYTHON, else PATH") {
+  Options o = hosts_mode();
+  o.command = {"python3", "-u", "train.py"};
+  o.python_program = true;
+  HostsFile hosts = two_hosts("10.0.0.5", "10.0.0.6");
+  hosts.hosts[0].python = "/opt/venv/bin/python";
+  const Plan p = make_plan(o, &hosts, "job");
+  auto argv0 = [&](const Options& with, int node) {
+    return make_launch_spec(p, p.nodes[static_cast<std::size_t>(node)], with, {}).argv;
+  };
+  CHECK(argv0(o, 0) == std::vector<std::string>{"/opt/venv/bin/python", "-u", "train.py"});
+  CHECK(argv0(o, 1).front() == "python3");
+  CHECK(python_for(o, hosts.hosts[1]).by == "PATH");
+  Options env = o;
+  env.python_env = "/usr/bin/python3";
+  CHECK(argv0(env, 0).front() == "/opt/venv/bin/python");  // the host's own wins
+  CHECK(argv0(env, 1).front() == "/usr/bin/python3");
+  Options flag = env;
+  flag.python = "/x/python";
+  CHECK(argv0(flag, 0).front() == "/x/python");
+  CHECK(python_for(flag, hosts.hosts[0]).by == "--python");
+  // Not a Python program: the hosts file's python changes nothing.
+  const Options plain = hosts_mode();
+  const Plan plain_plan = make_plan(plain, &hosts, "job");
+  CHECK(make_launch_spec(plain_plan, plain_plan.nodes[0], plain, {}).argv ==
+        std::vector<std::string>{"prog"});
+  o.verbose = 1;
+  CHECK(describe_plan(p, o).find("python: /opt/venv/bin/python (the hosts file's python)") !=
+        std::string::npos);
+}
