@@ -3,19 +3,15 @@
 #include <CLI/CLI.hpp>
 #include <algorithm>
 
+#include "launcher/config/flags_without_effect.h"
 #include "launcher/config/options.h"
 
 namespace dlaunch {
 namespace {
 
-struct WithoutEffect {
-  const char* names;
-  const char* shown;
-  bool takes_value;
-  const char* why;
-};
-
-constexpr WithoutEffect kWithoutEffect[] = {
+// deepspeed's flags that tune its own launcher, and why each changes nothing
+// under dlaunch.
+constexpr FlagWithoutEffect kWithoutEffect[] = {
     {"--launcher_args,--launcher-args", "--launcher_args", true,
      "dlaunch starts its agents itself, with no pdsh or mpirun to pass them to"},
     {"--no_ssh_check,--no-ssh-check", "--no_ssh_check", false,
@@ -70,22 +66,8 @@ void add_deepspeed_options(CLI::App& app, DeepspeedFlags& f) {
       ->group(group);
   app.add_option("--autotuning", f.autotuning, "refused: deepspeed's tuner is not a launch")
       ->group(group);
-  for (const auto& w : kWithoutEffect) {
-    const std::string note = std::string("deepspeed's ") + w.shown + " has no effect: " + w.why;
-    auto remember = [&f, note] {
-      f.deepspeed_only_flag = true;
-      if (std::ranges::find(f.without_effect, note) == f.without_effect.end())
-        f.without_effect.push_back(note);
-    };
-    if (w.takes_value) {
-      app.add_option_function<std::string>(
-             w.names, [remember](const std::string&) { remember(); }, w.why)
-          ->group(group)
-          ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
-    } else {
-      app.add_flag_callback(w.names, remember, w.why)->group(group);
-    }
-  }
+  add_flags_without_effect(app, "deepspeed", kWithoutEffect, group, f.without_effect,
+                           [&f] { f.deepspeed_only_flag = true; });
 }
 
 std::optional<std::string> apply_deepspeed_flags(const DeepspeedFlags& f, Options& o) {

@@ -4,21 +4,15 @@
 #include <algorithm>
 #include <cctype>
 
+#include "launcher/config/flags_without_effect.h"
 #include "launcher/config/options.h"
 
 namespace dlaunch {
 namespace {
 
-// A torchrun flag that tunes torchrun's own agent, and why it changes nothing
-// under dlaunch's.
-struct WithoutEffect {
-  const char* names;  // CLI11's "--a,--b"
-  const char* shown;  // how the note names it
-  bool takes_value;
-  const char* why;
-};
-
-constexpr WithoutEffect kWithoutEffect[] = {
+// torchrun's flags that tune torchrun's own agent, and why each changes
+// nothing under dlaunch's.
+constexpr FlagWithoutEffect kWithoutEffect[] = {
     {"--monitor-interval,--monitor_interval", "--monitor-interval", true,
      "dlaunch's agent reacts to exits at once"},
     {"--start-method,--start_method", "--start-method", true,
@@ -175,21 +169,7 @@ void add_torchrun_options(CLI::App& app, TorchrunFlags& f) {
                  "on node 0: the MASTER_ADDR to try first")
       ->group(group);
   app.add_option("--role", f.role, "the ranks' ROLE_NAME (default 'default')")->group(group);
-  for (const auto& w : kWithoutEffect) {
-    const std::string note = std::string("torchrun's ") + w.shown + " has no effect: " + w.why;
-    auto remember = [&f, note] {
-      if (std::ranges::find(f.without_effect, note) == f.without_effect.end())
-        f.without_effect.push_back(note);
-    };
-    if (w.takes_value) {
-      app.add_option_function<std::string>(
-             w.names, [remember](const std::string&) { remember(); }, w.why)
-          ->group(group)
-          ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
-    } else {
-      app.add_flag_callback(w.names, remember, w.why)->group(group);
-    }
-  }
+  add_flags_without_effect(app, "torchrun", kWithoutEffect, group, f.without_effect);
 }
 
 std::optional<StreamSpec> parse_stream_spec(const std::string& text) {

@@ -1,9 +1,26 @@
 #include <doctest/doctest.h>
+
 #include <unistd.h>
+#include <optional>
 
 #include "protocol/launch_spec.h"
 
 using namespace dlaunch;
+
+namespace {
+// `s` written to a pipe and read back as the agent reads its stdin.
+std::optional<LaunchSpec> through_a_pipe(const LaunchSpec& s) {
+  int fds[2];
+  REQUIRE(::pipe(fds) == 0);
+  const std::string bytes = encode_launch_spec(s);
+  REQUIRE(::write(fds[1], bytes.data(), bytes.size()) == static_cast<ssize_t>(bytes.size()));
+  ::close(fds[1]);
+  std::string error;
+  auto back = read_launch_spec(fds[0], &error);
+  ::close(fds[0]);
+  return back;
+}
+}  // namespace
 
 TEST_CASE("launch spec round-trips through a pipe") {
   LaunchSpec s;
@@ -21,15 +38,10 @@ TEST_CASE("launch spec round-trips through a pipe") {
   s.checkpoint_dir = "ckpt/run 1";
   s.workdir = "/data/job";
   s.workdir_required = true;
-  int fds[2];
-  REQUIRE(::pipe(fds) == 0);
-  const std::string bytes = encode_launch_spec(s);
-  REQUIRE(::write(fds[1], bytes.data(), bytes.size()) == static_cast<ssize_t>(bytes.size()));
-  ::close(fds[1]);
-  std::string error;
-  auto back = read_launch_spec(fds[0], &error);
-  ::close(fds[0]);
+  s.pass_local_rank = true;
+  auto back = through_a_pipe(s);
   REQUIRE(back.has_value());
+  CHECK(back->pass_local_rank);
   CHECK(back->secret == s.secret);
   CHECK(back->argv == s.argv);
   CHECK(back->rdzv_port == 40001);
@@ -71,14 +83,7 @@ TEST_CASE("--nproc-per-node cpu reaches the agent as -1; below that is refused")
     LaunchSpec s;
     s.argv = {"prog"};
     s.nproc = nproc;
-    int fds[2];
-    REQUIRE(::pipe(fds) == 0);
-    const std::string bytes = encode_launch_spec(s);
-    REQUIRE(::write(fds[1], bytes.data(), bytes.size()) == static_cast<ssize_t>(bytes.size()));
-    ::close(fds[1]);
-    std::string error;
-    auto back = read_launch_spec(fds[0], &error);
-    ::close(fds[0]);
+    auto back = through_a_pipe(s);
     CHECK(back.has_value() == (nproc == -1));
     if (back) CHECK(back->nproc == -1);
   }

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <functional>
 #include <string>
 
 #include "common/host_color.h"
@@ -12,18 +13,24 @@ using namespace dlaunch;
 
 namespace {
 
-// What a LogSink with `settings` writes to its stdout for a few lines of two
-// hosts, read back through a pipe.
-std::string terminal_output(LogSink::Settings settings) {
+void three_hosts_lines(LogSink& sink) {
+  sink.line(0, "h1", proto::Stream::out, "a");
+  sink.line(1, "h2", proto::Stream::out, "b");
+  sink.line(2, "h3", proto::Stream::err, "c");
+}
+
+// What a LogSink with `settings` writes to its terminal for the lines that
+// `write` gives it (by default a few lines of three hosts), read back through
+// a pipe.
+std::string terminal_output(LogSink::Settings settings,
+                            const std::function<void(LogSink&)>& write = three_hosts_lines) {
   int fds[2];
   REQUIRE(::pipe2(fds, O_CLOEXEC) == 0);
   settings.terminal.out_fd = fds[1];
   settings.terminal.err_fd = fds[1];
   {
     LogSink sink(std::move(settings));
-    sink.line(0, "h1", proto::Stream::out, "a");
-    sink.line(1, "h2", proto::Stream::out, "b");
-    sink.line(2, "h3", proto::Stream::err, "c");
+    write(sink);
   }
   ::close(fds[1]);
   std::string out;
@@ -77,23 +84,10 @@ TEST_CASE("log_sink: lines the filter hides still reach the rank log") {
   LogSink::Settings s;
   s.job_dir = dir;
   s.filter.hidden_streams = 2;
-  const std::string shown = [&] {
-    int fds[2];
-    REQUIRE(::pipe2(fds, O_CLOEXEC) == 0);
-    s.terminal.out_fd = fds[1];
-    s.terminal.err_fd = fds[1];
-    {
-      LogSink sink(std::move(s));
-      sink.line(0, "h", proto::Stream::out, "kept");
-      sink.line(0, "h", proto::Stream::err, "redirected");
-    }
-    ::close(fds[1]);
-    std::string out;
-    char buf[4096];
-    for (ssize_t n; (n = ::read(fds[0], buf, sizeof buf)) > 0;) out.append(buf, std::size_t(n));
-    ::close(fds[0]);
-    return out;
-  }();
+  const std::string shown = terminal_output(std::move(s), [](LogSink& sink) {
+    sink.line(0, "h", proto::Stream::out, "kept");
+    sink.line(0, "h", proto::Stream::err, "redirected");
+  });
   CHECK(shown == "[0] kept\n");
   std::string log;
   {
