@@ -11,7 +11,7 @@ namespace {
 
 // deepspeed's flags that tune its own launcher, and why each changes nothing
 // under dlaunch.
-constexpr FlagWithoutEffect kWithoutEffect[] = {
+constexpr FlagWithoutEffect kDeepspeedWithoutEffect[] = {
     {"--launcher_args,--launcher-args", "--launcher_args", true,
      "dlaunch starts its agents itself, with no pdsh or mpirun to pass them to"},
     {"--no_ssh_check,--no-ssh-check", "--no_ssh_check", false,
@@ -66,7 +66,7 @@ void add_deepspeed_options(CLI::App& app, DeepspeedFlags& f) {
       ->group(group);
   app.add_option("--autotuning", f.autotuning, "refused: deepspeed's tuner is not a launch")
       ->group(group);
-  add_flags_without_effect(app, "deepspeed", kWithoutEffect, group, f.without_effect,
+  add_flags_without_effect(app, "deepspeed", kDeepspeedWithoutEffect, group, f.without_effect,
                            [&f] { f.deepspeed_only_flag = true; });
 }
 

@@ -12,7 +12,7 @@ namespace {
 
 // torchrun's flags that tune torchrun's own agent, and why each changes
 // nothing under dlaunch's.
-constexpr FlagWithoutEffect kWithoutEffect[] = {
+constexpr FlagWithoutEffect kTorchrunWithoutEffect[] = {
     {"--monitor-interval,--monitor_interval", "--monitor-interval", true,
      "dlaunch's agent reacts to exits at once"},
     {"--start-method,--start_method", "--start-method", true,
@@ -169,7 +169,7 @@ void add_torchrun_options(CLI::App& app, TorchrunFlags& f) {
                  "on node 0: the MASTER_ADDR to try first")
       ->group(group);
   app.add_option("--role", f.role, "the ranks' ROLE_NAME (default 'default')")->group(group);
-  add_flags_without_effect(app, "torchrun", kWithoutEffect, group, f.without_effect);
+  add_flags_without_effect(app, "torchrun", kTorchrunWithoutEffect, group, f.without_effect);
 }
 
 std::optional<StreamSpec> parse_stream_spec(const std::string& text) {

@@ -27,7 +27,7 @@ std::string numeric(const sockaddr* address) {
   return text;
 }
 
-std::vector<std::string> resolve(const std::string& host) {
+std::vector<std::string> addresses_of(const std::string& host) {
   std::vector<std::string> out;
   addrinfo hints{};
   hints.ai_socktype = SOCK_STREAM;
@@ -73,7 +73,7 @@ bool names_this_machine(const std::string& host, const std::string& host_name,
 }
 
 bool this_machine_is(const std::string& host) {
-  return names_this_machine(host, this_host_name(), resolve(host), interface_addresses());
+  return names_this_machine(host, this_host_name(), addresses_of(host), interface_addresses());
 }
 
 }  // namespace dlaunch
