@@ -12,20 +12,20 @@ namespace {
 // deepspeed's flags that tune its own launcher, and why each changes nothing
 // under dlaunch.
 constexpr FlagWithoutEffect kDeepspeedWithoutEffect[] = {
-    {"--launcher_args,--launcher-args", "--launcher_args", true,
+    {"--launcher_args", "--launcher_args", true,
      "dlaunch starts its agents itself, with no pdsh or mpirun to pass them to"},
-    {"--no_ssh_check,--no-ssh-check", "--no_ssh_check", false,
+    {"--no_ssh_check", "--no_ssh_check", false,
      "a host dlaunch cannot reach over SSH is named in the job's error"},
-    {"--force_multi,--force-multi", "--force_multi", false,
+    {"--force_multi", "--force_multi", false,
      "a host list of one remote host already runs over SSH"},
-    {"--save_pid,--save-pid", "--save_pid", false,
+    {"--save_pid", "--save_pid", false,
      "the coordinator's pid is in the job record (dlaunch get JOB --json)"},
-    {"--enable_each_rank_log,--enable-each-rank-log", "--enable_each_rank_log", true,
+    {"--enable_each_rank_log", "--enable_each_rank_log", true,
      "every rank's output always goes to its own log (dlaunch logs JOB -r RANK)"},
-    {"--bind_cores_to_rank,--bind-cores-to-rank", "--bind_cores_to_rank", false,
+    {"--bind_cores_to_rank", "--bind_cores_to_rank", false,
      "dlaunch does not bind ranks to cores; start the program under numactl or taskset for "
      "that"},
-    {"--bind_core_list,--bind-core-list", "--bind_core_list", true,
+    {"--bind_core_list", "--bind_core_list", true,
      "dlaunch does not bind ranks to cores; start the program under numactl or taskset for "
      "that"},
 };
@@ -40,27 +40,26 @@ void add_deepspeed_options(CLI::App& app, DeepspeedFlags& f) {
     });
     return option;
   };
-  mark(app.add_option("--num_nodes,--num-nodes", f.num_nodes, "use the host list's first N hosts")
+  mark(app.add_option("--num_nodes", f.num_nodes, "use the host list's first N hosts")
            ->check(CLI::Range(1, 1 << 20)));
-  mark(app.add_option("--num_gpus,--num-gpus,--num_accelerators", f.num_gpus,
+  mark(app.add_option("--num_gpus,--num_accelerators", f.num_gpus,
                       "at most N ranks on each host (its GPUs 0..N-1)")
            ->check(CLI::Range(1, 4096)));
-  mark(app.add_option("--ssh_port,--ssh-port", f.ssh_port,
-                      "the SSH port of every host that names none")
+  mark(app.add_option("--ssh_port", f.ssh_port, "the SSH port of every host that names none")
            ->check(CLI::Range(1, 65535)));
-  mark(app.add_option("--min_elastic_nodes,--min-elastic-nodes", f.min_elastic_nodes,
+  mark(app.add_option("--min_elastic_nodes", f.min_elastic_nodes,
                       "with --elastic_training: MIN of --nnodes MIN:MAX")
            ->check(CLI::Range(1, 1 << 20)));
-  mark(app.add_option("--max_elastic_nodes,--max-elastic-nodes", f.max_elastic_nodes,
+  mark(app.add_option("--max_elastic_nodes", f.max_elastic_nodes,
                       "with --elastic_training: MAX of --nnodes MIN:MAX")
            ->check(CLI::Range(1, 1 << 20)));
-  app.add_flag("--elastic_training,--elastic-training", f.elastic_training,
+  app.add_flag("--elastic_training", f.elastic_training,
                "an elastic job over the host list (--nnodes MIN:MAX)")
       ->group(group);
-  app.add_flag("--no_local_rank,--no-local-rank", f.no_local_rank,
+  app.add_flag("--no_local_rank", f.no_local_rank,
                "no --local_rank=N argument for the ranks (deepspeed's default passes it)")
       ->group(group);
-  app.add_flag("--pass-local-rank,--pass_local_rank", f.pass_local_rank,
+  app.add_flag("--pass-local-rank", f.pass_local_rank,
                "each rank's arguments end with --local_rank=N, as deepspeed and "
                "torch.distributed.launch pass it (on for a line with deepspeed's own flags)")
       ->group(group);
