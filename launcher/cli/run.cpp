@@ -27,6 +27,7 @@
 #include "launcher/cli/transports.h"
 #include "launcher/config/host_source.h"
 #include "launcher/config/options.h"
+#include "launcher/config/python_program.h"
 #include "launcher/config/secret.h"
 #include "launcher/fleet/descriptor_budget.h"
 #include "launcher/job/coordinator.h"
@@ -276,8 +277,7 @@ int run_command(int argc, const char* const* argv) {
   }
 
   // A Python program is named by its script or module, not by python3.
-  const std::string& named_by =
-      o.python_program ? o.command[o.command[2] == "-m" ? 3 : 2] : o.command[0];
+  const std::string& named_by = o.python_program ? python_target(o.command) : o.command[0];
   std::string job = o.name.empty() ? default_job_name(named_by, std::time(nullptr)) : o.name;
   if (auto problem = job_name_problem(job)) {
     const std::string shown = job.size() > 40 ? job.substr(0, 40) + "..." : job;

@@ -21,6 +21,20 @@ struct PythonChoice {
   std::optional<std::string> python_env = {};  // $DLAUNCH_PYTHON
 };
 
+// The one precedence for which Python runs a Python program on a host:
+// --python (`flag`), else the host's `python` key, else $DLAUNCH_PYTHON, else
+// python3 (the first on the PATH of the ranks there). Empty means not given.
+struct PythonFor {
+  std::string path;
+  std::string by;  // "--python", "hosts file", "DLAUNCH_PYTHON", "PATH"
+};
+PythonFor choose_python(const std::string& flag, const std::string& host_key,
+                        const std::string& env);
+
+// The script or module a command made by python_command runs (the word after
+// PYTHON -u, or after -m).
+const std::string& python_target(const std::vector<std::string>& command);
+
 // The command each rank runs; an error names the flags that conflict.
 std::variant<std::vector<std::string>, std::string> python_command(std::vector<std::string> command,
                                                                    const PythonChoice& choice);

@@ -7,10 +7,7 @@ std::string node_label(const PlannedNode& node) {
 }
 
 PythonFor python_for(const Options& options, const HostEntry& host) {
-  if (!options.python.empty()) return {options.python, "--python"};
-  if (!host.python.empty()) return {host.python, "hosts file"};
-  if (!options.python_env.empty()) return {options.python_env, "DLAUNCH_PYTHON"};
-  return {"python3", "PATH"};
+  return choose_python(options.python, host.python, options.python_env);
 }
 
 LaunchSpec make_launch_spec(const Plan& plan, const PlannedNode& node, const Options& options,

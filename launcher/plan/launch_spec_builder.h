@@ -7,6 +7,7 @@
 #include <string>
 
 #include "launcher/config/options.h"
+#include "launcher/config/python_program.h"
 #include "launcher/plan/plan.h"
 #include "protocol/launch_spec.h"
 
@@ -26,13 +27,8 @@ struct LaunchContext {
 // "node<N>".
 std::string node_label(const PlannedNode& node);
 
-// The Python a host runs .py programs and -m with, and what chose it:
-// --python, else the host's `python` key, else $DLAUNCH_PYTHON, else python3
-// (the first on the PATH of the ranks' environment there).
-struct PythonFor {
-  std::string path;
-  std::string by;  // "--python", "hosts file", "DLAUNCH_PYTHON", "PATH"
-};
+// The Python a host runs .py programs and -m with, and what chose it
+// (choose_python's precedence, with the host's `python` key).
 PythonFor python_for(const Options& options, const HostEntry& host);
 
 LaunchSpec make_launch_spec(const Plan& plan, const PlannedNode& node, const Options& options,
