@@ -25,6 +25,7 @@
 #include "common/overloaded.h"
 #include "common/posix.h"
 #include "common/socket.h"
+#include "protocol/auth.h"
 
 namespace dlaunch {
 
@@ -75,6 +76,10 @@ void Agent::start() {
     return;
   }
   gpus_ = count_gpus();
+  if (!prepare_containers()) {
+    finish(kExitUsage);
+    return;
+  }
   // 0: one rank per GPU (else 1); -1 (--nproc-per-node cpu): one per CPU, as torchrun's.
   const long cpus = ::sysconf(_SC_NPROCESSORS_ONLN);
   nproc_ = spec_.nproc > 0   ? spec_.nproc
@@ -399,7 +404,11 @@ void Agent::apply(const AgentAction& action) {
             supervisor_.stop(std::chrono::seconds(a.grace_s));
           },
           [this](const KillAfter& a) { supervisor_.kill_after(std::chrono::seconds(a.grace_s)); },
-          [this](const SweepLeftovers&) { supervisor_.sweep(); },
+          [this](const SweepLeftovers&) {
+            supervisor_.sweep();
+            // A rank's engine client killed after its grace leaves its container running.
+            if (containers_) sweep_containers(*containers_);
+          },
           [this](const SendAgentDone& a) {
             auto report = [this, round = a.round] {
               // The next round's MASTER_PORT, if this becomes node 0: held by
@@ -437,14 +446,8 @@ void Agent::start_round(const proto::Assign& assign) {
     probe_listener_.reset();
   }
   std::vector<RankLaunch> launches;
-  for (int local = 0; local < nproc_; ++local) {
-    auto argv = spec_.argv;
-    if (spec_.pass_local_rank) argv.push_back("--local_rank=" + std::to_string(local));
-    launches.push_back(
-        {assign.rank_offset + local,
-         SpawnRequest{std::move(argv), rank_environment(assign, local, spec_, inherited_env_),
-                      spec_.workdir}});
-  }
+  for (int local = 0; local < nproc_; ++local)
+    launches.push_back({assign.rank_offset + local, rank_request(assign, local)});
   if (!launches.empty() && assign.round == 0) {
     const std::string warning =
         socket_ifname_override(launches.front().request.env, rank_interface(assign, spec_));
@@ -459,6 +462,48 @@ void Agent::start_round(const proto::Assign& assign) {
     tensorboard_->start();
   }
   if (!spec_.checkpoint_dir.empty() && assign.rank_offset == 0) checkpoint_sender().start();
+}
+
+bool Agent::prepare_containers() {
+  if (spec_.container.image.empty() || spec_.check) return true;
+  // In-process (manual mode) no guardian gave the agent its token.
+  if (spec_.container.agent_token.empty())
+    spec_.container.agent_token = auth::to_hex(auth::random_bytes(8));
+  try {
+    containers_ = prepare_container_host(spec_.container);
+  } catch (const ContainerError& e) {
+    log::error(spec_.host_name, ": --image ", spec_.container.image, ": ", e.what());
+    return false;
+  }
+  if (spec_.container.engine == "auto")
+    log::info(spec_.host_name, ": ranks run in containers of ", spec_.container.image, " (",
+              containers_->version, ")");
+  return true;
+}
+
+SpawnRequest Agent::rank_request(const proto::Assign& assign, int local) {
+  auto argv = spec_.argv;
+  if (spec_.pass_local_rank) argv.push_back("--local_rank=" + std::to_string(local));
+  auto env = rank_environment(assign, local, spec_, inherited_env_);
+  if (!containers_) return SpawnRequest{std::move(argv), std::move(env), spec_.workdir};
+  ContainerRank rank;
+  rank.engine = containers_->engine;
+  rank.executable = containers_->executable;
+  rank.image = spec_.container.image;
+  rank.job = assign.job;
+  rank.agent_token = containers_->agent_token;
+  rank.round = assign.round;
+  rank.rank = assign.rank_offset + local;
+  rank.workdir = spec_.workdir.empty() ? current_directory() : spec_.workdir;
+  rank.mounts = spec_.container.mounts;
+  rank.shm_size = spec_.container.shm_size;
+  rank.gpus = gpus_ > 0;
+  rank.uid = ::geteuid();
+  rank.gid = ::getegid();
+  rank.argv = std::move(argv);
+  const auto names = container_variables(env, inherited_env_, spec_.env);
+  auto command = container_command(rank, env, names);
+  return SpawnRequest{std::move(command.argv), std::move(command.env), spec_.workdir};
 }
 
 void Agent::on_line(int rank, proto::Stream stream, std::string_view line, proto::LineEnd end) {

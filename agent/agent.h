@@ -14,6 +14,7 @@
 #include <string>
 
 #include "agent/agent_state.h"
+#include "agent/container_host.h"
 #include "agent/directory_sender.h"
 #include "agent/guardian.h"
 #include "agent/probe_listener.h"
@@ -46,6 +47,8 @@ class Agent {
   void start_round(const proto::Assign& assign);
   void answer_probe(const proto::Probe& probe);
   void answer_facts_request();
+  bool prepare_containers();
+  SpawnRequest rank_request(const proto::Assign& assign, int local);
   void answer_peer_test(const proto::PeerTest& test);
   void answer_nccl_test(const proto::NcclTest& test);
   void on_line(int rank, proto::Stream stream, std::string_view text, proto::LineEnd end);
@@ -72,7 +75,8 @@ class Agent {
   int nproc_ = 1;
   int gpus_ = 0;
   net::Interfaces interfaces_;
-  std::optional<proto::HostFacts> facts_;  // check mode: collected before joining
+  std::optional<ContainerHost> containers_;  // --image: the engine ranks run in
+  std::optional<proto::HostFacts> facts_;    // check mode: collected before joining
   // Open from the start until the first round's ranks start: node 0's port
   // for probes and then for MASTER_PORT (see ProbeListener).
   std::optional<ProbeListener> probe_listener_;

@@ -16,6 +16,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "agent/captured_command.h"
 #include "agent/gpu_helper_process.h"
 #include "agent/gpu_holders.h"
 #include "common/agent_arch.h"
@@ -97,71 +98,11 @@ constexpr const char* kPythonSnippet =
     "except Exception:\n"
     "    print('')\n";
 
-// Runs `PYTHON -c SNIPPET` (a name is found on PATH), in a process group of its own that
-// is killed when it overruns `timeout`. Returns its stdout; empty when there is
-// no python3 or it failed.
+// Runs `PYTHON -c SNIPPET` (a name is found on PATH). Returns its stdout;
+// empty when there is no such Python, or it failed or overran `timeout`.
 std::string run_python(const std::string& python, std::chrono::milliseconds timeout) {
-  int out[2];
-  if (::pipe2(out, O_CLOEXEC) != 0) return "";
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_adddup2(&actions, out[1], 1);
-  posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0);
-  posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
-  posix_spawnattr_t attr;
-  posix_spawnattr_init(&attr);
-  sigset_t none;
-  sigemptyset(&none);
-  posix_spawnattr_setsigmask(&attr, &none);
-  sigset_t all;
-  sigfillset(&all);
-  posix_spawnattr_setsigdefault(&attr, &all);
-  posix_spawnattr_setpgroup(&attr, 0);
-  posix_spawnattr_setflags(&attr,
-                           POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
-  std::string arg0 = python;
-  char arg1[] = "-c";
-  std::string snippet = kPythonSnippet;
-  char* argv[] = {arg0.data(), arg1, snippet.data(), nullptr};
-  pid_t pid = 0;
-  const int spawned = ::posix_spawnp(&pid, python.c_str(), &actions, &attr, argv, environ);
-  posix_spawn_file_actions_destroy(&actions);
-  posix_spawnattr_destroy(&attr);
-  ::close(out[1]);
-  if (spawned != 0) {
-    ::close(out[0]);
-    return "";
-  }
-  std::string text;
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  bool timed_out = false;
-  for (;;) {
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-        deadline - std::chrono::steady_clock::now());
-    if (left.count() <= 0) {
-      timed_out = true;
-      break;
-    }
-    pollfd p{out[0], POLLIN, 0};
-    const int ready = ::poll(&p, 1, static_cast<int>(left.count()));
-    if (ready < 0 && errno == EINTR) continue;
-    if (ready <= 0) continue;
-    char buffer[512];
-    const ssize_t got = ::read(out[0], buffer, sizeof buffer);
-    if (got < 0 && errno == EINTR) continue;
-    if (got <= 0) break;
-    if (text.size() < 4096) text.append(buffer, static_cast<std::size_t>(got));
-  }
-  ::close(out[0]);
-  if (timed_out) ::kill(-pid, SIGKILL);
-  int status = 0;
-  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
-  if (timed_out) return "";
-  // 127: the shell convention for "not found", which posix_spawnp may give
-  // through the child instead of an error.
-  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) return "";
-  return text;
+  const auto run = run_captured({python, "-c", kPythonSnippet}, timeout, 4096);
+  return run.ok() ? run.out : "";
 }
 
 }  // namespace

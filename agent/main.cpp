@@ -10,11 +10,13 @@
 #include <string>
 
 #include "agent/agent.h"
+#include "agent/container_reaper.h"
 #include "agent/guardian.h"
 #include "agent/slurm_spec.h"
 #include "common/log.h"
 #include "common/posix.h"
 #include "common/version.h"
+#include "protocol/auth.h"
 #include "protocol/launch_spec.h"
 
 int main(int argc, char** argv) {
@@ -47,8 +49,23 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "dlaunch-agent: %s\n", error.c_str());
     return 2;
   }
+  // Info lines too: which container engine `auto` found is worth a line.
+  if (!dlaunch::log::enabled(dlaunch::log::Level::info))
+    dlaunch::log::set_level(dlaunch::log::Level::info);
   dlaunch::raise_descriptor_limit();
   const auto silence_limit = dlaunch::worker_silence_limit(spec->heartbeat_timeout_s);
+  // Containers outlive their engine's client (conmon or a daemon holds them):
+  // whatever becomes of this agent, the reaper removes its containers last.
+  if (!spec->container.image.empty() && !spec->check) {
+    spec->container.agent_token = dlaunch::auth::to_hex(dlaunch::auth::random_bytes(8));
+    try {
+      if (!dlaunch::start_container_reaper(dlaunch::find_container_engine(spec->container)))
+        dlaunch::log::warn(
+            "cannot start the container reaper: containers may outlive a killed agent");
+    } catch (const dlaunch::ContainerError&) {
+      // No engine here: the agent says so when it prepares the image.
+    }
+  }
   return dlaunch::run_guarded(
       [&spec](int pulse_fd) { return dlaunch::run_agent(std::move(*spec), 0, pulse_fd); },
       silence_limit);

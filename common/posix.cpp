@@ -10,6 +10,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <csignal>
@@ -119,11 +120,30 @@ int shell_status(int wait_status) {
   return 1;
 }
 
+namespace {
+
+std::vector<pid_t> descendants_to_end() {
+  auto all = descendants_of(::getpid());
+  std::vector<pid_t> spared;
+  for (const pid_t pid : all) {
+    const auto fields = proc_stat(pid);
+    if (fields.size() > 1 && fields[1] == kSurvivorName) {
+      spared.push_back(pid);
+      const auto below = descendants_of(pid);
+      spared.insert(spared.end(), below.begin(), below.end());
+    }
+  }
+  std::erase_if(all, [&](pid_t pid) { return std::ranges::find(spared, pid) != spared.end(); });
+  return all;
+}
+
+}  // namespace
+
 void end_descendants() {
   for (int step = 0; step < 200; ++step) {
     while (::waitpid(-1, nullptr, WNOHANG) > 0) {
     }
-    const auto left = descendants_of(::getpid());
+    const auto left = descendants_to_end();
     if (left.empty()) return;
     signal_all(left, step < 20 ? SIGTERM : SIGKILL);
     if (step == 0) signal_all(left, SIGCONT);

@@ -47,7 +47,11 @@ int shell_status(int wait_status);
 // Ends every descendant of this process that is still alive: SIGCONT and
 // SIGTERM, then SIGKILL after about a second, reaping as it goes. Blocking;
 // for a subreaper's last act, when orphans of the job may be re-parented to it.
+// A process named kSurvivorName, and what it runs, is left alone: the agent's
+// container reaper (agent/container_reaper.h) has work to finish after the
+// agent is gone, and removes itself when done.
 void end_descendants();
+inline constexpr const char* kSurvivorName = "dlaunch-reaper";
 
 // This process's limit of open files (RLIMIT_NOFILE's soft limit; a very
 // large number when unlimited or unknown).

@@ -49,6 +49,10 @@ std::string encode_launch_spec(const LaunchSpec& s) {
   body.u8(s.sync ? 1 : 0);
   body.str(s.checkpoint_dir);
   body.u8(s.pass_local_rank ? 1 : 0);
+  body.str(s.container.image);
+  body.str(s.container.engine);
+  body.str(s.container.shm_size);
+  body.strings(s.container.mounts);
   wire::Writer out;
   out.u32(kSpecMagic);
   out.u32(static_cast<std::uint32_t>(body.bytes().size()));
@@ -92,6 +96,10 @@ std::optional<LaunchSpec> decode_launch_spec_body(std::string_view body) {
   s.checkpoint_dir = r.str(4096);
   const auto pass_local_rank = r.u8();
   s.pass_local_rank = pass_local_rank == 1;
+  s.container.image = r.str(4096);
+  s.container.engine = r.str(64);
+  s.container.shm_size = r.str(64);
+  s.container.mounts = r.strings();
   if (!r.done() || echo > 1 || check > 1 || workdir_required > 1 || sync > 1 ||
       pass_local_rank > 1 || (s.argv.empty() && !s.check) || s.node_rank < 0 || s.nproc < -1 ||
       s.nnodes < 0 || s.master_port < 0 || s.master_port > 65535)

@@ -13,6 +13,21 @@
 
 namespace dlaunch {
 
+// --image: each rank runs in a container of this image on its host. Which
+// engine, and the exact command line, are the agent's to decide
+// (agent/container_command.h), since only the host knows what it has.
+struct ContainerSpec {
+  std::string image;            // empty: ranks run on the host itself
+  std::string engine = "auto";  // auto, podman, docker, apptainer, enroot
+  // Empty: the containers share the host's IPC namespace and /dev/shm, as a
+  // plain rank does. Else each container gets a private /dev/shm of this size.
+  std::string shm_size = {};
+  std::vector<std::string> mounts = {};  // SRC:DST[:ro], bind-mounted as given
+  // Set by dlaunch-agent itself, never sent: the label value of the containers
+  // this agent starts, by which its guardian sweeps them.
+  std::string agent_token = {};
+};
+
 struct LaunchSpec {
   std::string secret;     // the job's 256-bit secret (raw bytes)
   std::string rdzv_host;  // where the rendezvous listens, as this host reaches it
@@ -59,6 +74,7 @@ struct LaunchSpec {
   // deepspeed's (and torch.distributed.launch's) way: each rank's arguments
   // end with --local_rank=LOCAL_RANK.
   bool pass_local_rank = false;
+  ContainerSpec container = {};
 };
 
 // The stdin stream: "DLSP" magic, u32 length, then the encoded fields.

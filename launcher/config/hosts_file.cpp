@@ -279,6 +279,7 @@ constexpr HostField kHostFields[] = {
     {"gpus", host_and_defaults, "8", read_into<read_int_in<0, kMaxGpus>, &E::gpus>},
     {"interface", host_and_defaults, R"("eth0")", read_into<read_interface, &E::interface>},
     {"python", host_and_defaults, R"("/opt/venv/bin/python")", read_into<read_word, &E::python>},
+    {"image", host_and_defaults, R"("localhost/train:2.4")", read_into<read_word, &E::image>},
     {"env", host_and_defaults, R"({ NCCL_DEBUG = "INFO" })", merge_env},
     {"transport", host_and_defaults, R"("ssh")", read_into<read_transport, &E::transport>},
     {"spare", host_only, "true", read_into<read_bool, &E::spare>},

@@ -32,6 +32,7 @@ struct HostEntry {
   std::optional<int> gpus;                 // GPUs on this host, when known
   std::string interface;                   // network interface for NCCL/Gloo
   std::string python;                      // the Python for .py programs and -m; empty: python3
+  std::string image;                       // ranks run in containers of it; empty: --image's
   std::map<std::string, std::string> env;  // extra environment for the host's ranks
   // "--include" or "--exclude" when that flag set env's CUDA_VISIBLE_DEVICES.
   std::string visible_devices_by;

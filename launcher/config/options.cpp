@@ -4,6 +4,7 @@
 #include "common/posix.h"
 
 #include "common/version.h"
+#include "launcher/config/container_options.h"
 #include "launcher/config/deepspeed_flags.h"
 #include "launcher/config/python_program.h"
 #include "launcher/config/torchrun_flags.h"
@@ -455,6 +456,32 @@ ParseResult parse_options(int argc, const char* const* argv,
                "with --sync: also delete files in the working directory that the local "
                "directory lacks (ignored ones stay)")
       ->group("Environment and code");
+  app.add_option("--image", o.image,
+                 "run every rank in a container of this image (podman, docker, apptainer or "
+                 "enroot on each host; a host's `image` wins): host network and IPC, its GPUs, "
+                 "the working directory at the same path, the rank's environment, the SSH user")
+      ->group("Containers");
+  app.add_option("--container-engine", o.container_engine,
+                 "with --image: auto (the first of podman, docker, apptainer, singularity, enroot "
+                 "on each host, said per host), podman, docker, apptainer or enroot")
+      ->capture_default_str()
+      ->check(CLI::IsMember(
+          std::vector<std::string>(std::begin(kContainerEngines), std::end(kContainerEngines))))
+      ->group("Containers");
+  app.add_option("--shm-size", o.shm_size,
+                 "with --image (podman, docker): a private /dev/shm of this size per container, "
+                 "e.g. 16g (default: the host's /dev/shm, shared as for plain ranks)")
+      ->check(CLI::Validator(
+          [](std::string& text) { return check_shm_size(text).value_or(std::string()); }, "SIZE"))
+      ->group("Containers");
+  app.add_option("--mount", o.mounts,
+                 "with --image: bind-mount SRC:DST[:ro] into every container (repeatable), e.g. "
+                 "/data/imagenet:/data:ro")
+      ->allow_extra_args(false)
+      ->check(CLI::Validator(
+          [](std::string& text) { return check_mount(text).value_or(std::string()); },
+          "SRC:DST[:ro]"))
+      ->group("Containers");
   app.add_flag("-d,--detach", o.detach,
                "leave the terminal: print the job name once it is PENDING and return 0; the job "
                "goes on (dlaunch logs NAME -f, dlaunch stop NAME)")

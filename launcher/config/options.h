@@ -107,6 +107,12 @@ struct Options {
   bool sync_delete = false;          // --sync-delete: remove what DIR lacks (ignored files stay)
   bool detach = false;               // -d: the coordinator leaves the terminal
   std::string tensorboard_dir = {};  // on rank 0's host, relative to its workdir
+  // --image: every rank runs in a container of it (a host's `image` wins);
+  // agent/container_command.h has what each engine is given.
+  std::string image = {};
+  std::string container_engine = "auto";  // --container-engine
+  std::string shm_size = {};              // --shm-size; empty: the host's /dev/shm (host IPC)
+  std::vector<std::string> mounts = {};   // --mount SRC:DST[:ro]
   int verbose = 0;
   bool quiet = false;
   bool no_skip = false;  // hold ranks back rather than skip lines on a slow terminal

@@ -47,6 +47,12 @@ LaunchSpec make_launch_spec(const Plan& plan, const PlannedNode& node, const Opt
   spec.pass_local_rank = options.pass_local_rank;
   spec.checkpoint_dir = options.checkpoint_dir;
   spec.sync = !options.sync_dir.empty();
+  spec.container.image = node.host.image.empty() ? options.image : node.host.image;
+  if (!spec.container.image.empty()) {
+    spec.container.engine = options.container_engine;
+    spec.container.shm_size = options.shm_size;
+    spec.container.mounts = options.mounts;
+  }
   return spec;
 }
 

@@ -289,6 +289,12 @@ std::string describe_plan(const Plan& plan, const Options& o) {
             : !o.workdir.empty() ? o.workdir + " (--workdir; must exist there)"
                                  : std::string("this directory where it exists there, else home"))
         << "\n";
+    if (!node_spec.container.image.empty()) {
+      out << "  image: " << node_spec.container.image << " ("
+          << (o.container_engine == "auto" ? "the first container engine found there"
+                                           : o.container_engine)
+          << (node.host.image.empty() ? "" : "; the hosts file's image") << ")\n";
+    }
     if (o.python_program && o.verbose > 0) {
       const auto python = python_for(o, node.host);
       out << "  python: " << python.path

@@ -39,9 +39,14 @@ TEST_CASE("launch spec round-trips through a pipe") {
   s.workdir = "/data/job";
   s.workdir_required = true;
   s.pass_local_rank = true;
+  s.container = {"localhost/train:1", "podman", "8g", {"/data:/data:ro", "/scratch:/tmp/s"}};
   auto back = through_a_pipe(s);
   REQUIRE(back.has_value());
   CHECK(back->pass_local_rank);
+  CHECK(back->container.image == "localhost/train:1");
+  CHECK(back->container.engine == "podman");
+  CHECK(back->container.shm_size == "8g");
+  CHECK(back->container.mounts == s.container.mounts);
   CHECK(back->secret == s.secret);
   CHECK(back->argv == s.argv);
   CHECK(back->rdzv_port == 40001);

@@ -1,0 +1,106 @@
+#include "agent/captured_command.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+
+#include "common/posix.h"
+
+extern char** environ;
+
+namespace dlaunch {
+
+CapturedOutput run_captured(const std::vector<std::string>& argv, std::chrono::milliseconds timeout,
+                            std::size_t max_output) {
+  CapturedOutput result;
+  if (argv.empty()) return result;
+  int out[2];
+  int err[2];
+  if (::pipe2(out, O_CLOEXEC) != 0) return result;
+  if (::pipe2(err, O_CLOEXEC) != 0) {
+    ::close(out[0]);
+    ::close(out[1]);
+    return result;
+  }
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_adddup2(&actions, out[1], 1);
+  posix_spawn_file_actions_adddup2(&actions, err[1], 2);
+  posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
+  posix_spawnattr_t attr;
+  posix_spawnattr_init(&attr);
+  sigset_t none;
+  sigemptyset(&none);
+  posix_spawnattr_setsigmask(&attr, &none);
+  sigset_t all;
+  sigfillset(&all);
+  posix_spawnattr_setsigdefault(&attr, &all);
+  posix_spawnattr_setpgroup(&attr, 0);
+  posix_spawnattr_setflags(&attr,
+                           POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+  std::vector<std::string> args = argv;
+  std::vector<char*> pointers;
+  for (auto& a : args) pointers.push_back(a.data());
+  pointers.push_back(nullptr);
+  pid_t pid = 0;
+  const int spawned =
+      ::posix_spawnp(&pid, args[0].c_str(), &actions, &attr, pointers.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  posix_spawnattr_destroy(&attr);
+  ::close(out[1]);
+  ::close(err[1]);
+  if (spawned != 0) {
+    ::close(out[0]);
+    ::close(err[0]);
+    return result;
+  }
+  result.started = true;
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  pollfd fds[2] = {{out[0], POLLIN, 0}, {err[0], POLLIN, 0}};
+  std::string* texts[2] = {&result.out, &result.err};
+  int open_fds = 2;
+  while (open_fds > 0) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) {
+      result.timed_out = true;
+      break;
+    }
+    const int ready = ::poll(fds, 2, static_cast<int>(left.count()));
+    if (ready < 0 && errno == EINTR) continue;
+    if (ready <= 0) continue;
+    for (int i = 0; i < 2; ++i) {
+      if (fds[i].fd < 0 || fds[i].revents == 0) continue;
+      char buffer[4096];
+      const ssize_t got = ::read(fds[i].fd, buffer, sizeof buffer);
+      if (got < 0 && errno == EINTR) continue;
+      if (got <= 0) {
+        ::close(fds[i].fd);
+        fds[i].fd = -1;
+        --open_fds;
+        continue;
+      }
+      auto& text = *texts[i];
+      if (text.size() < max_output)
+        text.append(buffer, std::min(static_cast<std::size_t>(got), max_output - text.size()));
+    }
+  }
+  for (auto& p : fds)
+    if (p.fd >= 0) ::close(p.fd);
+  if (result.timed_out) ::kill(-pid, SIGKILL);
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  result.exit_code = shell_status(status);
+  // 127: the shell convention for "not found", which posix_spawnp may give
+  // through the child instead of an error.
+  if (result.exit_code == 127 && result.out.empty() && result.err.empty()) result.started = false;
+  return result;
+}
+
+}  // namespace dlaunch

@@ -1,0 +1,103 @@
+#include "agent/container_host.h"
+
+#include <unistd.h>
+
+#include <cstdlib>
+
+#include "agent/captured_command.h"
+#include "common/text.h"
+
+namespace dlaunch {
+namespace {
+
+constexpr auto kQuick = std::chrono::seconds(30);
+// A pull of a training image (CUDA, PyTorch) is gigabytes: minutes are normal.
+constexpr auto kPull = std::chrono::minutes(30);
+
+// The absolute path of `name` on PATH, or empty.
+std::string find_on_path(std::string_view name) {
+  const char* path = std::getenv("PATH");
+  std::string_view dirs = path ? path : "/usr/local/bin:/usr/bin:/bin";
+  while (true) {
+    const auto colon = dirs.find(':');
+    std::string dir(dirs.substr(0, colon));
+    if (dir.empty()) dir = ".";
+    const std::string candidate = dir + "/" + std::string(name);
+    if (::access(candidate.c_str(), X_OK) == 0) return candidate;
+    if (colon == std::string_view::npos) return "";
+    dirs.remove_prefix(colon + 1);
+  }
+}
+
+// What an engine said, for an error line: its last lines of stderr (else stdout).
+std::string said(const CapturedOutput& run) {
+  if (run.timed_out) return "no answer in time";
+  const auto text = last_lines(run.err.empty() ? run.out : run.err, 3);
+  return text.empty() ? "exit code " + std::to_string(run.exit_code) : text;
+}
+
+ContainerHost find_engine(const std::string& wanted) {
+  ContainerHost host;
+  if (wanted == "auto") {
+    for (const auto& candidate : engine_candidates()) {
+      host.executable = find_on_path(candidate.executable);
+      if (!host.executable.empty()) {
+        host.engine = candidate.engine;
+        return host;
+      }
+    }
+    throw ContainerError(
+        "--image needs a container engine, and none is on PATH (looked for podman, docker, "
+        "apptainer, singularity and enroot)");
+  }
+  const auto engine = parse_container_engine(wanted);
+  if (!engine) throw ContainerError("unknown container engine '" + wanted + "'");
+  host.engine = *engine;
+  host.executable = find_on_path(wanted);
+  if (host.executable.empty()) throw ContainerError(wanted + " is not on PATH");
+  return host;
+}
+
+}  // namespace
+
+ContainerHost find_container_engine(const ContainerSpec& spec) {
+  ContainerHost host = find_engine(spec.engine);
+  host.agent_token = spec.agent_token;
+  return host;
+}
+
+ContainerHost prepare_container_host(const ContainerSpec& spec) {
+  ContainerHost host = find_container_engine(spec);
+  const std::string name(container_engine_name(host.engine));
+  const auto version = run_captured({host.executable, "--version"}, kQuick);
+  if (!version.ok()) throw ContainerError(name + " --version failed: " + said(version));
+  const auto lines = split_lines(version.out);
+  host.version = lines.empty() ? name : lines.front();
+  const auto present = image_present_command(host.engine, host.executable, spec.image);
+  if (present.empty()) {
+    // apptainer and enroot take an image file (or apptainer a URI it fetches).
+    // A bare name may be enroot's created container: only a path is checked.
+    const bool a_file =
+        spec.image.find("://") == std::string::npos && spec.image.find('/') != std::string::npos;
+    if (a_file && ::access(spec.image.c_str(), R_OK) != 0)
+      throw ContainerError("image file " + spec.image + " is not readable");
+    return host;
+  }
+  if (run_captured(present, kQuick).ok()) return host;
+  const auto pull =
+      run_captured(pull_image_command(host.engine, host.executable, spec.image), kPull);
+  if (!pull.ok()) throw ContainerError(name + " cannot pull " + spec.image + ": " + said(pull));
+  return host;
+}
+
+int sweep_containers(const ContainerHost& host) {
+  const auto list =
+      list_containers_command(host.engine, host.executable, kAgentLabel, host.agent_token);
+  if (list.empty() || host.agent_token.empty()) return 0;
+  const auto ids = split_lines(run_captured(list, kQuick).out);
+  if (ids.empty()) return 0;
+  run_captured(remove_containers_command(host.engine, host.executable, ids), kQuick);
+  return static_cast<int>(ids.size());
+}
+
+}  // namespace dlaunch

@@ -1,0 +1,40 @@
+// The container engine of this host for a job with --image: found once when
+// the agent starts (before it joins, so a host that cannot run the image says
+// so at once, naming the engine and its message), and asked afterwards to
+// sweep the containers this agent started. Blocking helpers: they run before
+// the event loop starts and after it ends.
+#pragma once
+
+#include <stdexcept>
+#include <string>
+
+#include "agent/container_command.h"
+#include "protocol/launch_spec.h"
+
+namespace dlaunch {
+
+struct ContainerHost {
+  ContainerEngine engine = ContainerEngine::podman;
+  std::string executable;
+  std::string version;      // the first line of `ENGINE --version`
+  std::string agent_token;  // the label value of this agent's containers
+};
+
+struct ContainerError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+// Finds the engine (`auto`: the first of engine_candidates() on PATH), with
+// the spec's agent token. Throws ContainerError when there is none.
+ContainerHost find_container_engine(const ContainerSpec& spec);
+
+// find_container_engine, then its version, and makes sure the image is there,
+// pulling it if not. Throws ContainerError with a message that names the
+// engine and quotes what it said.
+ContainerHost prepare_container_host(const ContainerSpec& spec);
+
+// Removes every container labelled with this agent's token (podman, docker),
+// running or not. Returns how many it removed.
+int sweep_containers(const ContainerHost& host);
+
+}  // namespace dlaunch

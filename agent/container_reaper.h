@@ -1,0 +1,18 @@
+// Containers outlive every process of the agent: conmon (podman) or the
+// daemon (docker) holds them, so killing the agent's whole process group (a
+// coordinator ending a lost agent, srun, kill -9 of the agent) kills only the
+// engine's clients. The reaper is a process outside that group and session,
+// started before the agent does anything else: it waits until every process
+// of the agent has gone (a pipe whose writing end only they hold reaches
+// end-of-file), then removes the containers labelled with this agent's token.
+#pragma once
+
+#include "agent/container_host.h"
+
+namespace dlaunch {
+
+// Forks the reaper (detached: a new session, stdio on /dev/null, not a child
+// of this process). Returns false when it cannot.
+bool start_container_reaper(const ContainerHost& host);
+
+}  // namespace dlaunch

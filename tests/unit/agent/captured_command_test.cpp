@@ -1,0 +1,30 @@
+#include "agent/captured_command.h"
+
+#include <doctest/doctest.h>
+
+using namespace dlaunch;
+using namespace std::chrono_literals;
+
+TEST_CASE("a helper's stdout, stderr and exit code are kept apart") {
+  const auto run = run_captured({"/bin/sh", "-c", "echo out; echo err >&2; exit 3"}, 10s);
+  CHECK(run.started);
+  CHECK_FALSE(run.timed_out);
+  CHECK(run.exit_code == 3);
+  CHECK(run.out == "out\n");
+  CHECK(run.err == "err\n");
+  CHECK_FALSE(run.ok());
+}
+
+TEST_CASE("a missing helper did not start; a hung one is killed at its timeout") {
+  CHECK_FALSE(run_captured({"/nonexistent/helper"}, 10s).started);
+  const auto hung = run_captured({"/bin/sh", "-c", "echo begun; exec sleep 30"}, 300ms);
+  CHECK(hung.timed_out);
+  CHECK(hung.out == "begun\n");
+  CHECK_FALSE(hung.ok());
+}
+
+TEST_CASE("output beyond the limit is drained and dropped, not kept") {
+  const auto run = run_captured({"/bin/sh", "-c", "head -c 100000 /dev/zero"}, 10s, 1000);
+  CHECK(run.ok());
+  CHECK(run.out.size() == 1000);
+}
