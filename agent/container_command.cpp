@@ -56,13 +56,18 @@ std::string ids(const ContainerRank& rank) {
 EngineCommand oci_run(const ContainerRank& rank, const Env& rank_env,
                       const std::vector<std::string>& names) {
   const bool podman = rank.engine == ContainerEngine::podman;
-  std::vector<std::string> a = {rank.executable, "run", "--rm", "--init", "--name",
-                                container_name(rank), "--label",
-                                std::string(kJobLabel) + "=" + rank.job, "--label",
-                                std::string(kAgentLabel) + "=" + rank.agent_token, "--network=host",
-                                // The agent pulled the image before the ranks start: ranks
-                                // racing to pull it would each download it.
-                                "--pull=never"};
+  std::vector<std::string> a = {rank.executable, "run",
+                                "--rm",          "--init",
+                                "--name",        container_name(rank),
+                                "--label",       std::string(kJobLabel) + "=" + rank.job,
+                                "--label",       std::string(kAgentLabel) + "=" + rank.agent_token};
+  a.emplace_back("--network=host");
+  // A plain rank has no limit on its threads; a data loader's workers and
+  // their threads soon pass podman's default of 2048.
+  a.emplace_back("--pids-limit=-1");
+  // The agent pulled the image before the ranks start: ranks racing to pull
+  // it would each download it.
+  a.emplace_back("--pull=never");
   if (rank.shm_size.empty()) {
     a.emplace_back("--ipc=host");
   } else {

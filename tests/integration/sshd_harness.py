@@ -76,6 +76,23 @@ def processes_with_marker(job):
     return harness.processes_with_marker(job)
 
 
+def cgroup_mounts_script():
+    """Shell commands that mount, in a fresh sysfs, the cgroup file systems
+    this machine has under /sys/fs/cgroup (v1, v2 or both), with the same
+    options, so that they name the same hierarchies."""
+    lines = []
+    with open("/proc/self/mounts") as f:
+        for line in f:
+            source, target, fstype, options = line.split()[:4]
+            if not target.startswith("/sys/fs/cgroup"):
+                continue
+            if fstype not in ("tmpfs", "cgroup", "cgroup2"):
+                continue
+            lines.append(f"mkdir -p {shlex.quote(target)} && mount -t {fstype} -o "
+                         f"{shlex.quote(options)} {shlex.quote(source)} {shlex.quote(target)} && ")
+    return "".join(lines)
+
+
 def sh(*args, check=True):
     return subprocess.run(list(args), check=check, capture_output=True, text=True)
 
@@ -84,7 +101,7 @@ class SshHosts:
     """`n` sshd hosts. Use as a context manager."""
 
     def __init__(self, n, netns=None, key_types=("ed25519",), sshd_extra="", sftp=True,
-                 roots=None, root_sshd=None, root_binds=None):
+                 roots=None, root_sshd=None, root_binds=None, cgroups=False):
         """`key_types`: the host keys each sshd has; known_hosts lines use the first.
         `sshd_extra`: more sshd_config lines. `sftp=False`: no `Subsystem sftp`
         line, as on hardened images. `roots`: per host, a directory holding a
@@ -92,7 +109,11 @@ class SshHosts:
         chrooted in, with /proc, /sys and /dev mounted in a mount namespace of
         its own; None: this machine's. `root_sshd`: per host, how to start sshd
         inside its root (default: /usr/sbin/sshd). `root_binds`: per host, (file
-        here, path in the root) pairs bind-mounted for that host alone."""
+        here, path in the root) pairs bind-mounted for that host alone.
+        `cgroups`: mount this machine's cgroup hierarchies in each namespaced
+        sshd's own /sys (ip netns exec mounts a fresh sysfs without them), as
+        container runtimes need."""
+        self.cgroups = cgroups
         self.n = n
         self.roots = roots
         self.root_sshd = root_sshd
@@ -212,6 +233,8 @@ MaxSessions 50
             sshd = (self.root_sshd[i] if self.root_sshd else None) or [SSHD]
             cmd = ["unshare", "-m", "--propagation", "private", "sh", "-c", mount_and_chroot, "sh",
                    root, *sshd, "-D", "-e", "-f", inside(config)]
+        if ns and self.cgroups:
+            cmd = ["sh", "-c", cgroup_mounts_script() + 'exec "$@"', "sh"] + cmd
         if ns:
             cmd = ["ip", "netns", "exec", ns] + cmd
         log = open(os.path.join(self.tmp, f"{name}_sshd.log"), "w")

@@ -64,6 +64,7 @@ TEST_CASE("podman: host network and IPC, CDI GPUs, the user kept, labels, env by
                      "--label",
                      "dlaunch.agent=a1b2",
                      "--network=host",
+                     "--pids-limit=-1",
                      "--pull=never",
                      "--ipc=host",
                      "--userns=keep-id",
