@@ -13,6 +13,7 @@
 #include <csignal>
 #include <cstdio>
 
+#include "agent/git_checkout.h"
 #include "agent/gpus.h"
 #include "agent/host_facts.h"
 #include "agent/interfaces.h"
@@ -74,6 +75,17 @@ void Agent::start() {
   if (!settle_workdir()) {
     finish(kExitUsage);
     return;
+  }
+  if (!spec_.git.url.empty() && !spec_.check) {
+    try {
+      const auto dir = checkout_git(
+          spec_.git, spec_.workdir.empty() ? current_directory() : spec_.workdir, spec_.env);
+      log::debug(spec_.host_name, ": ", dir, " at ", spec_.git.commit);
+    } catch (const GitCheckoutError& e) {
+      log::error(spec_.host_name, ": --sync-git ", spec_.git.url, ": ", e.what());
+      finish(kExitUsage);
+      return;
+    }
   }
   gpus_ = count_gpus();
   if (!prepare_containers()) {
@@ -155,7 +167,8 @@ bool Agent::settle_workdir() {
     }
     spec_.workdir = dir + spec_.workdir.substr(1);
   }
-  if (spec_.sync) {
+  // --sync's directory, and a --workdir that --sync-git clones into, are made.
+  if (spec_.sync || (!spec_.git.url.empty() && spec_.workdir_required)) {
     std::error_code ec;
     std::filesystem::create_directories(spec_.workdir, ec);
     if (ec) {

@@ -4,7 +4,7 @@
 
 #include <cstdlib>
 
-#include "agent/captured_command.h"
+#include "common/captured_command.h"
 #include "common/text.h"
 
 namespace dlaunch {

@@ -16,10 +16,10 @@
 #include <fstream>
 #include <sstream>
 
-#include "agent/captured_command.h"
 #include "agent/gpu_helper_process.h"
 #include "agent/gpu_holders.h"
 #include "common/agent_arch.h"
+#include "common/captured_command.h"
 #include "common/version.h"
 
 extern char** environ;

@@ -53,6 +53,9 @@ std::string encode_launch_spec(const LaunchSpec& s) {
   body.str(s.container.engine);
   body.str(s.container.shm_size);
   body.strings(s.container.mounts);
+  body.str(s.git.url);
+  body.str(s.git.commit);
+  body.str(s.git.name);
   wire::Writer out;
   out.u32(kSpecMagic);
   out.u32(static_cast<std::uint32_t>(body.bytes().size()));
@@ -100,6 +103,9 @@ std::optional<LaunchSpec> decode_launch_spec_body(std::string_view body) {
   s.container.engine = r.str(64);
   s.container.shm_size = r.str(64);
   s.container.mounts = r.strings();
+  s.git.url = r.str(4096);
+  s.git.commit = r.str(128);
+  s.git.name = r.str(256);
   if (!r.done() || echo > 1 || check > 1 || workdir_required > 1 || sync > 1 ||
       pass_local_rank > 1 || (s.argv.empty() && !s.check) || s.node_rank < 0 || s.nproc < -1 ||
       s.nnodes < 0 || s.master_port < 0 || s.master_port > 65535)

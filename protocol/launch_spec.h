@@ -28,6 +28,14 @@ struct ContainerSpec {
   std::string agent_token = {};
 };
 
+// --sync-git: every host checks out one commit, resolved by the coordinator,
+// into <workdir>/code/<name> before it joins (agent/git_checkout.h).
+struct GitSpec {
+  std::string url;     // as git takes it; empty: no --sync-git
+  std::string commit;  // the full object name
+  std::string name;    // the directory under <workdir>/code
+};
+
 struct LaunchSpec {
   std::string secret;     // the job's 256-bit secret (raw bytes)
   std::string rdzv_host;  // where the rendezvous listens, as this host reaches it
@@ -75,6 +83,7 @@ struct LaunchSpec {
   // end with --local_rank=LOCAL_RANK.
   bool pass_local_rank = false;
   ContainerSpec container = {};
+  GitSpec git = {};
 };
 
 // The stdin stream: "DLSP" magic, u32 length, then the encoded fields.

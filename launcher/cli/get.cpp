@@ -82,6 +82,7 @@ void print_job(const Job& job) {
   std::error_code ec;
   if (std::filesystem::exists(job.dir + "/coordinator.log", ec))
     c.out("  coordinator.log (the detached coordinator's messages)\n");
+  if (!i.git_commit.empty()) c.out("code:       " + i.git_url + " at " + i.git_commit + "\n");
   if (!i.tensorboard_dir.empty()) {
     c.out("tensorboard: events of " + i.tensorboard_dir + " on rank 0's host; view them with\n");
     c.out("  tensorboard --logdir " + tensorboard_logdir(job) + "\n");

@@ -103,6 +103,8 @@ void write_job_json(JsonWriter& json, const Job& job, long long now) {
     json.value(tensorboard_logdir(job));
   }
   json.key("checkpoint_dir").value(i.checkpoint_dir);
+  json.key("git_url").value(i.git_url);
+  json.key("git_commit").value(i.git_commit);
   json.key("checkpoint_copy");
   if (i.checkpoint_dir.empty()) {
     json.null();

@@ -25,6 +25,7 @@
 #include "launcher/cli/detach.h"
 #include "launcher/cli/log_backend.h"
 #include "launcher/cli/transports.h"
+#include "launcher/config/git_source.h"
 #include "launcher/config/host_source.h"
 #include "launcher/config/options.h"
 #include "launcher/config/python_program.h"
@@ -38,6 +39,7 @@
 #include "launcher/plan/this_machine.h"
 #include "launcher/record/job_claim.h"
 #include "launcher/record/job_record.h"
+#include "launcher/sync/git_commit.h"
 #include "launcher/sync/sync_manifest.h"
 #include "protocol/auth.h"
 #include "protocol/launch_spec.h"
@@ -154,6 +156,8 @@ std::variant<Claim, int> claim(const Plan& plan, const Options& o, bool exact) {
   info.status = JobStatus::pending;
   info.workdir = current_directory();
   info.tensorboard_dir = o.tensorboard_dir;
+  info.git_url = o.git_url;
+  info.git_commit = o.git_commit;
   info.checkpoint_dir = o.checkpoint_dir;
   info.detached = o.detach;
   for (const auto& n : plan.nodes) info.hosts.push_back(n.host.name);
@@ -317,8 +321,21 @@ int run_command(int argc, const char* const* argv) {
     }
     sync = std::make_shared<const SyncManifest>(std::move(std::get<SyncManifest>(built)));
   }
+  // --sync-git: one commit for every host, whatever the branch does meanwhile.
+  if (!o.git_url.empty()) {
+    const auto resolved = resolve_git_commit(o.git_url, o.git_ref);
+    if (!resolved.error.empty()) {
+      console().error(resolved.error);
+      return kExitUsage;
+    }
+    o.git_commit = resolved.commit;
+  }
   if (o.dry_run) {
     console().out(describe_plan(plan, o));
+    if (!o.git_url.empty())
+      console().out("code: " + o.git_url + " at " + o.git_commit + " (" +
+                    (o.git_ref.empty() ? "HEAD" : o.git_ref) + "), in <workdir>/code/" +
+                    git_repository_name(o.git_url) + " on every host, before the ranks start\n");
     if (sync) {
       console().out(
           "sync: " + sync->root + " -> " + o.workdir +

@@ -6,6 +6,7 @@
 #include "common/version.h"
 #include "launcher/config/container_options.h"
 #include "launcher/config/deepspeed_flags.h"
+#include "launcher/config/git_source.h"
 #include "launcher/config/python_program.h"
 #include "launcher/config/torchrun_flags.h"
 
@@ -452,6 +453,11 @@ ParseResult parse_options(int argc, const char* const* argv,
                  ".dlaunchignore patterns skipped (default --workdir: ~/<its name>, created)")
       ->check(existing_directory)
       ->group("Environment and code");
+  app.add_option("--sync-git", o.sync_git,
+                 "check out one commit of this repository in <workdir>/code/<name> on every host "
+                 "before the ranks start: URL[@BRANCH|TAG|COMMIT], resolved here once (default: "
+                 "the remote's HEAD); the host's git credentials apply")
+      ->group("Environment and code");
   app.add_flag("--sync-delete", o.sync_delete,
                "with --sync: also delete files in the working directory that the local "
                "directory lacks (ignored ones stay)")
@@ -572,6 +578,12 @@ ParseResult parse_options(int argc, const char* const* argv,
   if (!nnodes_text.empty()) {
     auto error = parse_nnodes(nnodes_text, o);
     if (error) return usage_error("--nnodes " + nnodes_text + ": " + *error);
+  }
+  if (!o.sync_git.empty()) {
+    auto source = parse_git_source(o.sync_git);
+    if (auto* error = std::get_if<std::string>(&source)) return usage_error(*error);
+    o.git_url = std::get<GitSource>(source).url;
+    o.git_ref = std::get<GitSource>(source).ref;
   }
   if (auto error = apply_torchrun_flags(torchrun, o)) return usage_error(*error);
   if (auto error = apply_deepspeed_flags(deepspeed, o)) return usage_error(*error);

@@ -113,6 +113,12 @@ struct Options {
   std::string container_engine = "auto";  // --container-engine
   std::string shm_size = {};              // --shm-size; empty: the host's /dev/shm (host IPC)
   std::vector<std::string> mounts = {};   // --mount SRC:DST[:ro]
+  // --sync-git URL[@REF]: every host checks out git_commit (resolved from
+  // git_ref by the coordinator before anything starts) in <workdir>/code/NAME.
+  std::string sync_git = {};
+  std::string git_url = {};
+  std::string git_ref = {};  // empty: the remote's HEAD
+  std::string git_commit = {};
   int verbose = 0;
   bool quiet = false;
   bool no_skip = false;  // hold ranks back rather than skip lines on a slow terminal

@@ -1,5 +1,7 @@
 #include "launcher/plan/launch_spec_builder.h"
 
+#include "launcher/config/git_source.h"
+
 namespace dlaunch {
 
 std::string node_label(const PlannedNode& node) {
@@ -47,6 +49,8 @@ LaunchSpec make_launch_spec(const Plan& plan, const PlannedNode& node, const Opt
   spec.pass_local_rank = options.pass_local_rank;
   spec.checkpoint_dir = options.checkpoint_dir;
   spec.sync = !options.sync_dir.empty();
+  if (!options.git_url.empty())
+    spec.git = {options.git_url, options.git_commit, git_repository_name(options.git_url)};
   spec.container.image = node.host.image.empty() ? options.image : node.host.image;
   if (!spec.container.image.empty()) {
     spec.container.engine = options.container_engine;

@@ -205,6 +205,8 @@ std::optional<std::string> write_job_record(const std::string& job_dir, const Jo
   if (!info.workdir.empty()) t.insert("workdir", info.workdir);
   if (!info.tensorboard_dir.empty()) t.insert("tensorboard_dir", info.tensorboard_dir);
   if (!info.checkpoint_dir.empty()) t.insert("checkpoint_dir", info.checkpoint_dir);
+  if (!info.git_url.empty()) t.insert("git_url", info.git_url);
+  if (!info.git_commit.empty()) t.insert("git_commit", info.git_commit);
   if (!info.history.empty()) {
     toml::array history;
     for (const auto& h : info.history)
@@ -247,6 +249,8 @@ std::optional<JobInfo> read_job_info(const std::string& job_dir) {
   info.workdir = (*t)["workdir"].value_or(std::string());
   info.tensorboard_dir = (*t)["tensorboard_dir"].value_or(std::string());
   info.checkpoint_dir = (*t)["checkpoint_dir"].value_or(std::string());
+  info.git_url = (*t)["git_url"].value_or(std::string());
+  info.git_commit = (*t)["git_commit"].value_or(std::string());
   if (const auto* history = (*t)["history"].as_array()) {
     for (const auto& item : *history) {
       const auto* h = item.as_table();

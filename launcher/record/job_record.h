@@ -68,6 +68,8 @@ struct JobInfo {
   std::string workdir = {};          // where the coordinator started
   std::string tensorboard_dir = {};  // --tensorboard-dir, on rank 0's host
   std::string checkpoint_dir = {};   // --checkpoint-dir, on node 0
+  std::string git_url = {};          // --sync-git: the repository
+  std::string git_commit = {};       // and the one commit every host ran
   bool detached = false;
   std::vector<HistoryEntry> history = {};  // oldest first
 };

@@ -12,7 +12,7 @@ _dlaunch_run_valued="--hosts --hostfile -H --host-list --include --exclude --lau
   --master-port --master_port --rdzv-port --rdzv-timeout --secret-file --name --log-dir
   --tensorboard-dir --ranks-filter --grace --max-restarts --max_restarts --heartbeat-timeout
   --spares --node-fail-limit --join-timeout --checkpoint-dir --python --ssh-parallel --ssh-timeout -e --env --env-file --forward-env --workdir --chdir --sync
-  --image --container-engine --shm-size --mount
+  --image --container-engine --shm-size --mount --sync-git
   --rdzv-backend --rdzv_backend --rdzv-endpoint --rdzv_endpoint --rdzv-id --rdzv_id --rdzv-conf
   --rdzv_conf -r --redirects -t --tee --local-ranks-filter --local_ranks_filter --local-addr
   --local_addr --role --monitor-interval --monitor_interval --start-method --start_method
@@ -78,7 +78,7 @@ _dlaunch_value() {
       ;;
     --launcher) COMPREPLY=($(compgen -W "slurm" -- "$cur")) ;;
     --container-engine) COMPREPLY=($(compgen -W "auto podman docker apptainer enroot" -- "$cur")) ;;
-    --image | --shm-size | --mount) COMPREPLY=() ;;
+    --image | --shm-size | --mount | --sync-git) COMPREPLY=() ;;
     -n | --nproc-per-node | --nproc_per_node) COMPREPLY=($(compgen -W "auto" -- "$cur")) ;;
     --status)
       COMPREPLY=($(compgen -W "running succeeded failed interrupted lost unknown" -- "$cur"))

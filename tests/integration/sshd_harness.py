@@ -103,7 +103,8 @@ class SshHosts:
     def __init__(self, n, netns=None, key_types=("ed25519",), sshd_extra="", sftp=True,
                  roots=None, root_sshd=None, root_binds=None, cgroups=False):
         """`key_types`: the host keys each sshd has; known_hosts lines use the first.
-        `sshd_extra`: more sshd_config lines. `sftp=False`: no `Subsystem sftp`
+        `sshd_extra`: more sshd_config lines, or a function of the host's name
+        that returns them. `sftp=False`: no `Subsystem sftp`
         line, as on hardened images. `roots`: per host, a directory holding a
         whole userland (its own sshd, libc and shell) that the host's sshd runs
         chrooted in, with /proc, /sys and /dev mounted in a mount namespace of
@@ -221,7 +222,7 @@ StrictModes no
 LogLevel ERROR
 MaxStartups 200
 MaxSessions 50
-{self.sshd_extra}""")
+{self.sshd_extra(name) if callable(self.sshd_extra) else self.sshd_extra}""")
         cmd = [SSHD, "-D", "-e", "-f", config]
         if root:
             binds = "".join(

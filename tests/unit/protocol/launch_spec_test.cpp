@@ -40,8 +40,12 @@ TEST_CASE("launch spec round-trips through a pipe") {
   s.workdir_required = true;
   s.pass_local_rank = true;
   s.container = {"localhost/train:1", "podman", "8g", {"/data:/data:ro", "/scratch:/tmp/s"}};
+  s.git = {"git://198.18.0.1/repo.git", std::string(40, 'a'), "repo"};
   auto back = through_a_pipe(s);
   REQUIRE(back.has_value());
+  CHECK(back->git.url == s.git.url);
+  CHECK(back->git.commit == s.git.commit);
+  CHECK(back->git.name == "repo");
   CHECK(back->pass_local_rank);
   CHECK(back->container.image == "localhost/train:1");
   CHECK(back->container.engine == "podman");

@@ -1,4 +1,4 @@
-#include "agent/captured_command.h"
+#include "common/captured_command.h"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -7,7 +7,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <string_view>
 
 #include "common/posix.h"
 
@@ -16,7 +18,8 @@ extern char** environ;
 namespace dlaunch {
 
 CapturedOutput run_captured(const std::vector<std::string>& argv, std::chrono::milliseconds timeout,
-                            std::size_t max_output) {
+                            std::size_t max_output,
+                            const std::map<std::string, std::string>& extra_env) {
   CapturedOutput result;
   if (argv.empty()) return result;
   int out[2];
@@ -47,9 +50,19 @@ CapturedOutput run_captured(const std::vector<std::string>& argv, std::chrono::m
   std::vector<char*> pointers;
   for (auto& a : args) pointers.push_back(a.data());
   pointers.push_back(nullptr);
+  std::vector<std::string> env_entries;
+  for (char** e = environ; *e != nullptr; ++e) {
+    const std::string_view entry(*e);
+    if (!extra_env.contains(std::string(entry.substr(0, entry.find('=')))))
+      env_entries.emplace_back(entry);
+  }
+  for (const auto& [name, value] : extra_env) env_entries.push_back(name + "=" + value);
+  std::vector<char*> env_pointers;
+  for (auto& e : env_entries) env_pointers.push_back(e.data());
+  env_pointers.push_back(nullptr);
   pid_t pid = 0;
   const int spawned =
-      ::posix_spawnp(&pid, args[0].c_str(), &actions, &attr, pointers.data(), environ);
+      ::posix_spawnp(&pid, args[0].c_str(), &actions, &attr, pointers.data(), env_pointers.data());
   posix_spawn_file_actions_destroy(&actions);
   posix_spawnattr_destroy(&attr);
   ::close(out[1]);

@@ -1,11 +1,13 @@
-// Runs a short helper command and keeps what it printed: `python -c` for the
-// host's facts, the container engine's version, image and sweep commands.
-// The command runs in a process group of its own that is killed when it
-// overruns its time, so a hung helper never holds the agent.
+// Runs a helper command and keeps what it printed: the agent's `python -c`
+// for the host's facts, the container engine's version, image and sweep
+// commands, git for --sync-git on both sides. The command runs in a process
+// group of its own that is killed when it overruns its time, so a hung helper
+// never holds its caller.
 #pragma once
 
 #include <chrono>
 #include <cstddef>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -20,8 +22,10 @@ struct CapturedOutput {
   bool ok() const { return started && !timed_out && exit_code == 0; }
 };
 
-// argv[0] is looked up on PATH. stdin is /dev/null.
+// argv[0] is looked up on PATH. stdin is /dev/null. The environment is this
+// process's with `extra_env` on top.
 CapturedOutput run_captured(const std::vector<std::string>& argv, std::chrono::milliseconds timeout,
-                            std::size_t max_output = 64 * 1024);
+                            std::size_t max_output = 64 * 1024,
+                            const std::map<std::string, std::string>& extra_env = {});
 
 }  // namespace dlaunch

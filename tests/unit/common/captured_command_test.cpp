@@ -1,4 +1,4 @@
-#include "agent/captured_command.h"
+#include "common/captured_command.h"
 
 #include <doctest/doctest.h>
 
@@ -21,6 +21,12 @@ TEST_CASE("a missing helper did not start; a hung one is killed at its timeout")
   CHECK(hung.timed_out);
   CHECK(hung.out == "begun\n");
   CHECK_FALSE(hung.ok());
+}
+
+TEST_CASE("extra variables reach the helper over the inherited ones") {
+  const auto run = run_captured({"/bin/sh", "-c", "echo \"$DLAUNCH_T1 $HOME\""}, 10s, 1000,
+                                {{"DLAUNCH_T1", "one"}, {"HOME", "/elsewhere"}});
+  CHECK(run.out == "one /elsewhere\n");
 }
 
 TEST_CASE("output beyond the limit is drained and dropped, not kept") {

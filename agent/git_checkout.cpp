@@ -1,0 +1,104 @@
+#include "agent/git_checkout.h"
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <filesystem>
+
+#include "common/captured_command.h"
+#include "common/text.h"
+
+namespace dlaunch {
+namespace {
+
+// A clone of a large repository over a slow link takes minutes.
+constexpr auto kGitTimeout = std::chrono::minutes(30);
+
+class GitRunner {
+ public:
+  GitRunner(const std::string& dir, std::map<std::string, std::string> env)
+      : dir_(dir), env_(std::move(env)) {
+    env_["GIT_TERMINAL_PROMPT"] = "0";
+  }
+
+  CapturedOutput run(std::vector<std::string> args) const {
+    std::vector<std::string> argv = {"git", "-C", dir_};
+    argv.insert(argv.end(), args.begin(), args.end());
+    return run_captured(argv, kGitTimeout, 64 * 1024, env_);
+  }
+
+  void must(std::vector<std::string> args, const std::string& what) const {
+    const auto r = run(std::move(args));
+    if (!r.started) throw GitCheckoutError("git is not installed");
+    if (!r.ok()) throw GitCheckoutError(what + ": " + words(r));
+  }
+
+  static std::string words(const CapturedOutput& r) {
+    if (r.timed_out) return "no end in 30 minutes";
+    const auto text = last_lines(r.err.empty() ? r.out : r.err, 3);
+    return text.empty() ? "exit code " + std::to_string(r.exit_code) : text;
+  }
+
+ private:
+  std::string dir_;
+  std::map<std::string, std::string> env_;
+};
+
+// Held while this host works on the checkout; released when the file closes.
+class DirectoryLock {
+ public:
+  explicit DirectoryLock(const std::string& path)
+      : fd_(::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644)) {
+    if (fd_ < 0) throw GitCheckoutError("cannot create " + path);
+    while (::flock(fd_, LOCK_EX) != 0) {
+      if (errno != EINTR) throw GitCheckoutError("cannot lock " + path);
+    }
+  }
+  ~DirectoryLock() { ::close(fd_); }
+  DirectoryLock(const DirectoryLock&) = delete;
+  DirectoryLock& operator=(const DirectoryLock&) = delete;
+
+ private:
+  int fd_;
+};
+
+}  // namespace
+
+std::string checkout_git(const GitSpec& git, const std::string& workdir,
+                         const std::map<std::string, std::string>& job_env) {
+  namespace fs = std::filesystem;
+  const std::string code = workdir + "/code";
+  const std::string dir = code + "/" + git.name;
+  std::error_code ec;
+  fs::create_directories(code, ec);
+  if (ec) throw GitCheckoutError("cannot create " + code + ": " + ec.message());
+  DirectoryLock lock(code + "/." + git.name + ".dlaunch-lock");
+  const GitRunner in_code(code, job_env);
+  const GitRunner in_dir(dir, job_env);
+  if (!fs::exists(dir + "/.git", ec)) {
+    if (fs::exists(dir, ec) && !fs::is_empty(dir, ec))
+      throw GitCheckoutError(dir + " exists and is not a git checkout: move it away");
+    in_code.must({"clone", "--quiet", "--no-checkout", "--", git.url, git.name},
+                 "git clone " + git.url);
+  } else {
+    in_dir.must({"remote", "set-url", "origin", git.url}, "git remote set-url");
+  }
+  const std::string wanted = git.commit + "^{commit}";
+  if (!in_dir.run({"cat-file", "-e", wanted}).ok()) {
+    // Most servers give a reachable commit by its name; others only refs.
+    if (!in_dir.run({"fetch", "--quiet", "origin", git.commit}).ok())
+      in_dir.must({"fetch", "--quiet", "--tags", "origin", "+refs/heads/*:refs/remotes/origin/*"},
+                  "git fetch " + git.url);
+    if (!in_dir.run({"cat-file", "-e", wanted}).ok())
+      throw GitCheckoutError("commit " + git.commit + " is not in " + git.url +
+                             " as seen from here");
+  }
+  in_dir.must({"checkout", "--quiet", "--force", "--detach", git.commit},
+              "git checkout " + git.commit);
+  return dir;
+}
+
+}  // namespace dlaunch
