@@ -106,6 +106,14 @@ void Agent::start() {
     // A check agent's argv names the Python to look at (a job's, for this host).
     const std::string python = spec_.argv.empty() ? "python3" : spec_.argv.front();
     facts_ = collect_host_facts(std::chrono::seconds(20), python);
+    const auto containers = container_facts(spec_.container);
+    facts_->container_engine = fact_text(containers.engine);
+    facts_->image_id = fact_text(containers.image_id);
+    if (!spec_.git.name.empty()) {
+      const auto workdir = spec_.workdir.empty() ? current_directory() : spec_.workdir;
+      const auto commit = checkout_commit(workdir + "/code/" + spec_.git.name);
+      facts_->git_commit = commit.empty() ? "none" : fact_text(commit);
+    }
   }
 
   proto::Join join;

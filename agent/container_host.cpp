@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <filesystem>
 
 #include "common/captured_command.h"
 #include "common/text.h"
@@ -88,6 +89,34 @@ ContainerHost prepare_container_host(const ContainerSpec& spec) {
       run_captured(pull_image_command(host.engine, host.executable, spec.image), kPull);
   if (!pull.ok()) throw ContainerError(name + " cannot pull " + spec.image + ": " + said(pull));
   return host;
+}
+
+ContainerFacts container_facts(const ContainerSpec& spec) {
+  ContainerFacts facts;
+  ContainerHost host;
+  try {
+    host = find_container_engine(spec);
+  } catch (const ContainerError&) {
+    return facts;
+  }
+  const auto version = run_captured({host.executable, "--version"}, kQuick);
+  const auto lines = split_lines(version.out);
+  facts.engine = version.ok() && !lines.empty() ? lines.front()
+                                                : std::string(container_engine_name(host.engine));
+  if (spec.image.empty()) return facts;
+  facts.image_id = "absent";
+  const auto present = image_present_command(host.engine, host.executable, spec.image);
+  if (present.empty()) {
+    std::error_code ec;
+    const auto size = std::filesystem::file_size(spec.image, ec);
+    if (!ec) facts.image_id = "file of " + std::to_string(size) + " bytes";
+    return facts;
+  }
+  const auto id = run_captured(
+      {host.executable, "image", "inspect", "--format", "{{.Id}}", spec.image}, kQuick);
+  const auto ids = split_lines(id.out);
+  if (id.ok() && !ids.empty()) facts.image_id = ids.front();
+  return facts;
 }
 
 int sweep_containers(const ContainerHost& host) {

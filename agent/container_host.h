@@ -33,6 +33,15 @@ ContainerHost find_container_engine(const ContainerSpec& spec);
 // engine and quotes what it said.
 ContainerHost prepare_container_host(const ContainerSpec& spec);
 
+// `dlaunch check`: the engine that `spec.engine` finds here and its version,
+// and with spec.image, the image's ID here (an image file: its size). Empty
+// where there is none.
+struct ContainerFacts {
+  std::string engine;
+  std::string image_id;
+};
+ContainerFacts container_facts(const ContainerSpec& spec);
+
 // Removes every container labelled with this agent's token (podman, docker),
 // running or not. Returns how many it removed.
 int sweep_containers(const ContainerHost& host);

@@ -101,4 +101,11 @@ std::string checkout_git(const GitSpec& git, const std::string& workdir,
   return dir;
 }
 
+std::string checkout_commit(const std::string& dir) {
+  const auto r =
+      run_captured({"git", "-C", dir, "rev-parse", "--verify", "HEAD"}, std::chrono::seconds(30));
+  const auto lines = split_lines(r.out);
+  return r.ok() && !lines.empty() ? lines.front() : "";
+}
+
 }  // namespace dlaunch

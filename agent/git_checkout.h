@@ -22,4 +22,7 @@ struct GitCheckoutError : std::runtime_error {
 std::string checkout_git(const GitSpec& git, const std::string& workdir,
                          const std::map<std::string, std::string>& job_env);
 
+// The commit a checkout is at; empty when `dir` is none.
+std::string checkout_commit(const std::string& dir);
+
 }  // namespace dlaunch

@@ -120,6 +120,9 @@ void put(wire::Writer& w, const HostFacts& m) {
   w.str(m.arch);
   w.str(m.libc);
   w.str(m.agent_arch);
+  w.str(m.container_engine);
+  w.str(m.image_id);
+  w.str(m.git_commit);
 }
 void put(wire::Writer& w, const FileChunk& m) {
   w.str(m.path);
@@ -460,6 +463,9 @@ std::optional<Message> get(Type type, wire::Reader& r) {
       m.arch = r.str(kMaxFactText);
       m.libc = r.str(kMaxFactText);
       m.agent_arch = r.str(kMaxFactText);
+      m.container_engine = r.str(kMaxFactText);
+      m.image_id = r.str(kMaxFactText);
+      m.git_commit = r.str(kMaxFactText);
       if (m.home_free < -1 || m.tmp_free < -1 || m.shm_size < -1) return std::nullopt;
       return m;
     }

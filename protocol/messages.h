@@ -47,7 +47,7 @@ inline constexpr std::uint32_t kMagic = 0x444C5256;  // "DLRV"
 //    architecture (the agent is static: one per architecture).
 // 10: FileChunk names its file set (--tensorboard-dir, --checkpoint-dir) and
 //     marks the chunk that completes a file; it also goes to agents.
-inline constexpr std::uint16_t kVersion = 10;
+inline constexpr std::uint16_t kVersion = 11;
 inline constexpr std::size_t kNonceSize = 32;
 inline constexpr std::size_t kMaxHostName = 255;
 inline constexpr std::size_t kMaxMachineId = 128;
@@ -243,6 +243,13 @@ struct HostFacts {
   std::string arch;                // the host's `uname -m`
   std::string libc;                // "glibc 2.31", "musl"; empty: none found (the agent needs none)
   std::string agent_arch;          // the architecture the agent that answered was built for
+  // `dlaunch check`: the container engine `auto` finds ("podman version 4.3.1");
+  // with --image, that image's ID there ("absent": not there); with
+  // --sync-git, the commit its checkout is at ("none": no checkout). Empty:
+  // not asked.
+  std::string container_engine = {};
+  std::string image_id = {};
+  std::string git_commit = {};
 };
 
 // dlaunch check: open a TCP connection to each target (a peer's probe port on

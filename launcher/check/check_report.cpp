@@ -83,7 +83,17 @@ std::string format_check_text(const CheckResult& r) {
   for (const auto& h : r.hosts) up += h.up ? 1 : 0;
   out << "hosts: " << up << " of " << r.hosts.size() << " up\n";
   Table hosts{{"host", "address", "status", "agent", "os", "kernel", "arch", "libc", "cpus", "gpus",
-               "home free", "/tmp free", "/dev/shm", "clock skew", "python", "torch"}};
+               "home free", "/tmp free", "/dev/shm", "clock skew", "python", "torch",
+               "containers"}};
+  // Columns only a check with --image or --sync-git fills.
+  bool images = false;
+  bool code = false;
+  for (const auto& h : r.hosts) {
+    images = images || (h.facts && !h.facts->image_id.empty());
+    code = code || (h.facts && !h.facts->git_commit.empty());
+  }
+  if (images) hosts.front().push_back("image");
+  if (code) hosts.front().push_back("code");
   for (const auto& h : r.hosts) {
     if (!h.facts) {
       hosts.push_back({h.name, h.address, h.up ? "up" : "DOWN"});
@@ -99,7 +109,11 @@ std::string format_check_text(const CheckResult& r) {
                      f.kernel, none_if_empty(f.arch), none_if_empty(f.libc), std::to_string(f.cpus),
                      gpus_text(f), bytes_text(f.home_free), bytes_text(f.tmp_free), shm,
                      h.clock_skew_us ? skew_text(*h.clock_skew_us, h.clock_uncertainty_us) : "?",
-                     none_if_empty(f.python_version), none_if_empty(f.torch_version)});
+                     none_if_empty(f.python_version), none_if_empty(f.torch_version),
+                     none_if_empty(f.container_engine)});
+    // An image ID and a commit are long; their first 12 characters tell them apart.
+    if (images) hosts.back().push_back(none_if_empty(f.image_id.substr(0, 19)));
+    if (code) hosts.back().push_back(none_if_empty(f.git_commit.substr(0, 12)));
   }
   print_table(out, hosts);
   for (const auto& h : r.hosts) {
@@ -188,6 +202,9 @@ std::string format_check_json(const CheckResult& r) {
       j.key("python").value(f.python_version);
       j.key("torch").value(f.torch_version);
       j.key("python_path").value(f.python_path);
+      j.key("container_engine").value(f.container_engine);
+      j.key("image_id").value(f.image_id);
+      j.key("git_commit").value(f.git_commit);
     }
     if (h.clock_skew_us) {
       j.key("clock_skew_us").value(static_cast<std::int64_t>(*h.clock_skew_us));

@@ -19,11 +19,16 @@ std::string version_or_none(const std::string& v) {
 }
 
 // "python differs between hosts: 3.11.2 on h0, h1; 3.10.12 on h2"
+constexpr const char* kUnpickleRisk =
+    " (ranks that unpickle each other's objects or load each other's checkpoints can fail)";
+
 void differing(const CheckResult& result, const char* what,
-               std::string (*pick)(const proto::HostFacts&), std::vector<CheckWarning>& out) {
+               std::string (*pick)(const proto::HostFacts&), std::vector<CheckWarning>& out,
+               const char* why = kUnpickleRisk) {
   std::map<std::string, std::vector<std::string>> hosts_by_version;
   for (const auto& h : result.hosts) {
-    if (h.facts) hosts_by_version[pick(*h.facts)].push_back(h.name);
+    // Empty: the host was not asked (a fact only some hosts have).
+    if (h.facts && !pick(*h.facts).empty()) hosts_by_version[pick(*h.facts)].push_back(h.name);
   }
   if (hosts_by_version.size() < 2) return;
   std::string text = std::string(what) + " differs between hosts:";
@@ -35,7 +40,7 @@ void differing(const CheckResult& result, const char* what,
     for (std::size_t i = 0; i < hosts.size() && i < 5; ++i) text += (i ? ", " : "") + hosts[i];
     if (hosts.size() > 5) text += " and " + std::to_string(hosts.size() - 5) + " more";
   }
-  text += " (ranks that unpickle each other's objects or load each other's checkpoints can fail)";
+  text += why;
   out.push_back({"", text});
 }
 
@@ -111,6 +116,21 @@ std::vector<CheckWarning> check_warnings(const CheckResult& result) {
   differing(
       result, "torch", [](const proto::HostFacts& f) { return version_or_none(f.torch_version); },
       out);
+  for (const auto& h : result.hosts) {
+    if (!h.facts) continue;
+    if (h.facts->image_id == "absent")
+      out.push_back({h.name,
+                     "the image is not there: a job pulls it first (or fails where it "
+                     "cannot pull)"});
+    if (h.facts->git_commit == "none")
+      out.push_back({h.name, "no checkout of the --sync-git repository yet: a job clones it"});
+  }
+  differing(
+      result, "the image", [](const proto::HostFacts& f) { return f.image_id; }, out,
+      " (ranks of one job would run different software)");
+  differing(
+      result, "the --sync-git checkout", [](const proto::HostFacts& f) { return f.git_commit; },
+      out, " (a job checks out one commit everywhere before its ranks start)");
   for (const auto& w : result.master_warnings) out.push_back({"", w});
   return out;
 }

@@ -16,6 +16,8 @@
 #include "launcher/cli/commands.h"
 #include "launcher/cli/log_backend.h"
 #include "launcher/cli/subcommand.h"
+#include "launcher/config/container_options.h"
+#include "launcher/config/git_source.h"
 
 namespace dlaunch {
 
@@ -44,6 +46,20 @@ int check_command(int argc, const char* const* argv) {
   app.add_option("--python", o.python,
                  "the Python to report, as a job's .py program would run with it (default: the "
                  "hosts file's python, else $DLAUNCH_PYTHON, else python3 on each host's PATH)");
+  app.add_option("--image", o.image,
+                 "report whether each host has this image, and its ID there (a mismatch is a "
+                 "warning)");
+  app.add_option("--container-engine", o.container_engine,
+                 "the engine to report: auto (the first of podman, docker, apptainer, "
+                 "singularity, enroot on each host), podman, docker, apptainer or enroot")
+      ->capture_default_str()
+      ->check(CLI::IsMember(
+          std::vector<std::string>(std::begin(kContainerEngines), std::end(kContainerEngines))));
+  std::string sync_git;
+  app.add_option("--sync-git", sync_git,
+                 "report the commit each host's <workdir>/code/<name> checkout of this "
+                 "repository is at (a mismatch is a warning)");
+  app.add_option("--workdir", o.workdir, "the working directory --sync-git's checkout is under");
   add_ssh_options(app, o);
   bool nccl = false;
   app.add_flag("--nccl", nccl,
@@ -72,6 +88,11 @@ int check_command(int argc, const char* const* argv) {
     console().error(message);
     return kExitUsage;
   };
+  if (!sync_git.empty()) {
+    auto source = parse_git_source(sync_git);
+    if (auto* error = std::get_if<std::string>(&source)) return usage_error(*error);
+    o.git_url = std::get<GitSource>(source).url;
+  }
   if (auto error = resolve_host_source(o, true)) return usage_error(*error);
   if (o.host_source == HostSource::none) {
     return usage_error("no hosts to check: give --hosts, --hostfile or -H (or run in a Slurm job)");

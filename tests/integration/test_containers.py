@@ -12,6 +12,7 @@ containers"): the runc runtime (the cgroup layout is hybrid) and default
 ulimits within this machine's hard limits.
 """
 
+import json
 import os
 import resource
 import shutil
@@ -291,6 +292,25 @@ class ContainersTest(unittest.TestCase):
                                 "--", "/bin/true"])
         self.assertNotEqual(r.returncode, 0)
         self.assertIn("h1: --image localhost/no-such-image:0: podman cannot pull", r.stderr)
+
+    def test_check_reports_the_engine_and_the_image_on_each_host(self):
+        r = self.hosts.dlaunch(["check", "--hosts", self.hosts_file, "--image", IMAGE,
+                                "--matrix-seconds", "0", "--json"])
+        self.assertEqual(r.returncode, 0, r.stderr)
+        hosts = json.loads(r.stdout)["hosts"]
+        self.assertEqual(len(hosts), 2)
+        for h in hosts:
+            self.assertTrue(h["container_engine"].startswith("podman version"), h)
+        ids = {h["image_id"] for h in hosts}
+        self.assertEqual(len(ids), 1, ids)
+        self.assertNotIn("absent", ids)
+        expected = self.store.podman("image", "inspect", "--format", "{{.Id}}", IMAGE).stdout
+        self.assertEqual(ids, {expected.strip()})
+
+        r = self.hosts.dlaunch(["check", "--hosts", self.hosts_file, "--image",
+                                "localhost/no-such-image:0", "--matrix-seconds", "0"])
+        self.assertEqual(r.returncode, 0, r.stderr + r.stdout)  # a warning, not a failure
+        self.assertIn("h1: the image is not there: a job pulls it first", r.stdout)
 
     def test_auto_says_which_engine(self):
         r = self.hosts.dlaunch(["--hosts", self.hosts_file, "--name", self.job, "--image",

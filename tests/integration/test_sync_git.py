@@ -8,6 +8,7 @@ then the test pushes a new commit and lifts the rule. Both hosts must run the
 commit the coordinator resolved, not the new tip.
 """
 
+import json
 import os
 import shutil
 import subprocess
@@ -138,6 +139,22 @@ class SyncGitTest(unittest.TestCase):
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertEqual(sorted(line for line in r.stdout.splitlines() if " at " in line),
                          [f"[h1:0] at {moved} 2", f"[h2:1] at {moved} 2"])
+
+        # check reports where each host's checkout is, and warns when they differ.
+        def check():
+            r = self.hosts.dlaunch(["check", "--hosts", self.hosts_file, "--workdir", "~/work",
+                                    "--sync-git", self.url, "--matrix-seconds", "0", "--json"])
+            self.assertEqual(r.returncode, 0, r.stderr)
+            out = json.loads(r.stdout)
+            return [h["git_commit"] for h in out["hosts"]], " ".join(out["warnings"])
+        commits, warnings = check()
+        self.assertEqual(commits, [moved, moved])
+        self.assertNotIn("--sync-git", warnings)
+        git("-C", os.path.join(self.homes["h2"], "work", "code", "mnist"), "checkout",
+            "--quiet", "--detach", resolved)
+        commits, warnings = check()
+        self.assertEqual(commits, [moved, resolved])
+        self.assertIn("the --sync-git checkout differs between hosts", warnings)
 
     def test_an_unknown_branch_is_refused_before_anything_starts(self):
         r = self.hosts.dlaunch(["--hosts", self.hosts_file, "--sync-git",

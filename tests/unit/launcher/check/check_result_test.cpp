@@ -172,3 +172,24 @@ TEST_CASE("sizes, rates and clock skews as the table shows them") {
   CHECK(skew_text(-1'500'000, 2100) == "-1.5 s +-2.1 ms");
   CHECK(skew_text(0, 40) == "+0 us +-40 us");
 }
+
+TEST_CASE("an image or checkout that differs, or is missing, is a warning naming the hosts") {
+  auto r = healthy();
+  CHECK(check_warnings(r).empty());  // not asked: nothing to say
+  for (auto& h : r.hosts) {
+    h.facts->image_id = "sha256:aaaa";
+    h.facts->git_commit = std::string(40, 'c');
+  }
+  CHECK(check_warnings(r).empty());
+  r.hosts[1].facts->image_id = "sha256:bbbb";
+  r.hosts[2].facts->image_id = "absent";
+  r.hosts[2].facts->git_commit = "none";
+  const auto ws = check_warnings(r);
+  CHECK(has_warning(ws, "",
+                    "the image differs between hosts: absent on h2; sha256:aaaa on h0; "
+                    "sha256:bbbb on h1 (ranks of one job would run different software)"));
+  CHECK(has_warning(ws, "h2", "the image is not there: a job pulls it first"));
+  CHECK(has_warning(ws, "h2", "no checkout of the --sync-git repository yet"));
+  CHECK(has_warning(ws, "", "the --sync-git checkout differs between hosts"));
+  CHECK(check_exit_code(r) == 0);
+}
