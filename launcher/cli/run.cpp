@@ -13,6 +13,7 @@
 #include <cstdlib>
 #include <ctime>
 #include <filesystem>
+#include <optional>
 #include <variant>
 
 #include "agent/agent.h"
@@ -215,6 +216,19 @@ std::optional<HostsFile> load_hosts_or_report(const Options& o) {
 }
 
 // The ranks' variables from this shell (forwarded), --env-file and --env.
+// --mount, --shm-size and --container-engine mean nothing without an image:
+// silently running the ranks on the host would hide a forgotten --image.
+std::optional<std::string> check_container_flags(const Plan& plan, const Options& o) {
+  const char* given = !o.mounts.empty()              ? "--mount"
+                      : !o.shm_size.empty()          ? "--shm-size"
+                      : o.container_engine != "auto" ? "--container-engine"
+                                                     : nullptr;
+  if (given == nullptr || !o.image.empty()) return std::nullopt;
+  for (const auto& node : plan.nodes)
+    if (!node.host.image.empty()) return std::nullopt;
+  return std::string(given) + " needs --image (or an `image` in the hosts file)";
+}
+
 bool add_environment(Plan& plan, const Options& o) {
   plan.forwarded_env =
       forwarded_environment(current_environment(), o.forward_env_defaults, o.forward_env);
@@ -294,6 +308,10 @@ int run_command(int argc, const char* const* argv) {
   // A manual-mode node is this machine, named as the other nodes will see it.
   if (o.mode == Mode::manual) plan.nodes.front().host.name = this_host_name_or_localhost();
   if (auto error = check_elastic(plan, o)) {
+    console().error(*error);
+    return kExitUsage;
+  }
+  if (auto error = check_container_flags(plan, o)) {
     console().error(*error);
     return kExitUsage;
   }

@@ -623,3 +623,19 @@ python = "/usr/bin/python3"
   CHECK(file.hosts[1].python == "/usr/bin/python3");
   CHECK_FALSE(parse_errors("[[host]]\naddress = \"a\"\npython = 3\n").empty());
 }
+
+TEST_CASE("hosts file: image per host, or for all in [defaults]") {
+  auto file = parse_ok(R"([defaults]
+image = "localhost/train:2.4"
+
+[[host]]
+address = "a"
+
+[[host]]
+address = "b"
+image = "localhost/train:2.5"
+)");
+  CHECK(file.hosts[0].image == "localhost/train:2.4");
+  CHECK(file.hosts[1].image == "localhost/train:2.5");
+  CHECK_FALSE(parse_errors("[[host]]\naddress = \"a\"\nimage = 3\n").empty());
+}

@@ -275,3 +275,36 @@ TEST_CASE("each host's Python: --python, else the host's python, else DLAUNCH_PY
   CHECK(describe_plan(p, o).find("python: /opt/venv/bin/python (the hosts file's python)") !=
         std::string::npos);
 }
+
+TEST_CASE("--image and a host's image reach the launch spec, and --dry-run says which") {
+  Options o = hosts_mode();
+  o.image = "localhost/train:2.4";
+  o.container_engine = "podman";
+  o.shm_size = "16g";
+  o.mounts = {"/data:/data:ro"};
+  o.sync_git = "https://git.example.com/org/mnist.git@main";
+  o.git_url = "https://git.example.com/org/mnist.git";
+  o.git_commit = std::string(40, 'e');
+  HostsFile hosts = two_hosts("10.0.0.5", "10.0.0.6");
+  hosts.hosts[1].image = "localhost/train:2.5";
+  const Plan p = make_plan(o, &hosts, "job");
+  const auto first = make_launch_spec(p, p.nodes[0], o, {});
+  const auto second = make_launch_spec(p, p.nodes[1], o, {});
+  CHECK(first.container.image == "localhost/train:2.4");
+  CHECK(second.container.image == "localhost/train:2.5");  // the host's own wins
+  CHECK(first.container.engine == "podman");
+  CHECK(first.container.shm_size == "16g");
+  CHECK(first.container.mounts == std::vector<std::string>{"/data:/data:ro"});
+  CHECK(first.git.url == o.git_url);
+  CHECK(first.git.commit == o.git_commit);
+  CHECK(first.git.name == "mnist");
+  const auto text = describe_plan(p, o);
+  CHECK(text.find("image: localhost/train:2.4 (podman)") != std::string::npos);
+  CHECK(text.find("image: localhost/train:2.5 (podman; the hosts file's image)") !=
+        std::string::npos);
+  // No image anywhere: nothing of containers in the spec.
+  const Options plain = hosts_mode();
+  HostsFile without = two_hosts("10.0.0.5", "10.0.0.6");
+  const Plan plain_plan = make_plan(plain, &without, "job");
+  CHECK(make_launch_spec(plain_plan, plain_plan.nodes[0], plain, {}).container.image.empty());
+}
