@@ -228,6 +228,58 @@ std::vector<std::string> remove_containers_command(ContainerEngine engine,
   return a;
 }
 
+std::vector<std::string> list_labelled_containers_command(ContainerEngine engine,
+                                                          const std::string& executable) {
+  if (engine != ContainerEngine::podman && engine != ContainerEngine::docker) return {};
+  return {executable,
+          "ps",
+          "--all",
+          "--no-trunc",
+          "--filter=label=" + std::string(kAgentLabel),
+          "--format={{.ID}} {{.Labels}}"};
+}
+
+std::string label_value(std::string_view labels, std::string_view key) {
+  std::size_t from = 0;
+  while (true) {
+    const auto at = labels.find(key, from);
+    if (at == std::string_view::npos) return "";
+    const bool starts =
+        at == 0 || labels[at - 1] == '[' || labels[at - 1] == ' ' || labels[at - 1] == ',';
+    const auto after = at + key.size();
+    if (starts && after < labels.size() && (labels[after] == ':' || labels[after] == '=')) {
+      const auto end = labels.find_first_of(" ,]", after + 1);
+      return std::string(labels.substr(
+          after + 1, end == std::string_view::npos ? std::string_view::npos : end - after - 1));
+    }
+    from = after;
+  }
+}
+
+std::string agent_token(long pid, long long start_ticks, std::string_view random_hex) {
+  return std::to_string(pid) + "-" + std::to_string(start_ticks) + "-" + std::string(random_hex);
+}
+
+std::optional<ReaperIdentity> reaper_of(std::string_view token) {
+  ReaperIdentity id;
+  const auto first = token.find('-');
+  const auto second = token.find('-', first == std::string_view::npos ? first : first + 1);
+  if (first == std::string_view::npos || second == std::string_view::npos) return std::nullopt;
+  const auto number = [](std::string_view digits, auto& out) {
+    if (digits.empty() || digits.size() > 18) return false;
+    out = 0;
+    for (const char c : digits) {
+      if (c < '0' || c > '9') return false;
+      out = out * 10 + (c - '0');
+    }
+    return true;
+  };
+  if (!number(token.substr(0, first), id.pid) ||
+      !number(token.substr(first + 1, second - first - 1), id.start_ticks) || id.pid <= 0)
+    return std::nullopt;
+  return id;
+}
+
 std::vector<std::string> image_present_command(ContainerEngine engine,
                                                const std::string& executable,
                                                const std::string& image) {

@@ -93,6 +93,23 @@ std::vector<std::string> remove_containers_command(ContainerEngine engine,
                                                    const std::string& executable,
                                                    const std::vector<std::string>& ids);
 
+// podman/docker: every container of dlaunch on the host, a line each: its ID
+// and its labels (as `ps --format` prints them: podman "map[k:v k:v]",
+// docker "k=v,k=v").
+std::vector<std::string> list_labelled_containers_command(ContainerEngine engine,
+                                                          const std::string& executable);
+// The value of label `key` in such a labels text; empty when absent.
+std::string label_value(std::string_view labels, std::string_view key);
+
+// An agent's token names its reaper, "PID-STARTTICKS-RANDOM": a container
+// whose reaper is gone (killed with the agent) has nobody left to remove it.
+std::string agent_token(long pid, long long start_ticks, std::string_view random_hex);
+struct ReaperIdentity {
+  long pid = 0;
+  long long start_ticks = 0;
+};
+std::optional<ReaperIdentity> reaper_of(std::string_view token);
+
 // podman/docker: whether the image is present (exit 0) and how to pull it.
 std::vector<std::string> image_present_command(ContainerEngine engine,
                                                const std::string& executable,

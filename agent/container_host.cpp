@@ -6,6 +6,7 @@
 #include <filesystem>
 
 #include "common/captured_command.h"
+#include "common/posix.h"
 #include "common/text.h"
 
 namespace dlaunch {
@@ -84,6 +85,9 @@ ContainerHost prepare_container_host(const ContainerSpec& spec) {
       throw ContainerError("image file " + spec.image + " is not readable");
     return host;
   }
+  // Containers whose agent and reaper were both killed (kill -9 of every
+  // process, a reboot of nothing but them) are removed by the next agent here.
+  sweep_orphaned_containers(host);
   if (run_captured(present, kQuick).ok()) return host;
   const auto pull =
       run_captured(pull_image_command(host.engine, host.executable, spec.image), kPull);
@@ -117,6 +121,24 @@ ContainerFacts container_facts(const ContainerSpec& spec) {
   const auto ids = split_lines(id.out);
   if (id.ok() && !ids.empty()) facts.image_id = ids.front();
   return facts;
+}
+
+int sweep_orphaned_containers(const ContainerHost& host) {
+  const auto list = list_labelled_containers_command(host.engine, host.executable);
+  if (list.empty()) return 0;
+  std::vector<std::string> orphans;
+  for (const auto& line : split_lines(run_captured(list, kQuick).out)) {
+    const auto space = line.find(' ');
+    if (space == std::string::npos) continue;
+    const auto reaper = reaper_of(label_value(line.substr(space + 1), kAgentLabel));
+    // Another launcher's, or an in-process agent's (no reaper): not ours to judge.
+    if (!reaper) continue;
+    if (process_start_ticks(static_cast<pid_t>(reaper->pid)) == reaper->start_ticks) continue;
+    orphans.push_back(line.substr(0, space));
+  }
+  if (!orphans.empty())
+    run_captured(remove_containers_command(host.engine, host.executable, orphans), kQuick);
+  return static_cast<int>(orphans.size());
 }
 
 int sweep_containers(const ContainerHost& host) {

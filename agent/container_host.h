@@ -42,6 +42,10 @@ struct ContainerFacts {
 };
 ContainerFacts container_facts(const ContainerSpec& spec);
 
+// Removes the containers whose agent's reaper is gone (reaper_of()). Returns
+// how many.
+int sweep_orphaned_containers(const ContainerHost& host);
+
 // Removes every container labelled with this agent's token (podman, docker),
 // running or not. Returns how many it removed.
 int sweep_containers(const ContainerHost& host);

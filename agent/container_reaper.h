@@ -7,12 +7,17 @@
 // end-of-file), then removes the containers labelled with this agent's token.
 #pragma once
 
+#include <optional>
+#include <string>
+
 #include "agent/container_host.h"
 
 namespace dlaunch {
 
 // Forks the reaper (detached: a new session, stdio on /dev/null, not a child
-// of this process). Returns false when it cannot.
-bool start_container_reaper(const ContainerHost& host);
+// of this process), and returns the agent's token that names it
+// (agent_token(): its pid and start time, then `host.agent_token`, random).
+// nullopt when it cannot.
+std::optional<std::string> start_container_reaper(ContainerHost host);
 
 }  // namespace dlaunch

@@ -59,9 +59,13 @@ int main(int argc, char** argv) {
   if (!spec->container.image.empty() && !spec->check) {
     spec->container.agent_token = dlaunch::auth::to_hex(dlaunch::auth::random_bytes(8));
     try {
-      if (!dlaunch::start_container_reaper(dlaunch::find_container_engine(spec->container)))
+      if (auto token =
+              dlaunch::start_container_reaper(dlaunch::find_container_engine(spec->container))) {
+        spec->container.agent_token = *token;
+      } else {
         dlaunch::log::warn(
             "cannot start the container reaper: containers may outlive a killed agent");
+      }
     } catch (const dlaunch::ContainerError&) {
       // No engine here: the agent says so when it prepares the image.
     }

@@ -250,6 +250,25 @@ class ContainersTest(unittest.TestCase):
         self.assertIn("lost the agent", err)
         self.assertNoContainerLeft()
 
+    def test_containers_of_a_killed_reaper_are_removed_by_the_next_agent(self):
+        self.start_sleeping()
+        tokens = self.store.podman("ps", "-a", "--filter", f"label=dlaunch.job={self.job}",
+                                   "--format", '{{index .Labels "dlaunch.agent"}}').stdout.split()
+        reapers = sorted({int(t.split("-")[0]) for t in tokens})
+        self.assertEqual(len(reapers), 2, tokens)
+        workers = harness.agent_workers_of(self.job)
+        # Everything of the job's agents, reapers and engine clients included
+        # (a client that lives on removes its container): nobody is left to clean up.
+        clients = [p for p in harness.processes_with_marker(self.job)
+                   if harness.exe_name(p) == "podman"]
+        for pid in reapers + clients + [harness.parent_of(w) for w in workers] + workers:
+            os.kill(pid, signal.SIGKILL)
+        self.finish()
+        self.assertEqual(len(self.store.containers(self.job)), 4)  # the fault was real
+        r = self.hosts.dlaunch(["--hosts", self.hosts_file, "--image", IMAGE, "--", "/bin/true"])
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertNoContainerLeft(timeout=10)
+
     def test_link_cut_leaves_no_container(self):
         if not self.hosts.netns:
             self.skipTest("needs network namespaces (root)")

@@ -213,3 +213,22 @@ TEST_CASE("engine names") {
   CHECK(container_engine_name(ContainerEngine::enroot) == "enroot");
   CHECK(engine_candidates().front().executable == "podman");
 }
+
+TEST_CASE("an agent's token names its reaper; labels are read as podman and docker print them") {
+  const auto token = agent_token(4242, 987654, "a1b2c3");
+  CHECK(token == "4242-987654-a1b2c3");
+  const auto reaper = reaper_of(token);
+  REQUIRE(reaper.has_value());
+  CHECK(reaper->pid == 4242);
+  CHECK(reaper->start_ticks == 987654);
+  CHECK_FALSE(reaper_of("a1b2c3").has_value());  // an in-process agent's: no reaper
+  CHECK_FALSE(reaper_of("x-1-ab").has_value());
+  CHECK_FALSE(reaper_of("0-1-ab").has_value());
+  CHECK(label_value("map[dlaunch.agent:4242-9-ab dlaunch.job:mnist]", kAgentLabel) == "4242-9-ab");
+  CHECK(label_value("dlaunch.job=mnist,dlaunch.agent=4242-9-ab", kAgentLabel) == "4242-9-ab");
+  CHECK(label_value("map[x.dlaunch.agent:1-2-3 dlaunch.job:j]", kAgentLabel).empty());
+  CHECK(label_value("map[dlaunch.job:j]", kAgentLabel).empty());
+  CHECK(list_labelled_containers_command(ContainerEngine::podman, "podman") ==
+        Args{"podman", "ps", "--all", "--no-trunc", "--filter=label=dlaunch.agent",
+             "--format={{.ID}} {{.Labels}}"});
+}
