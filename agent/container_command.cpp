@@ -189,7 +189,10 @@ std::vector<std::string> container_variables(const Env& rank_env, const Env& inh
   std::vector<std::string> names;
   for (const auto& [name, value] : rank_env) {
     const auto host = inherited.find(name);
-    if (host == inherited.end() || host->second != value || job_env.contains(name))
+    // The container gets every GPU of the host: the GPUs a login there is
+    // limited to must limit the rank inside as well.
+    const bool gpu_choice = name == "CUDA_VISIBLE_DEVICES";
+    if (host == inherited.end() || host->second != value || job_env.contains(name) || gpu_choice)
       names.push_back(name);
   }
   return names;

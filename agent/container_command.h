@@ -71,8 +71,9 @@ std::string container_name(const ContainerRank& rank);
 // The variables a container must be given: every one the rank's environment
 // sets or changes against what the agent inherited (the rank's own, and
 // NCCL's interface), and every one the job names (`env`, --env, forwarded)
-// even where it equals the host's. The host's own PATH, HOME and the rest stay
-// outside: the image has its own.
+// even where it equals the host's, and CUDA_VISIBLE_DEVICES wherever it is
+// set (the container sees every GPU of the host). The host's own PATH, HOME
+// and the rest stay outside: the image has its own.
 std::vector<std::string> container_variables(const std::map<std::string, std::string>& rank_env,
                                              const std::map<std::string, std::string>& inherited,
                                              const std::map<std::string, std::string>& job_env);

@@ -174,14 +174,21 @@ TEST_CASE(
 }
 
 TEST_CASE("the variables a container gets: the rank's own and the job's, not the host's") {
-  const Env inherited = {
-      {"PATH", "/usr/bin"}, {"HOME", "/root"}, {"NCCL_DEBUG", "INFO"}, {"OMP_NUM_THREADS", "4"}};
-  const Env rank = {{"PATH", "/usr/bin"},         {"HOME", "/root"}, {"NCCL_DEBUG", "INFO"},
-                    {"OMP_NUM_THREADS", "1"},     {"RANK", "0"},     {"MASTER_ADDR", "10.0.0.1"},
-                    {"NCCL_SOCKET_IFNAME", "ib0"}};
+  const Env inherited = {{"PATH", "/usr/bin"},
+                         {"HOME", "/root"},
+                         {"NCCL_DEBUG", "INFO"},
+                         {"OMP_NUM_THREADS", "4"},
+                         {"CUDA_VISIBLE_DEVICES", "2,3"}};
+  Env rank = inherited;
+  rank["OMP_NUM_THREADS"] = "1";
+  rank["RANK"] = "0";
+  rank["MASTER_ADDR"] = "10.0.0.1";
+  rank["NCCL_SOCKET_IFNAME"] = "ib0";
   const Env job = {{"NCCL_DEBUG", "INFO"}};  // forwarded, equal to the host's: still passed
-  CHECK(container_variables(rank, inherited, job) ==
-        Args{"MASTER_ADDR", "NCCL_DEBUG", "NCCL_SOCKET_IFNAME", "OMP_NUM_THREADS", "RANK"});
+  // The host's GPU limit goes in although the rank did not change it.
+  CHECK(container_variables(rank, inherited, job) == Args{"CUDA_VISIBLE_DEVICES", "MASTER_ADDR",
+                                                          "NCCL_DEBUG", "NCCL_SOCKET_IFNAME",
+                                                          "OMP_NUM_THREADS", "RANK"});
 }
 
 TEST_CASE("container names are unique per job, round and rank, in the engines' alphabet") {
