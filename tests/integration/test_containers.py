@@ -261,7 +261,12 @@ class ContainersTest(unittest.TestCase):
         # (a client that lives on removes its container): nobody is left to clean up.
         clients = [p for p in harness.processes_with_marker(self.job)
                    if harness.exe_name(p) == "podman"]
-        for pid in reapers + clients + [harness.parent_of(w) for w in workers] + workers:
+        victims = reapers + clients + [harness.parent_of(w) for w in workers] + workers
+        # All frozen first: an agent that saw its clients die would stop the
+        # round and remove its containers itself before its own turn came.
+        for pid in victims:
+            os.kill(pid, signal.SIGSTOP)
+        for pid in victims:
             os.kill(pid, signal.SIGKILL)
         self.finish()
         self.assertEqual(len(self.store.containers(self.job)), 4)  # the fault was real
