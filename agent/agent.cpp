@@ -78,8 +78,7 @@ void Agent::start() {
   }
   if (!spec_.git.url.empty() && !spec_.check) {
     try {
-      const auto dir = checkout_git(
-          spec_.git, spec_.workdir.empty() ? current_directory() : spec_.workdir, spec_.env);
+      const auto dir = checkout_git(spec_.git, ranks_directory(), spec_.env);
       log::debug(spec_.host_name, ": ", dir, " at ", spec_.git.commit);
     } catch (const GitCheckoutError& e) {
       log::error(spec_.host_name, ": --sync-git ", spec_.git.url, ": ", e.what());
@@ -110,8 +109,7 @@ void Agent::start() {
     facts_->container_engine = fact_text(containers.engine);
     facts_->image_id = fact_text(containers.image_id);
     if (!spec_.git.name.empty()) {
-      const auto workdir = spec_.workdir.empty() ? current_directory() : spec_.workdir;
-      const auto commit = checkout_commit(workdir + "/code/" + spec_.git.name);
+      const auto commit = checkout_commit(ranks_directory() + "/code/" + spec_.git.name);
       facts_->git_commit = commit.empty() ? "none" : fact_text(commit);
     }
   }
@@ -485,6 +483,10 @@ void Agent::start_round(const proto::Assign& assign) {
   if (!spec_.checkpoint_dir.empty() && assign.rank_offset == 0) checkpoint_sender().start();
 }
 
+std::string Agent::ranks_directory() const {
+  return spec_.workdir.empty() ? current_directory() : spec_.workdir;
+}
+
 bool Agent::prepare_containers() {
   if (spec_.container.image.empty() || spec_.check) return true;
   // In-process (manual mode) no guardian gave the agent its token.
@@ -515,7 +517,7 @@ SpawnRequest Agent::rank_request(const proto::Assign& assign, int local) {
   rank.agent_token = containers_->agent_token;
   rank.round = assign.round;
   rank.rank = assign.rank_offset + local;
-  rank.workdir = spec_.workdir.empty() ? current_directory() : spec_.workdir;
+  rank.workdir = ranks_directory();
   rank.mounts = spec_.container.mounts;
   rank.shm_size = spec_.container.shm_size;
   rank.gpus = gpus_ > 0;

@@ -48,6 +48,8 @@ class Agent {
   void answer_probe(const proto::Probe& probe);
   void answer_facts_request();
   bool prepare_containers();
+  // Where the ranks start, as a path: the settled workdir, else the agent's own.
+  std::string ranks_directory() const;
   SpawnRequest rank_request(const proto::Assign& assign, int local);
   void answer_peer_test(const proto::PeerTest& test);
   void answer_nccl_test(const proto::NcclTest& test);

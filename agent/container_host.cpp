@@ -16,26 +16,9 @@ constexpr auto kQuick = std::chrono::seconds(30);
 // A pull of a training image (CUDA, PyTorch) is gigabytes: minutes are normal.
 constexpr auto kPull = std::chrono::minutes(30);
 
-// The absolute path of `name` on PATH, or empty.
-std::string find_on_path(std::string_view name) {
-  const char* path = std::getenv("PATH");
-  std::string_view dirs = path ? path : "/usr/local/bin:/usr/bin:/bin";
-  while (true) {
-    const auto colon = dirs.find(':');
-    std::string dir(dirs.substr(0, colon));
-    if (dir.empty()) dir = ".";
-    const std::string candidate = dir + "/" + std::string(name);
-    if (::access(candidate.c_str(), X_OK) == 0) return candidate;
-    if (colon == std::string_view::npos) return "";
-    dirs.remove_prefix(colon + 1);
-  }
-}
-
 // What an engine said, for an error line: its last lines of stderr (else stdout).
 std::string said(const CapturedOutput& run) {
-  if (run.timed_out) return "no answer in time";
-  const auto text = last_lines(run.err.empty() ? run.out : run.err, 3);
-  return text.empty() ? "exit code " + std::to_string(run.exit_code) : text;
+  return run.timed_out ? "no answer in time" : last_words(run);
 }
 
 ContainerHost find_engine(const std::string& wanted) {

@@ -37,9 +37,7 @@ class GitRunner {
   }
 
   static std::string words(const CapturedOutput& r) {
-    if (r.timed_out) return "no end in 30 minutes";
-    const auto text = last_lines(r.err.empty() ? r.out : r.err, 3);
-    return text.empty() ? "exit code " + std::to_string(r.exit_code) : text;
+    return r.timed_out ? "no end in 30 minutes" : last_words(r);
   }
 
  private:

@@ -12,10 +12,16 @@
 #include <string_view>
 
 #include "common/posix.h"
+#include "common/text.h"
 
 extern char** environ;
 
 namespace dlaunch {
+
+std::string last_words(const CapturedOutput& run) {
+  const auto text = last_lines(run.err.empty() ? run.out : run.err, 3);
+  return text.empty() ? "exit code " + std::to_string(run.exit_code) : text;
+}
 
 CapturedOutput run_captured(const std::vector<std::string>& argv, std::chrono::milliseconds timeout,
                             std::size_t max_output,

@@ -22,6 +22,10 @@ struct CapturedOutput {
   bool ok() const { return started && !timed_out && exit_code == 0; }
 };
 
+// What a helper that failed said, for an error line: its last 3 lines of
+// stderr (else of stdout), else its exit code.
+std::string last_words(const CapturedOutput& run);
+
 // argv[0] is looked up on PATH. stdin is /dev/null. The environment is this
 // process's with `extra_env` on top.
 CapturedOutput run_captured(const std::vector<std::string>& argv, std::chrono::milliseconds timeout,

@@ -6,6 +6,7 @@
 #include <pthread.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -171,6 +172,26 @@ long long process_start_ticks(pid_t pid) {
   // A zombie has ended; only its parent has not looked yet.
   if (fields.size() < 22 || fields[2] == "Z" || fields[2] == "X") return 0;
   return std::atoll(fields[21].c_str());
+}
+
+std::string find_on_path(std::string_view name) {
+  const char* env = std::getenv("PATH");
+  // execvp's search path when PATH is unset.
+  const std::string path = env ? env : "/bin:/usr/bin";
+  std::size_t start = 0;
+  while (start <= path.size()) {
+    const std::size_t end = std::min(path.find(':', start), path.size());
+    // An empty entry is the current directory, for execvp as for the shell.
+    const std::string dir = end == start ? "." : path.substr(start, end - start);
+    const std::string candidate = dir + "/" + std::string(name);
+    struct stat st {};
+    if (::stat(candidate.c_str(), &st) == 0 && S_ISREG(st.st_mode) &&
+        ::access(candidate.c_str(), X_OK) == 0) {
+      return candidate;
+    }
+    start = end + 1;
+  }
+  return "";
 }
 
 std::string current_directory() {

@@ -69,6 +69,11 @@ void raise_descriptor_limit();
 // process for good: a reused pid has another start time.
 long long process_start_ticks(pid_t pid);
 
+// Where execvp would find the program `name` (no '/' in it) on $PATH: the
+// first regular, executable file of that name ("/bin:/usr/bin" when PATH is
+// unset; an empty entry is the current directory). "" when there is none.
+std::string find_on_path(std::string_view name);
+
 // The working directory, or "" when it cannot be told (deleted, too long).
 std::string current_directory();
 

@@ -9,6 +9,7 @@
 #include "common/console.h"
 #include "common/did_you_mean.h"
 #include "common/exit_codes.h"
+#include "common/posix.h"
 
 namespace dlaunch {
 namespace {
@@ -117,23 +118,7 @@ FirstWord resolve_first_word(int argc, const char* const* argv, const ProgramLoo
 }
 
 bool program_on_path(std::string_view name) {
-  const char* env = std::getenv("PATH");
-  // execvp's search path when PATH is unset.
-  const std::string path = env ? env : "/bin:/usr/bin";
-  std::size_t start = 0;
-  while (start <= path.size()) {
-    const std::size_t end = std::min(path.find(':', start), path.size());
-    // An empty entry is the current directory, for execvp as for the shell.
-    const std::string dir = end == start ? "." : path.substr(start, end - start);
-    const std::string candidate = dir + "/" + std::string(name);
-    struct stat st {};
-    if (::stat(candidate.c_str(), &st) == 0 && S_ISREG(st.st_mode) &&
-        ::access(candidate.c_str(), X_OK) == 0) {
-      return true;
-    }
-    start = end + 1;
-  }
-  return false;
+  return !find_on_path(name).empty();
 }
 
 int run_command_line(int argc, const char* const* argv) {

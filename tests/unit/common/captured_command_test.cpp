@@ -34,3 +34,10 @@ TEST_CASE("output beyond the limit is drained and dropped, not kept") {
   CHECK(run.ok());
   CHECK(run.out.size() == 1000);
 }
+
+TEST_CASE("a failed helper's last words: stderr's last lines, else stdout's, else its code") {
+  CHECK(last_words(run_captured({"/bin/sh", "-c", "echo a >&2; echo b >&2; exit 1"}, 10s)) ==
+        "a\nb");
+  CHECK(last_words(run_captured({"/bin/sh", "-c", "echo only-out; exit 1"}, 10s)) == "only-out");
+  CHECK(last_words(run_captured({"/bin/sh", "-c", "exit 4"}, 10s)) == "exit code 4");
+}

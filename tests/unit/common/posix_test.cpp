@@ -73,3 +73,11 @@ TEST_CASE("raise_descriptor_limit takes the hard limit as the soft one") {
   REQUIRE(WIFEXITED(status));
   CHECK(WEXITSTATUS(status) == 0);
 }
+
+TEST_CASE("find_on_path gives the program's path as execvp would find it") {
+  const auto sh = find_on_path("sh");
+  CHECK(sh.ends_with("/sh"));
+  CHECK(::access(sh.c_str(), X_OK) == 0);
+  CHECK(find_on_path("dlaunch-no-such-program").empty());
+  CHECK(find_on_path("tmp").empty());  // a directory is not a program
+}
