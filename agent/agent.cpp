@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
+#include <thread>
 
 #include <cerrno>
 #include <cstring>
@@ -16,6 +17,7 @@
 #include "agent/git_checkout.h"
 #include "agent/gpus.h"
 #include "agent/host_facts.h"
+#include "agent/image_cache.h"
 #include "agent/interfaces.h"
 #include "agent/nccl_allreduce.h"
 #include "agent/peer_bench.h"
@@ -307,22 +309,41 @@ void Agent::flush_senders(std::function<void()> done) {
   }
 }
 
-// --sync into the working directory, before any Assign.
+// --image-file into the image cache, then --sync into the working directory,
+// before any Assign; each transfer's first offer batch says where it goes.
 void Agent::on_sync_offer(proto::SyncOffer&& offer) {
-  if (sync_ended_) return;
-  if (!spec_.sync) {
-    sync_ended_ = true;
-    if (client_) client_->send(proto::SyncDone{0, 0, 0, "this agent was not started for --sync"});
-    return;
-  }
   if (!sync_) {
-    const std::string dest = spec_.workdir.empty() ? current_directory() : spec_.workdir;
-    log::debug("sync into ", dest);
-    sync_ = std::make_unique<SyncReceiver>(dest);
-    sync_markers_ = sync_markers(dest, spec_.secret);
+    if (offer.first != 0) return;  // the rest of a transfer that failed
+    sync_into_ = offer.into;
+    const bool image = offer.into == proto::SyncInto::image_cache;
+    std::string dest;
+    std::string refused;
+    if (image && (!containers_ || spec_.container.image_file.empty())) {
+      refused = "this agent was not started for --image-file";
+    } else if (image) {
+      try {
+        dest = image_cache_directory();
+      } catch (const ContainerError& e) {
+        refused = e.what();
+      }
+    } else if (!spec_.sync) {
+      refused = "this agent was not started for --sync";
+    } else {
+      dest = spec_.workdir.empty() ? current_directory() : spec_.workdir;
+    }
+    if (!refused.empty()) {
+      if (client_) client_->send(proto::SyncDone{0, 0, 0, refused});
+      return;
+    }
+    log::debug(image ? "image file into " : "sync into ", dest);
+    sync_ = std::make_unique<SyncReceiver>(dest, image);
+    if (!image) sync_markers_ = sync_markers(dest, spec_.secret);
   }
   if (!sync_->on_offer(std::move(offer))) return end_sync();
   if (!sync_->offer_complete()) return;
+  // Files in the image cache are named by their content: hosts sharing it
+  // (an NFS home) may write one at the same time, each renaming it into place.
+  if (sync_into_ == proto::SyncInto::image_cache) return compare_sync();
   sync_owner_ = claim_sync_destination(*sync_markers_);
   if (sync_owner_) return compare_sync();
   log::info("--sync: ", sync_->dest(), " is shared with another host of this job, which writes ",
@@ -333,7 +354,7 @@ void Agent::on_sync_offer(proto::SyncOffer&& offer) {
 // Another host of this job writes the shared destination: compare once its
 // tree is in place (then nothing is asked for that it wrote).
 void Agent::wait_for_sync_owner() {
-  if (sync_ended_ || !sync_) return;
+  if (!sync_) return;
   if (sync_done_published(*sync_markers_)) return compare_sync();
   sync_wait_timer_.expires_after(std::chrono::milliseconds(100));
   sync_wait_timer_.async_wait([this](const asio::error_code& ec) {
@@ -344,7 +365,7 @@ void Agent::wait_for_sync_owner() {
 // Hashing what is already here goes a few MiB at a time, so heartbeats and
 // the coordinator's messages are served in between.
 void Agent::compare_sync() {
-  if (sync_ended_ || !sync_) return;
+  if (!sync_) return;
   bool done = false;
   if (!sync_->compare_step(8 * 1024 * 1024, &done)) return end_sync();
   if (!done) {
@@ -357,17 +378,55 @@ void Agent::compare_sync() {
 }
 
 void Agent::on_sync_data(const proto::SyncData& data) {
-  if (sync_ended_ || !sync_) return;
+  if (!sync_) return;
   if (!sync_->on_data(data) || sync_->data_complete()) end_sync();
 }
 
 void Agent::end_sync() {
-  sync_ended_ = true;
-  const proto::SyncDone done = sync_->finish();
-  if (sync_owner_ && sync_markers_) publish_sync_done(*sync_markers_);
-  if (!done.error.empty()) log::error("--sync into ", spec_.workdir, ": ", done.error);
-  if (client_) client_->send(done);
+  proto::SyncDone done = sync_->finish();
+  const std::string dest = sync_->dest();
   sync_.reset();
+  if (sync_into_ == proto::SyncInto::image_cache) {
+    if (done.error.empty()) return ready_image(dest + "/" + spec_.container.image_file, done);
+    log::error(spec_.host_name, ": --image-file into ", dest, ": ", done.error);
+  } else {
+    if (sync_owner_ && sync_markers_) publish_sync_done(*sync_markers_);
+    if (!done.error.empty()) log::error("--sync into ", dest, ": ", done.error);
+  }
+  if (client_) client_->send(done);
+}
+
+// Loading an archive takes seconds to minutes: off the event loop, so that
+// heartbeats go on. Detached: a job stopped meanwhile ends this process, and
+// the guardian the engine's client.
+void Agent::ready_image(const std::string& file, proto::SyncDone done) {
+  log::debug(file, done.bytes_received == 0 ? " was in the cache" : " received");
+  std::thread([&io = io_, this, host = *containers_, file, wanted = spec_.container.image,
+               done]() mutable {
+    std::string image;
+    try {
+      image = ready_cached_image(host, file, wanted);
+    } catch (const ContainerError& e) {
+      done.error = e.what();
+    }
+    asio::post(io, [this, image = std::move(image), done = std::move(done)] {
+      on_image_ready(image, done);
+    });
+  }).detach();
+}
+
+void Agent::on_image_ready(const std::string& image, const proto::SyncDone& done) {
+  if (done.error.empty()) {
+    // Said as for --image with `auto`; the name is news with --image-file alone.
+    const bool news = spec_.container.engine == "auto" || spec_.container.image.empty();
+    spec_.container.image = image;
+    if (news)
+      log::info(spec_.host_name, ": ranks run in containers of ", image, " (--image-file, ",
+                containers_->version, ")");
+  } else {
+    log::error(spec_.host_name, ": --image-file: ", done.error);
+  }
+  if (client_) client_->send(done);
 }
 
 void Agent::answer_probe(const proto::Probe& probe) {
@@ -488,17 +547,19 @@ std::string Agent::ranks_directory() const {
 }
 
 bool Agent::prepare_containers() {
-  if (spec_.container.image.empty() || spec_.check) return true;
+  const bool from_file = !spec_.container.image_file.empty();
+  if ((spec_.container.image.empty() && !from_file) || spec_.check) return true;
   // In-process (manual mode) no guardian gave the agent its token.
   if (spec_.container.agent_token.empty())
     spec_.container.agent_token = auth::to_hex(auth::random_bytes(8));
   try {
     containers_ = prepare_container_host(spec_.container);
   } catch (const ContainerError& e) {
-    log::error(spec_.host_name, ": --image ", spec_.container.image, ": ", e.what());
+    log::error(spec_.host_name, ": ",
+               from_file ? "--image-file" : "--image " + spec_.container.image, ": ", e.what());
     return false;
   }
-  if (spec_.container.engine == "auto")
+  if (spec_.container.engine == "auto" && !from_file)
     log::info(spec_.host_name, ": ranks run in containers of ", spec_.container.image, " (",
               containers_->version, ")");
   return true;

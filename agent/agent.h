@@ -64,6 +64,9 @@ class Agent {
   void compare_sync();
   void wait_for_sync_owner();
   void end_sync();
+  // --image-file: the cached file made runnable (loaded), then SyncDone.
+  void ready_image(const std::string& file, proto::SyncDone done);
+  void on_image_ready(const std::string& image, const proto::SyncDone& done);
   // --checkpoint-dir: a new node 0 receives the latest checkpoint from the
   // coordinator before its Assign.
   void on_checkpoint_chunk(const proto::FileChunk& chunk);
@@ -89,8 +92,9 @@ class Agent {
   std::unique_ptr<DirectorySender> tensorboard_;  // rank 0's node with --tensorboard-dir
   std::unique_ptr<DirectorySender> checkpoint_;   // --checkpoint-dir, sending from rank 0's node
   std::optional<FileMirror> checkpoint_in_;       // --checkpoint-dir, from the coordinator
-  std::unique_ptr<SyncReceiver> sync_;            // --sync, until its SyncDone is sent
-  bool sync_ended_ = false;
+  // --image-file, then --sync: the transfer under way, until its SyncDone.
+  std::unique_ptr<SyncReceiver> sync_;
+  proto::SyncInto sync_into_ = proto::SyncInto::workdir;
   // The destination's markers (agent/sync_markers.h), claimed once the offer
   // is complete; `sync_owner_` removes them when the ranks are assigned.
   std::optional<SyncMarkers> sync_markers_;

@@ -291,6 +291,12 @@ std::vector<std::string> image_present_command(ContainerEngine engine,
   return {};
 }
 
+std::vector<std::string> load_image_command(ContainerEngine engine, const std::string& executable,
+                                            const std::string& archive) {
+  if (engine != ContainerEngine::podman && engine != ContainerEngine::docker) return {};
+  return {executable, "load", "--input", archive};
+}
+
 std::vector<std::string> pull_image_command(ContainerEngine engine, const std::string& executable,
                                             const std::string& image) {
   if (engine != ContainerEngine::podman && engine != ContainerEngine::docker) return {};

@@ -115,6 +115,10 @@ std::optional<ReaperIdentity> reaper_of(std::string_view token);
 std::vector<std::string> image_present_command(ContainerEngine engine,
                                                const std::string& executable,
                                                const std::string& image);
+// `podman load` / `docker load` of an image archive (--image-file); empty for
+// the engines that run a file as it is.
+std::vector<std::string> load_image_command(ContainerEngine engine, const std::string& executable,
+                                            const std::string& archive);
 std::vector<std::string> pull_image_command(ContainerEngine engine, const std::string& executable,
                                             const std::string& image);
 

@@ -58,6 +58,11 @@ ContainerHost prepare_container_host(const ContainerSpec& spec) {
   if (!version.ok()) throw ContainerError(name + " --version failed: " + said(version));
   const auto lines = split_lines(version.out);
   host.version = lines.empty() ? name : lines.front();
+  if (!spec.image_file.empty()) {
+    // The file arrives after the agent joins (agent/image_cache.h).
+    sweep_orphaned_containers(host);
+    return host;
+  }
   const auto present = image_present_command(host.engine, host.executable, spec.image);
   if (present.empty()) {
     // apptainer and enroot take an image file (or apptainer a URI it fetches).

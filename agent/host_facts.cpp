@@ -20,19 +20,13 @@
 #include "agent/gpu_holders.h"
 #include "common/agent_arch.h"
 #include "common/captured_command.h"
+#include "common/text.h"
 #include "common/version.h"
 
 extern char** environ;
 
 namespace dlaunch {
 namespace {
-
-std::string trim(std::string_view s) {
-  const auto begin = s.find_first_not_of(" \t\r\n");
-  if (begin == std::string_view::npos) return "";
-  const auto end = s.find_last_not_of(" \t\r\n");
-  return std::string(s.substr(begin, end - begin + 1));
-}
 
 // An os-release value: "quoted", 'quoted' or bare, with \" \\ \$ \` escapes.
 std::string unquote(std::string_view v) {

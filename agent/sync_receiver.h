@@ -29,7 +29,10 @@ namespace dlaunch {
 class SyncReceiver {
  public:
   // `dest`: an existing directory. Check error() after construction.
-  explicit SyncReceiver(const std::string& dest);
+  // `trust_sizes`: an existing file of the offered size counts as the same
+  // without being hashed (the image cache, whose files are named by their
+  // SHA-256 and were checked before they got that name).
+  explicit SyncReceiver(const std::string& dest, bool trust_sizes = false);
   ~SyncReceiver();
   SyncReceiver(const SyncReceiver&) = delete;
   SyncReceiver& operator=(const SyncReceiver&) = delete;
@@ -74,6 +77,7 @@ class SyncReceiver {
 
   int dest_fd_ = -1;
   std::string dest_;
+  bool trust_sizes_ = false;
   std::string error_;
   std::vector<proto::SyncEntry> entries_;
   bool delete_extra_ = false;

@@ -23,4 +23,11 @@ std::string last_lines(std::string_view text, std::size_t n) {
   return out;
 }
 
+std::string trim(std::string_view text) {
+  const auto first = text.find_first_not_of(" \t\r\n");
+  if (first == std::string_view::npos) return {};
+  const auto last = text.find_last_not_of(" \t\r\n");
+  return std::string(text.substr(first, last - first + 1));
+}
+
 }  // namespace dlaunch

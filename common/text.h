@@ -11,6 +11,9 @@ namespace dlaunch {
 // The non-empty lines of `text`, without their newlines.
 std::vector<std::string> split_lines(std::string_view text);
 
+// `text` without the spaces, tabs and line ends around it.
+std::string trim(std::string_view text);
+
 // The last `n` non-empty lines of `text`, joined with newlines: the tail of an
 // agent's diagnostics in an error message.
 std::string last_lines(std::string_view text, std::size_t n);

@@ -53,6 +53,7 @@ std::string encode_launch_spec(const LaunchSpec& s) {
   body.str(s.container.engine);
   body.str(s.container.shm_size);
   body.strings(s.container.mounts);
+  body.str(s.container.image_file);
   body.str(s.git.url);
   body.str(s.git.commit);
   body.str(s.git.name);
@@ -103,6 +104,7 @@ std::optional<LaunchSpec> decode_launch_spec_body(std::string_view body) {
   s.container.engine = r.str(64);
   s.container.shm_size = r.str(64);
   s.container.mounts = r.strings();
+  s.container.image_file = r.str(128);
   s.git.url = r.str(4096);
   s.git.commit = r.str(128);
   s.git.name = r.str(256);

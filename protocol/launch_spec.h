@@ -23,6 +23,10 @@ struct ContainerSpec {
   // plain rank does. Else each container gets a private /dev/shm of this size.
   std::string shm_size = {};
   std::vector<std::string> mounts = {};  // SRC:DST[:ro], bind-mounted as given
+  // --image-file: the file's name in the host's image cache ("<sha256>.tar",
+  // ".sif", ".sqsh"), sent before the ranks start (agent/image_cache.h); the
+  // ranks run what it holds, or `image` from it when that is set.
+  std::string image_file = {};
   // Set by dlaunch-agent itself, never sent: the label value of the containers
   // this agent starts, by which its guardian sweeps them.
   std::string agent_token = {};

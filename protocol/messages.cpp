@@ -146,6 +146,7 @@ void put(wire::Writer& w, const SyncOffer& m) {
     w.str(e.target);
   }
   w.u8(m.last ? 1 : 0);
+  w.u8(static_cast<std::uint8_t>(m.into));
 }
 void put(wire::Writer& w, const SyncWant& m) {
   w.u32(static_cast<std::uint32_t>(m.indices.size()));
@@ -501,8 +502,11 @@ std::optional<Message> get(Type type, wire::Reader& r) {
       for (auto& e : m.entries)
         if (!get_sync_entry(r, e)) return std::nullopt;
       const auto last = flag(r);
-      if (!last) return std::nullopt;
+      const auto into = r.u8();
+      if (!last || !r.ok() || into > static_cast<std::uint8_t>(SyncInto::image_cache))
+        return std::nullopt;
       m.last = *last;
+      m.into = static_cast<SyncInto>(into);
       return m;
     }
     case Type::sync_want: {

@@ -47,7 +47,11 @@ inline constexpr std::uint32_t kMagic = 0x444C5256;  // "DLRV"
 //    architecture (the agent is static: one per architecture).
 // 10: FileChunk names its file set (--tensorboard-dir, --checkpoint-dir) and
 //     marks the chunk that completes a file; it also goes to agents.
-inline constexpr std::uint16_t kVersion = 11;
+// 11: HostFacts carries the container engine, the image and the --sync-git
+//     commit.
+// 12: SyncOffer says where its files go: the ranks' working directory
+//     (--sync) or the host's image cache (--image-file).
+inline constexpr std::uint16_t kVersion = 12;
 inline constexpr std::size_t kNonceSize = 32;
 inline constexpr std::size_t kMaxHostName = 255;
 inline constexpr std::size_t kMaxMachineId = 128;
@@ -313,15 +317,23 @@ struct SyncEntry {
   std::string target = {};  // symlinks only, as read (never followed)
 };
 
+// Where an offer's files go. `image_cache`: the host's cache of image files
+// (--image-file), one file named by its SHA-256; a cached file whose size
+// matches is taken as it is (it was checked before it got that name).
+enum class SyncInto : std::uint8_t { workdir = 0, image_cache = 1 };
+
 // A batch of the offer: entries[i] has index first + i in the whole offer.
-// `delete_extra` (--sync-delete) and `ignore` (the rules, see
-// protocol/sync_ignore.h) are read from the first batch only.
+// `delete_extra` (--sync-delete), `ignore` (the rules, see
+// protocol/sync_ignore.h) and `into` are read from the first batch only. A
+// node gets one offer per destination, the next once the last one's SyncDone
+// is in.
 struct SyncOffer {
   bool delete_extra = false;
   std::vector<std::string> ignore = {};
   std::uint32_t first = 0;
   std::vector<SyncEntry> entries = {};
   bool last = false;
+  SyncInto into = SyncInto::workdir;
 };
 
 // The files the agent lacks or holds with other content, by offer index,

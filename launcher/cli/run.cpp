@@ -41,6 +41,7 @@
 #include "launcher/record/job_claim.h"
 #include "launcher/record/job_record.h"
 #include "launcher/sync/git_commit.h"
+#include "launcher/sync/image_file.h"
 #include "launcher/sync/sync_manifest.h"
 #include "protocol/auth.h"
 #include "protocol/launch_spec.h"
@@ -223,6 +224,15 @@ std::optional<std::string> check_container_flags(const Plan& plan, const Options
                       : !o.shm_size.empty()          ? "--shm-size"
                       : o.container_engine != "auto" ? "--container-engine"
                                                      : nullptr;
+  if (!o.image_file.empty()) {
+    // The file is what every host runs: a host's own image would not be sent.
+    for (const auto& node : plan.nodes)
+      if (!node.host.image.empty())
+        return "--image-file is sent to every host, but host " + node.host.name +
+               " has its own `image` (" + node.host.image +
+               ") in the hosts file: remove one of them";
+    return std::nullopt;
+  }
   if (given == nullptr || !o.image.empty()) return std::nullopt;
   for (const auto& node : plan.nodes)
     if (!node.host.image.empty()) return std::nullopt;
@@ -339,6 +349,18 @@ int run_command(int argc, const char* const* argv) {
     }
     sync = std::make_shared<const SyncManifest>(std::move(std::get<SyncManifest>(built)));
   }
+  // --image-file: hashed once, named by its digest in every host's cache.
+  std::shared_ptr<const SyncManifest> image;
+  if (!o.image_file.empty()) {
+    auto read = read_image_file(o.image_file, !o.dry_run);
+    if (auto* error = std::get_if<std::string>(&read)) {
+      console().error(*error);
+      return kExitUsage;
+    }
+    const auto& file = std::get<ImageFile>(read);
+    if (!o.dry_run) o.image_file_name = image_cache_name(file);
+    image = std::make_shared<const SyncManifest>(image_file_manifest(file));
+  }
   // --sync-git: one commit for every host, whatever the branch does meanwhile.
   if (!o.git_url.empty()) {
     const auto resolved = resolve_git_commit(o.git_url, o.git_ref);
@@ -428,7 +450,7 @@ int run_command(int argc, const char* const* argv) {
   asio::io_context io;
   AgentTransports transports = make_agent_transports(
       io, o, o.rdzv_via_ssh || (hosts && hosts->rendezvous.via_ssh), plan.job, elastic(plan, o));
-  Coordinator::Settings settings{plan, o, secret, agent, job_dir, record, sync};
+  Coordinator::Settings settings{plan, o, secret, agent, job_dir, record, sync, image};
   settings.rendezvous_relays = descriptors.relays;
   settings.sessions_per_relay = descriptors.sessions_per_relay;
   Coordinator coordinator(io, std::move(settings), transports, sink);

@@ -467,6 +467,12 @@ ParseResult parse_options(int argc, const char* const* argv,
                  "enroot on each host; a host's `image` wins): host network and IPC, its GPUs, "
                  "the working directory at the same path, the rank's environment, the SSH user")
       ->group("Containers");
+  app.add_option("--image-file", o.image_file,
+                 "run every rank in a container of this image file, sent to every host (no "
+                 "registry): a `podman save`/`docker save` archive or a .sif; each host keeps it "
+                 "in ~/.cache/dlaunch/images by SHA-256 and loads it once, so a next job sends "
+                 "nothing. With --image: the name to run from the archive")
+      ->group("Containers");
   app.add_option("--container-engine", o.container_engine,
                  "with --image: auto (the first of podman, docker, apptainer, singularity, enroot "
                  "on each host, said per host), podman, docker, apptainer or enroot")
@@ -673,6 +679,11 @@ ParseResult parse_options(int argc, const char* const* argv,
       if (name.empty()) return usage_error("--sync " + o.sync_dir + ": give --workdir too");
       o.workdir = "~/" + name;
     }
+  }
+  if (!o.image_file.empty() && o.mode == Mode::manual) {
+    return usage_error(
+        "--image-file needs --hosts, --hostfile, -H, a Slurm job or one machine; in manual mode "
+        "load the image on each node (podman load -i FILE) and give --image");
   }
   if (o.secret_file.empty()) {
     if (const char* f = std::getenv("DLAUNCH_SECRET_FILE"); f && *f) o.secret_file = f;

@@ -113,6 +113,11 @@ struct Options {
   std::string container_engine = "auto";  // --container-engine
   std::string shm_size = {};              // --shm-size; empty: the host's /dev/shm (host IPC)
   std::vector<std::string> mounts = {};   // --mount SRC:DST[:ro]
+  // --image-file FILE: sent to every host's image cache and run from there
+  // (with --image: that name from it); image_file_name is its name in the
+  // cache, set once it is hashed.
+  std::string image_file = {};
+  std::string image_file_name = {};
   // --sync-git URL[@REF]: every host checks out git_commit (resolved from
   // git_ref by the coordinator before anything starts) in <workdir>/code/NAME.
   std::string sync_git = {};

@@ -54,7 +54,10 @@ JobPolicy::Config policy_config(const Plan& plan, const Options& options) {
   config.verbose = options.verbose > 0;
   config.ranks_filter = options.ranks_filter;
   config.probe_master = plan.probe_master;
-  config.sync = !options.sync_dir.empty();
+  config.sync = !options.sync_dir.empty() || !options.image_file.empty();
+  config.sync_what = options.image_file.empty() ? "--sync"
+                     : options.sync_dir.empty() ? "--image-file"
+                                                : "--image-file and --sync";
   config.carry_checkpoint = !options.checkpoint_dir.empty();
   rdzv.hold_for_network = plan.probe_master || config.sync || elastic(plan, options);
   rdzv.admit_late = elastic(plan, options);
@@ -155,16 +158,19 @@ void Coordinator::start_server() {
                  }});
   if (!s_.options.checkpoint_dir.empty() && !s_.job_dir.empty())
     checkpoints_.emplace(s_.job_dir + "/checkpoint", fleet_.server());
-  if (!s_.sync) return;
+  if (!s_.sync && !s_.image) return;
   SyncStreams::Settings sync;
-  sync.manifest = s_.sync;
-  sync.delete_extra = s_.options.sync_delete;
+  // The image first: its load then runs before the directory arrives.
+  if (s_.image)
+    sync.transfers.push_back({s_.image, proto::SyncInto::image_cache, false, "--image-file"});
+  if (s_.sync)
+    sync.transfers.push_back({s_.sync, proto::SyncInto::workdir, s_.options.sync_delete});
   sync.nnodes = s_.plan.nnodes;
   sync.progress_line = !s_.options.detach && ::isatty(2) == 1;
   syncs_.emplace(
       std::move(sync), fleet_.server(), [this](int node) { return policy_.node_label(node); },
-      [this](ConnId conn, const proto::SyncDone& done) {
-        apply(policy_.on_sync_done(conn, done));
+      [this](ConnId conn, const proto::SyncDone& done, const std::string& what) {
+        apply(policy_.on_sync_done(conn, done, what));
       });
 }
 

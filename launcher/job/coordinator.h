@@ -41,6 +41,8 @@ class Coordinator {
     JobInfo record;       // the record as claimed (PENDING)
     // --sync: the directory's manifest, built before the job starts.
     std::shared_ptr<const SyncManifest> sync = {};
+    // --image-file: the one file for every host's image cache.
+    std::shared_ptr<const SyncManifest> image = {};
     // More agents than this process may hold connections (descriptor_budget):
     // this many relay processes hold them, up to sessions_per_relay each.
     std::size_t rendezvous_relays = 0;

@@ -248,21 +248,22 @@ bool JobPolicy::check_machine_listed_once(int node_rank, const proto::Join& join
   return true;
 }
 
-JobActions JobPolicy::on_sync_done(ConnId conn, const proto::SyncDone& done) {
+JobActions JobPolicy::on_sync_done(ConnId conn, const proto::SyncDone& done,
+                                   const std::string& what) {
   const auto index = node_of(conn);
   if (finished_ || !index || phase_ != Phase::starting) return {};
   auto& node = nodes_[static_cast<std::size_t>(*index)];
   if (!node.sync_started || node.synced || membership_.retired(*index)) return {};
   if (!done.error.empty()) {
-    fail(kExitFailure, "--sync to " + node.setup.label + " failed: " + done.error, -1, {});
+    fail(kExitFailure, what + " to " + node.setup.label + " failed: " + done.error, -1, {});
     return take();
   }
   node.synced = true;
   ++synced_;
   --sync_pending_;
-  emit(log_line(log::Level::info, "sync to ", node.setup.label, ": ", done.files_written,
-                " files written, ", done.bytes_received, " bytes sent, ", done.deleted,
-                " deleted"));
+  emit(log_line(log::Level::info, config_.sync_what, " to ", node.setup.label, ": ",
+                done.files_written, " files written, ", done.bytes_received, " bytes sent, ",
+                done.deleted, " deleted"));
   maybe_assign();
   return take();
 }
@@ -874,8 +875,8 @@ void JobPolicy::report_waiting() {
   if (rendezvous_.assigned() || phase_ != Phase::starting) return;
   elapsed_waiting_ += kWaitingReport;
   if (waiting_for_sync()) {
-    note("waiting for " + std::to_string(nodes_.size() - synced_) +
-         " nodes to finish --sync: " + missing_syncs(20));
+    note("waiting for " + std::to_string(nodes_.size() - synced_) + " nodes to finish " +
+         config_.sync_what + ": " + missing_syncs(20));
     emit(job_action::ArmTimer{JobTimer::waiting_report, kWaitingReport});
     return;
   }
@@ -897,8 +898,8 @@ void JobPolicy::on_rendezvous_timeout() {
   if (rendezvous_.assigned() || phase_ != Phase::starting) return;
   if (waiting_for_sync()) {
     fail(kExitFailure,
-         "timed out after " + std::to_string(config_.rdzv_timeout_s) +
-             " s waiting for --sync to finish on: " + missing_syncs(50) +
+         "timed out after " + std::to_string(config_.rdzv_timeout_s) + " s waiting for " +
+             config_.sync_what + " to finish on: " + missing_syncs(50) +
              " (the sync counts within --rdzv-timeout; raise it for a large first copy)",
          -1, {});
     return;

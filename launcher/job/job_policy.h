@@ -135,9 +135,11 @@ class JobPolicy {
     bool probe_master = false;
     net::CandidateSources master_sources;  // node0_interfaces come from node 0's Join
     int probe_timeout_ms = 3000;
-    // --sync: hold the assignment until every node's sync is done;
-    // rendezvous.hold_for_network must be set with it.
+    // --sync, --image-file: hold the assignment until every node's sync is
+    // done; rendezvous.hold_for_network must be set with it. `sync_what`
+    // names them in notes.
     bool sync = false;
+    std::string sync_what = "--sync";
     // Elastic membership: with spares or min_nodes < max_nodes, the job
     // starts once every host joined or, after join_timeout_s, with at least
     // min_nodes, and a lost node is replaced (membership.h). 0: every host
@@ -160,7 +162,9 @@ class JobPolicy {
   JobActions on_probe_report(ConnId conn, const proto::ProbeReport& report);
   // A node's --sync ended: its agent's SyncDone, or one the coordinator made
   // up with the error when the transfer could not go on.
-  JobActions on_sync_done(ConnId conn, const proto::SyncDone& done);
+  // `what`: the transfer that failed (--sync, --image-file), for the message.
+  JobActions on_sync_done(ConnId conn, const proto::SyncDone& done,
+                          const std::string& what = "--sync");
   // A rank exited. `last_lines` is what it printed last, for the root cause.
   JobActions on_rank_exit(ConnId conn, const proto::RankExit& exit,
                           std::vector<std::string> last_lines);

@@ -52,7 +52,8 @@ LaunchSpec make_launch_spec(const Plan& plan, const PlannedNode& node, const Opt
   if (!options.git_url.empty())
     spec.git = {options.git_url, options.git_commit, git_repository_name(options.git_url)};
   spec.container.image = node.host.image.empty() ? options.image : node.host.image;
-  if (!spec.container.image.empty()) {
+  spec.container.image_file = options.image_file_name;
+  if (!spec.container.image.empty() || !spec.container.image_file.empty()) {
     spec.container.engine = options.container_engine;
     spec.container.shm_size = options.shm_size;
     spec.container.mounts = options.mounts;

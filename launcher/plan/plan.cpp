@@ -289,7 +289,13 @@ std::string describe_plan(const Plan& plan, const Options& o) {
             : !o.workdir.empty() ? o.workdir + " (--workdir; must exist there)"
                                  : std::string("this directory where it exists there, else home"))
         << "\n";
-    if (!node_spec.container.image.empty()) {
+    if (!o.image_file.empty()) {
+      out << "  image: " << (o.image.empty() ? "what " + o.image_file + " holds" : o.image)
+          << " (--image-file " << o.image_file << ", sent to the host's image cache; "
+          << (o.container_engine == "auto" ? "the first container engine found there"
+                                           : o.container_engine)
+          << ")\n";
+    } else if (!node_spec.container.image.empty()) {
       out << "  image: " << node_spec.container.image << " ("
           << (o.container_engine == "auto" ? "the first container engine found there"
                                            : o.container_engine)

@@ -18,6 +18,9 @@ namespace dlaunch {
 
 struct SyncManifest {
   std::string root;  // DIR, absolute
+  // A manifest of one file read from here whatever its entry is named
+  // (--image-file, launcher/sync/image_file.h); empty for a directory's.
+  std::string source_file = {};
   std::vector<proto::SyncEntry> entries = {};
   std::vector<std::string> ignore = {};  // the rules' lines, for the agents
   std::uint64_t files = 0;               // regular files among the entries

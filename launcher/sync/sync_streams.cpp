@@ -26,9 +26,17 @@ SyncStreams::~SyncStreams() {
 void SyncStreams::start(int node, ConnId conn) {
   auto& sync = syncs_[node];
   sync.conn = conn;
-  sync.sender = std::make_unique<SyncSender>(*s_.manifest, s_.delete_extra);
-  log::debug("sync to ", label_(node), ": offering ", s_.manifest->entries.size(), " entries");
   server_.on_output_space(conn, [this, node] { pump(node); });
+  begin_transfer(node, sync);
+}
+
+void SyncStreams::begin_transfer(int node, NodeSync& sync) {
+  const auto& transfer = transfer_of(sync);
+  if (sync.fd >= 0) ::close(sync.fd);
+  sync.fd = -1;
+  sync.sender = std::make_unique<SyncSender>(*transfer.manifest, transfer.delete_extra);
+  log::debug(transfer.what, " to ", label_(node), ": offering ", transfer.manifest->entries.size(),
+             " entries");
   pump(node);
 }
 
@@ -49,7 +57,18 @@ void SyncStreams::on_want(int node, ConnId conn, const proto::SyncWant& want) {
 }
 
 void SyncStreams::on_done(int node, ConnId conn, const proto::SyncDone& done) {
-  if (active(node, conn) != nullptr) end(node, done);
+  auto* sync = active(node, conn);
+  if (sync == nullptr) return;
+  if (!done.error.empty() || sync->transfer + 1 >= s_.transfers.size()) return end(node, done);
+  sync->sum.files_written += done.files_written;
+  sync->sum.bytes_received += done.bytes_received;
+  sync->sum.deleted += done.deleted;
+  sync->files_before += sync->sender->files_sent();
+  sync->files_wanted_before += sync->sender->files_wanted();
+  sync->bytes_before += sync->sender->bytes_sent();
+  sync->bytes_wanted_before += sync->sender->bytes_wanted();
+  ++sync->transfer;
+  begin_transfer(node, *sync);
 }
 
 void SyncStreams::pump(int node) {
@@ -58,6 +77,7 @@ void SyncStreams::pump(int node) {
   auto& sync = it->second;
   while (!server_.output_full(sync.conn)) {
     if (auto offer = sync.sender->next_offer()) {
+      offer->into = transfer_of(sync).into;
       server_.send(sync.conn, *offer);
       continue;
     }
@@ -75,8 +95,10 @@ void SyncStreams::pump(int node) {
 
 std::optional<std::string> SyncStreams::read_piece(NodeSync& sync, const SyncSender::Piece& piece,
                                                    std::string& data) {
-  const auto& entry = s_.manifest->entries[piece.index];
-  const std::string path = s_.manifest->root + "/" + entry.path;
+  const auto& manifest = *transfer_of(sync).manifest;
+  const auto& entry = manifest.entries[piece.index];
+  const std::string path =
+      manifest.source_file.empty() ? manifest.root + "/" + entry.path : manifest.source_file;
   if (sync.fd < 0 || sync.fd_index != piece.index) {
     if (sync.fd >= 0) ::close(sync.fd);
     sync.fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
@@ -107,7 +129,13 @@ void SyncStreams::end(int node, const proto::SyncDone& done) {
   sync.fd = -1;
   ++ended_;
   show_progress(true);
-  on_end_(sync.conn, done);
+  proto::SyncDone sum = done;
+  if (done.error.empty()) {
+    sum.files_written += sync.sum.files_written;
+    sum.bytes_received += sync.sum.bytes_received;
+    sum.deleted += sync.sum.deleted;
+  }
+  on_end_(sync.conn, sum, transfer_of(sync).what);
 }
 
 void SyncStreams::finish() {
@@ -131,21 +159,25 @@ void SyncStreams::show_progress(bool force) {
       "sync " + std::to_string(ended_) + "/" + std::to_string(s_.nnodes) + " hosts done";
   std::uint64_t files = 0, files_wanted = 0, bytes = 0, bytes_wanted = 0;
   for (const auto& [node, sync] : syncs_) {
-    files += sync.sender->files_sent();
-    files_wanted += sync.sender->files_wanted();
-    bytes += sync.sender->bytes_sent();
-    bytes_wanted += sync.sender->bytes_wanted();
+    const auto node_files = sync.files_before + sync.sender->files_sent();
+    const auto node_files_wanted = sync.files_wanted_before + sync.sender->files_wanted();
+    const auto node_bytes = sync.bytes_before + sync.sender->bytes_sent();
+    const auto node_bytes_wanted = sync.bytes_wanted_before + sync.sender->bytes_wanted();
+    files += node_files;
+    files_wanted += node_files_wanted;
+    bytes += node_bytes;
+    bytes_wanted += node_bytes_wanted;
     if (s_.nnodes > 3) continue;
     text += " | " + label_(node) + " ";
     if (sync.ended) {
       text += "done";
     } else if (!sync.sender->wants_complete()) {
       text += "comparing";
+    } else if (sync.sender->all_sent() && transfer_of(sync).into == proto::SyncInto::image_cache) {
+      text += "loading the image";
     } else {
-      text += std::to_string(sync.sender->files_sent()) + "/" +
-              std::to_string(sync.sender->files_wanted()) + " files " +
-              human_bytes(sync.sender->bytes_sent()) + "/" +
-              human_bytes(sync.sender->bytes_wanted());
+      text += std::to_string(node_files) + "/" + std::to_string(node_files_wanted) + " files " +
+              human_bytes(node_bytes) + "/" + human_bytes(node_bytes_wanted);
     }
   }
   if (s_.nnodes > 3) {

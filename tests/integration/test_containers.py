@@ -14,6 +14,7 @@ ulimits within this machine's hard limits.
 
 import json
 import os
+import re
 import resource
 import shutil
 import signal
@@ -28,6 +29,8 @@ import sshd_harness  # noqa: E402
 from harness import wait_for  # noqa: E402
 
 IMAGE = "localhost/dlaunch-test-tiny:1"
+# The image that only --image-file brings: saved to an archive, then removed.
+FILE_IMAGE = "localhost/dlaunch-test-from-file:1"
 # An image of nothing but the usr-merged layout: the host's /usr (Debian's
 # python3-torch in it) comes in read-only by --mount, with /etc/alternatives,
 # through which libblas is found.
@@ -100,6 +103,22 @@ class PodmanStore:
             os.symlink("busybox", os.path.join(root, "bin", applet))
         self.import_root(root, IMAGE)
 
+    def saved_file_image(self):
+        """An archive of FILE_IMAGE (busybox and a marker file), which podman no
+        longer holds."""
+        root = os.path.join(self.dir, "fileroot")
+        os.makedirs(os.path.join(root, "bin"))
+        shutil.copy(BUSYBOX, os.path.join(root, "bin", "busybox"))
+        for applet in ("sh", "cat"):
+            os.symlink("busybox", os.path.join(root, "bin", applet))
+        with open(os.path.join(root, "image-marker"), "w") as f:
+            f.write("from-the-file\n")
+        self.import_root(root, FILE_IMAGE)
+        archive = os.path.join(self.dir, "from-file.tar")
+        self.podman("save", "--output", archive, FILE_IMAGE)
+        self.podman("rmi", FILE_IMAGE)
+        return archive
+
     def build_host_python_image(self):
         root = os.path.join(self.dir, "hostpy")
         for d in ("usr", "etc", "tmp"):
@@ -133,8 +152,11 @@ class ContainersTest(unittest.TestCase):
         try:
             cls.store.build_tiny_image()
             set_env = " ".join(f"{k}={v}" for k, v in cls.store.env().items())
-            cls.hosts = sshd_harness.SshHosts(2, sshd_extra=f"SetEnv {set_env}\n",
-                                              cgroups=True)
+            # Each host its own image cache (--image-file), as separate machines.
+            cls.caches = os.path.join(cls.store.dir, "caches")
+            cls.hosts = sshd_harness.SshHosts(
+                2, cgroups=True,
+                sshd_extra=lambda name: f"SetEnv {set_env} XDG_CACHE_HOME={cls.caches}/{name}\n")
             cls.hosts.__enter__()
         except BaseException:
             cls.store.close()
@@ -335,6 +357,47 @@ class ContainersTest(unittest.TestCase):
                                 "localhost/no-such-image:0", "--matrix-seconds", "0"])
         self.assertEqual(r.returncode, 0, r.stderr + r.stdout)  # a warning, not a failure
         self.assertIn("h1: the image is not there: a job pulls it first", r.stdout)
+
+    def test_image_file_is_sent_once_cached_and_loaded_again_when_gone(self):
+        archive = self.store.saved_file_image()
+        size = os.path.getsize(archive)
+        sent = re.compile(r"--image-file to (h\d): \d+ files written, (\d+) bytes sent")
+
+        def run(name):
+            r = self.hosts.dlaunch(
+                ["--hosts", self.hosts_file, "--name", name, "--image-file", archive,
+                 "--container-engine", "podman", "--workdir", self.workdir, "-v", "--",
+                 "/bin/sh", "-c", 'echo "rank $RANK: $(cat /image-marker)"'])
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertEqual(r.stdout.count(": from-the-file"), 4, r.stdout + r.stderr)
+            self.assertIn(f"h1: ranks run in containers of {FILE_IMAGE} (--image-file, podman",
+                          r.stderr)
+            return {host: int(n) for host, n in sent.findall(r.stderr)}
+
+        try:
+            # The first job sends the archive to each host, which loads it.
+            self.assertEqual(run(self.job), {"h1": size, "h2": size})
+            for host in ("h1", "h2"):
+                cached = os.listdir(os.path.join(self.caches, host, "dlaunch", "images"))
+                self.assertEqual(len([f for f in cached if f.endswith(".tar")]), 1, cached)
+            # The next sends nothing.
+            self.assertEqual(run(self.job + "-2"), {"h1": 0, "h2": 0})
+            # An image removed from the engine since is loaded again from the cache.
+            self.store.podman("rmi", FILE_IMAGE)
+            self.assertEqual(run(self.job + "-3"), {"h1": 0, "h2": 0})
+            self.assertEqual(self.store.podman("image", "exists", FILE_IMAGE,
+                                               check=False).returncode, 0)
+        finally:
+            self.store.podman("rmi", "-f", FILE_IMAGE, check=False)
+
+    def test_a_file_that_is_no_image_is_refused_before_anything_starts(self):
+        not_an_image = os.path.join(self.workdir, "Dockerfile")
+        with open(not_an_image, "w") as f:
+            f.write("FROM debian:12\n")
+        r = self.hosts.dlaunch(["--hosts", self.hosts_file, "--name", self.job, "--image-file",
+                                not_an_image, "--", "/bin/true"])
+        self.assertEqual(r.returncode, 2, r.stderr)
+        self.assertIn(f"--image-file {not_an_image}: is not a container image", r.stderr)
 
     def test_auto_says_which_engine(self):
         r = self.hosts.dlaunch(["--hosts", self.hosts_file, "--name", self.job, "--image",

@@ -211,6 +211,11 @@ TEST_CASE("sweeping, presence and pulls: podman and docker only") {
   CHECK(pull_image_command(ContainerEngine::docker, "docker", "i") ==
         Args{"docker", "pull", "--quiet", "i"});
   CHECK(pull_image_command(ContainerEngine::enroot, "enroot", "i").empty());
+  CHECK(load_image_command(ContainerEngine::podman, "/usr/bin/podman", "/c/x.tar") ==
+        Args{"/usr/bin/podman", "load", "--input", "/c/x.tar"});
+  CHECK(load_image_command(ContainerEngine::docker, "docker", "/c/x.tar") ==
+        Args{"docker", "load", "--input", "/c/x.tar"});
+  CHECK(load_image_command(ContainerEngine::apptainer, "apptainer", "/c/x.sif").empty());
 }
 
 TEST_CASE("engine names") {

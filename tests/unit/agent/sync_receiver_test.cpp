@@ -261,3 +261,24 @@ TEST_CASE("hashing existing files goes a budget at a time") {
   CHECK(r.finish().error.empty());
   fs::remove_all(dest);
 }
+
+TEST_CASE("the image cache takes a file of the offered size as it is, and writes a missing one") {
+  const ScratchDir dest_scratch;
+  const fs::path& dest = dest_scratch.dir();
+  const std::string image = "an image archive";
+  const std::string name = to_hex(sha256(image)) + ".tar";
+  write_file(dest / name, std::string(image.size(), 'x'));  // cached: never hashed again
+  SyncReceiver cached(dest.string(), /*trust_sizes=*/true);
+  CHECK(sync(cached, {file_entry(name, image)}, {}).empty());
+  CHECK(cached.finish().bytes_received == 0);
+  fs::remove(dest / name);
+  SyncReceiver missing(dest.string(), true);
+  CHECK(sync(missing, {file_entry(name, image)}, {{0, image}}) == std::vector<std::uint32_t>{0});
+  CHECK(missing.finish().error.empty());
+  CHECK(read_file(dest / name) == image);
+  // A working directory's file of the same size is hashed and found different.
+  write_file(dest / "same_size", std::string(image.size(), 'x'));
+  SyncReceiver workdir(dest.string());
+  CHECK(sync(workdir, {file_entry("same_size", image)}, {{0, image}}) ==
+        std::vector<std::uint32_t>{0});
+}

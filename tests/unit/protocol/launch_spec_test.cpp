@@ -40,6 +40,7 @@ TEST_CASE("launch spec round-trips through a pipe") {
   s.workdir_required = true;
   s.pass_local_rank = true;
   s.container = {"localhost/train:1", "podman", "8g", {"/data:/data:ro", "/scratch:/tmp/s"}};
+  s.container.image_file = std::string(64, 'c') + ".tar";
   s.git = {"git://198.18.0.1/repo.git", std::string(40, 'a'), "repo"};
   auto back = through_a_pipe(s);
   REQUIRE(back.has_value());
@@ -51,6 +52,7 @@ TEST_CASE("launch spec round-trips through a pipe") {
   CHECK(back->container.engine == "podman");
   CHECK(back->container.shm_size == "8g");
   CHECK(back->container.mounts == s.container.mounts);
+  CHECK(back->container.image_file == s.container.image_file);
   CHECK(back->secret == s.secret);
   CHECK(back->argv == s.argv);
   CHECK(back->rdzv_port == 40001);

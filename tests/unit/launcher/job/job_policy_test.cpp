@@ -748,7 +748,7 @@ TEST_CASE("--sync starts on each node as it joins and holds the ranks until ever
   CHECK(job.policy().status() == JobStatus::pending);
   job.sync_done(1);
   for (int node = 0; node < 3; ++node) CHECK(job.received_of<proto::Assign>(node).size() == 1);
-  CHECK(job.has_log("info: sync to host1: 3 files written, 100 bytes sent, 0 deleted"));
+  CHECK(job.has_log("info: --sync to host1: 3 files written, 100 bytes sent, 0 deleted"));
   CHECK(job.has_log("info: job job: 3 ranks on 3 nodes, MASTER_ADDR=10.0.0.1 MASTER_PORT=29500"));
   CHECK_FALSE(job.armed(JobTimer::rendezvous).has_value());
   // A restart round does not sync again.

@@ -56,17 +56,25 @@ class FakeService : public RendezvousService {
 };
 
 struct Streams {
-  explicit Streams(const std::string& dir) {
+  // `image`: an --image-file transfer before the directory's.
+  explicit Streams(const std::string& dir, std::shared_ptr<const SyncManifest> image_manifest = {})
+      : image(std::move(image_manifest)) {
     auto built = build_sync_manifest(dir);
     REQUIRE(std::holds_alternative<SyncManifest>(built));
     manifest = std::make_shared<const SyncManifest>(std::get<SyncManifest>(std::move(built)));
     SyncStreams::Settings settings;
-    settings.manifest = manifest;
+    if (image)
+      settings.transfers.push_back({image, proto::SyncInto::image_cache, false, "--image-file"});
+    settings.transfers.push_back({manifest});
     settings.nnodes = 2;
     streams.emplace(
         settings, service, [](int node) { return "host" + std::to_string(node); },
-        [this](ConnId conn, const proto::SyncDone& done) { ended[conn] = done; });
+        [this](ConnId conn, const proto::SyncDone& done, const std::string& what) {
+          ended[conn] = done;
+          ended_what[conn] = what;
+        });
   }
+
   // Every file of the offer, as the agent of an empty directory answers.
   proto::SyncWant want_all() const {
     proto::SyncWant want;
@@ -86,11 +94,21 @@ struct Streams {
     return out;
   }
 
+  std::shared_ptr<const SyncManifest> image;
   std::shared_ptr<const SyncManifest> manifest;
   FakeService service;
   std::optional<SyncStreams> streams;
   std::map<ConnId, proto::SyncDone> ended;
+  std::map<ConnId, std::string> ended_what;
 };
+
+std::shared_ptr<const SyncManifest> image_manifest(const std::string& path, std::uint64_t size) {
+  SyncManifest m;
+  m.source_file = path;
+  m.entries.push_back(
+      {std::string(64, 'a') + ".tar", proto::SyncKind::file, 0644, size, std::string(32, 'd')});
+  return std::make_shared<const SyncManifest>(std::move(m));
+}
 
 }  // namespace
 
@@ -160,4 +178,55 @@ TEST_CASE("sync streams: an agent's answer out of turn ends its sync; strangers 
   s.streams->on_want(0, 7, bad);
   REQUIRE(s.ended.count(7) == 1);
   CHECK(s.ended.at(7).error.rfind("its agent ", 0) == 0);
+}
+
+TEST_CASE("sync streams: the image file first, into the image cache, then the directory") {
+  ScratchDir dir;
+  ScratchDir elsewhere;
+  write_file(dir.dir() / "a.py", "print(1)\n");
+  write_file(elsewhere.dir() / "image.tar", "IMAGE");
+  Streams s(dir.path(), image_manifest((elsewhere.dir() / "image.tar").string(), 5));
+  s.service.room[7] = 100;
+  s.streams->start(0, 7);
+  auto offers = s.service.of<proto::SyncOffer>(7);
+  REQUIRE(offers.size() == 1);
+  CHECK(offers[0].into == proto::SyncInto::image_cache);
+  REQUIRE(offers[0].entries.size() == 1);
+  CHECK(offers[0].entries[0].path == std::string(64, 'a') + ".tar");
+  // The file is read from where it lies, whatever its name in the cache.
+  s.streams->on_want(0, 7, proto::SyncWant{{0}, true});
+  const auto data = s.service.of<proto::SyncData>(7);
+  REQUIRE(data.size() == 1);
+  CHECK(data[0].data == "IMAGE");
+  // The directory's offer waits for the image's SyncDone (its load).
+  CHECK(s.service.of<proto::SyncOffer>(7).size() == 1);
+  s.streams->on_done(0, 7, proto::SyncDone{1, 5, 0, ""});
+  CHECK(s.ended.count(7) == 0);
+  offers = s.service.of<proto::SyncOffer>(7);
+  REQUIRE(offers.size() == 2);
+  CHECK(offers[1].into == proto::SyncInto::workdir);
+  s.streams->on_want(0, 7, s.want_all());
+  s.streams->on_done(0, 7, proto::SyncDone{1, 9, 0, ""});
+  // One end for the node, with both transfers summed.
+  REQUIRE(s.ended.count(7) == 1);
+  CHECK(s.ended.at(7).error.empty());
+  CHECK(s.ended.at(7).files_written == 2);
+  CHECK(s.ended.at(7).bytes_received == 14);
+}
+
+TEST_CASE("sync streams: a failed image load ends the node's sync, named, before the directory") {
+  ScratchDir dir;
+  ScratchDir elsewhere;
+  write_file(dir.dir() / "a.py", "print(1)\n");
+  write_file(elsewhere.dir() / "image.tar", "IMAGE");
+  Streams s(dir.path(), image_manifest((elsewhere.dir() / "image.tar").string(), 5));
+  s.service.room[7] = 100;
+  s.streams->start(0, 7);
+  s.streams->on_want(0, 7, proto::SyncWant{{}, true});  // cached: nothing wanted
+  CHECK(s.service.of<proto::SyncData>(7).empty());
+  s.streams->on_done(0, 7, proto::SyncDone{0, 0, 0, "podman cannot load it: no space"});
+  REQUIRE(s.ended.count(7) == 1);
+  CHECK(s.ended.at(7).error == "podman cannot load it: no space");
+  CHECK(s.ended_what.at(7) == "--image-file");
+  CHECK(s.service.of<proto::SyncOffer>(7).size() == 1);
 }

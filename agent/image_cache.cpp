@@ -1,0 +1,132 @@
+#include "agent/image_cache.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "common/captured_command.h"
+#include "common/posix.h"
+#include "common/text.h"
+
+namespace dlaunch {
+namespace {
+
+constexpr auto kQuick = std::chrono::seconds(30);
+// Loading a training image (CUDA, PyTorch) unpacks gigabytes.
+constexpr auto kLoad = std::chrono::minutes(30);
+
+bool ends_with(std::string_view text, std::string_view tail) {
+  return text.size() >= tail.size() && text.substr(text.size() - tail.size()) == tail;
+}
+
+std::string read_marker(const std::string& path) {
+  std::ifstream in(path);
+  std::string name;
+  std::getline(in, name);
+  return trim(name);
+}
+
+// Written beside the archive and renamed into place: another agent of this
+// machine reading it sees the whole name or none.
+void write_marker(const std::string& path, const std::string& name) {
+  const std::string temp = path + ".tmp-" + std::to_string(::getpid());
+  {
+    std::ofstream out(temp, std::ios::trunc);
+    out << name << "\n";
+    if (!out) return;
+  }
+  if (::rename(temp.c_str(), path.c_str()) != 0) ::unlink(temp.c_str());
+}
+
+bool engine_has(const ContainerHost& host, const std::string& image) {
+  return run_captured(image_present_command(host.engine, host.executable, image), kQuick).ok();
+}
+
+// podman or docker: load the archive unless the image it loaded as is still
+// there.
+std::string load_archive(const ContainerHost& host, const std::string& path,
+                         const std::string& wanted) {
+  const std::string engine(container_engine_name(host.engine));
+  const std::string marker = path + "." + engine;
+  std::string loaded = read_marker(marker);
+  const std::string check = wanted.empty() ? loaded : wanted;
+  if (loaded.empty() || check.empty() || !engine_has(host, check)) {
+    const auto run =
+        run_captured(load_image_command(host.engine, host.executable, path), kLoad, 1 << 20);
+    if (!run.ok())
+      throw ContainerError(engine + " cannot load " + path + ": " +
+                           (run.timed_out ? "no answer in time" : last_words(run)));
+    const auto name = loaded_image_name(run.out + "\n" + run.err);
+    if (!name) throw ContainerError(engine + " loaded " + path + " but did not say as what");
+    loaded = *name;
+    write_marker(marker, loaded);
+  }
+  if (wanted.empty()) return loaded;
+  if (!engine_has(host, wanted))
+    throw ContainerError("--image " + wanted + " is not in --image-file (it holds " + loaded + ")");
+  return wanted;
+}
+
+}  // namespace
+
+std::string image_cache_directory() {
+  std::string base;
+  if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg && *xdg == '/') {
+    base = xdg;
+  } else {
+    const std::string home = find_home_directory();
+    if (home.empty()) throw ContainerError("no home directory for the image cache");
+    base = home + "/.cache";
+  }
+  const std::string dir = base + "/dlaunch/images";
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) throw ContainerError("cannot create the image cache " + dir + ": " + ec.message());
+  ::chmod(dir.c_str(), 0700);
+  return dir;
+}
+
+std::string ready_cached_image(const ContainerHost& host, const std::string& path,
+                               const std::string& wanted) {
+  const std::string engine(container_engine_name(host.engine));
+  const bool archive = ends_with(path, ".tar");
+  switch (host.engine) {
+    case ContainerEngine::podman:
+    case ContainerEngine::docker:
+      if (!archive)
+        throw ContainerError(engine + " runs image archives (`podman save`, `docker save`), not " +
+                             path + "; use --container-engine " +
+                             (ends_with(path, ".sif") ? "apptainer" : "enroot"));
+      return load_archive(host, path, wanted);
+    case ContainerEngine::apptainer:
+      if (ends_with(path, ".sqsh")) throw ContainerError("apptainer cannot run a squashfs image");
+      return archive ? "docker-archive:" + path : path;
+    case ContainerEngine::enroot:
+      if (!ends_with(path, ".sqsh"))
+        throw ContainerError("enroot runs squashfs images (.sqsh, `enroot import`), not " + path);
+      return path;
+  }
+  return path;
+}
+
+std::optional<std::string> loaded_image_name(std::string_view output) {
+  for (const auto& line : split_lines(std::string(output))) {
+    for (std::string_view prefix : {"Loaded image(s): ", "Loaded image: ", "Loaded image ID: "}) {
+      if (!std::string_view(line).starts_with(prefix)) continue;
+      std::string names = trim(line.substr(prefix.size()));
+      const auto comma = names.find(',');
+      if (comma != std::string::npos) names = trim(names.substr(0, comma));
+      if (!names.empty()) return names;
+    }
+  }
+  return std::nullopt;
+}
+
+}  // namespace dlaunch

@@ -1,0 +1,100 @@
+#include "launcher/sync/image_file.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "protocol/sha256.h"
+
+namespace dlaunch {
+namespace {
+
+constexpr std::size_t kHeadBytes = 512;
+
+bool has_at(std::string_view head, std::size_t offset, std::string_view magic) {
+  return head.size() >= offset + magic.size() && head.substr(offset, magic.size()) == magic;
+}
+
+}  // namespace
+
+std::variant<ImageFormat, std::string> sniff_image_format(std::string_view head) {
+  // A tar header's magic sits at byte 257; engines also load compressed
+  // archives (gzip, xz, zstd, bzip2), found by their own magic.
+  if (has_at(head, 257, "ustar")) return ImageFormat::archive;
+  if (has_at(head, 0, "\x1f\x8b") ||
+      has_at(head, 0,
+             "\xfd"
+             "7zXZ") ||
+      has_at(head, 0, "\x28\xb5\x2f\xfd") || has_at(head, 0, "BZh"))
+    return ImageFormat::archive;
+  // A SIF file starts with a 32-byte launch script, then its magic.
+  if (has_at(head, 32, "SIF_MAGIC")) return ImageFormat::sif;
+  if (has_at(head, 0, "hsqs")) return ImageFormat::squashfs;
+  return std::string(
+      "is not a container image: expected an archive of `podman save` or `docker save` (tar, "
+      "maybe compressed), a .sif or a squashfs (.sqsh)");
+}
+
+std::variant<ImageFile, std::string> read_image_file(const std::string& path, bool hash) {
+  const auto failed = [&](const std::string& why) { return "--image-file " + path + ": " + why; };
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return failed(std::strerror(errno));
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    return failed("not a regular file");
+  }
+  std::string head(kHeadBytes, '\0');
+  const ssize_t n = ::pread(fd, head.data(), head.size(), 0);
+  ::close(fd);
+  if (n < 0) return failed(std::strerror(errno));
+  head.resize(static_cast<std::size_t>(n));
+  auto format = sniff_image_format(head);
+  if (auto* why = std::get_if<std::string>(&format)) return failed(*why);
+  ImageFile image{path, std::get<ImageFormat>(format), static_cast<std::uint64_t>(st.st_size)};
+  if (hash) {
+    auto digest = sha256_file(path);
+    if (!digest) return failed(std::strerror(errno));
+    image.sha256 = std::move(*digest);
+  }
+  return image;
+}
+
+std::string_view image_format_name(ImageFormat format) {
+  switch (format) {
+    case ImageFormat::archive:
+      return "archive";
+    case ImageFormat::sif:
+      return "sif";
+    case ImageFormat::squashfs:
+      return "squashfs";
+  }
+  return "archive";
+}
+
+std::string image_cache_name(const ImageFile& image) {
+  const char* extension = image.format == ImageFormat::sif        ? ".sif"
+                          : image.format == ImageFormat::squashfs ? ".sqsh"
+                                                                  : ".tar";
+  return to_hex(image.sha256) + extension;
+}
+
+SyncManifest image_file_manifest(const ImageFile& image) {
+  SyncManifest manifest;
+  manifest.source_file = image.path;
+  proto::SyncEntry entry;
+  entry.path = image_cache_name(image);
+  entry.kind = proto::SyncKind::file;
+  entry.mode = 0644;
+  entry.size = image.size;
+  entry.sha256 = image.sha256;
+  manifest.entries.push_back(std::move(entry));
+  manifest.files = 1;
+  manifest.bytes = image.size;
+  return manifest;
+}
+
+}  // namespace dlaunch

@@ -1,0 +1,76 @@
+#include "launcher/sync/image_file.h"
+
+#include <doctest/doctest.h>
+
+#include "protocol/sha256.h"
+#include "tests/unit/scratch_dir.h"
+
+using namespace dlaunch;
+using dlaunch::testing::ScratchDir;
+using dlaunch::testing::write_file;
+
+namespace {
+
+std::string tar_head() {
+  std::string head(512, '\0');
+  head.replace(0, 13, "manifest.json");
+  head.replace(257, 6, std::string("ustar\0", 6));
+  return head;
+}
+
+}  // namespace
+
+TEST_CASE("image files are told apart by their first bytes, not their names") {
+  CHECK(std::get<ImageFormat>(sniff_image_format(tar_head())) == ImageFormat::archive);
+  CHECK(std::get<ImageFormat>(sniff_image_format("\x1f\x8b\x08\x00rest")) == ImageFormat::archive);
+  CHECK(std::get<ImageFormat>(sniff_image_format(std::string("\xfd"
+                                                             "7zXZ\0",
+                                                             6))) == ImageFormat::archive);
+  std::string sif(64, '\0');
+  sif.replace(0, 31, "#!/usr/bin/env run-singularity\n");
+  sif.replace(32, 9, "SIF_MAGIC");
+  CHECK(std::get<ImageFormat>(sniff_image_format(sif)) == ImageFormat::sif);
+  CHECK(std::get<ImageFormat>(sniff_image_format("hsqs\x01\x02")) == ImageFormat::squashfs);
+  const auto text = sniff_image_format("FROM debian:12\nRUN true\n");
+  REQUIRE(std::holds_alternative<std::string>(text));
+  CHECK(std::get<std::string>(text).find("not a container image") != std::string::npos);
+  CHECK(std::holds_alternative<std::string>(sniff_image_format("")));
+}
+
+TEST_CASE("an image file is hashed and offered under its digest, read from its own path") {
+  ScratchDir dir;
+  const std::string content = tar_head() + "layer bytes";
+  write_file(dir.dir() / "train image.tar", content);
+  auto read = read_image_file((dir.dir() / "train image.tar").string());
+  REQUIRE(std::holds_alternative<ImageFile>(read));
+  const auto& image = std::get<ImageFile>(read);
+  CHECK(image.format == ImageFormat::archive);
+  CHECK(image.size == content.size());
+  CHECK(image.sha256 == sha256(content));
+  CHECK(image_cache_name(image) == to_hex(sha256(content)) + ".tar");
+  const auto manifest = image_file_manifest(image);
+  CHECK(manifest.source_file == (dir.dir() / "train image.tar").string());
+  REQUIRE(manifest.entries.size() == 1);
+  CHECK(manifest.entries[0].path == image_cache_name(image));
+  CHECK(manifest.entries[0].size == content.size());
+  CHECK(manifest.entries[0].sha256 == image.sha256);
+  // --dry-run reads the format only.
+  auto unhashed = read_image_file((dir.dir() / "train image.tar").string(), false);
+  CHECK(std::get<ImageFile>(unhashed).sha256.empty());
+}
+
+TEST_CASE("a bad --image-file is named with what is wrong") {
+  ScratchDir dir;
+  const auto missing = read_image_file((dir.dir() / "nope.tar").string());
+  REQUIRE(std::holds_alternative<std::string>(missing));
+  CHECK(std::get<std::string>(missing) ==
+        "--image-file " + (dir.dir() / "nope.tar").string() + ": No such file or directory");
+  const auto directory = read_image_file(dir.path());
+  REQUIRE(std::holds_alternative<std::string>(directory));
+  CHECK(std::get<std::string>(directory).find("not a regular file") != std::string::npos);
+  write_file(dir.dir() / "Dockerfile", "FROM debian:12\n");
+  const auto text = read_image_file((dir.dir() / "Dockerfile").string());
+  REQUIRE(std::holds_alternative<std::string>(text));
+  CHECK(std::get<std::string>(text).starts_with(
+      "--image-file " + (dir.dir() / "Dockerfile").string() + ": is not a container image"));
+}
