@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "launcher/sync/digest_cache.h"
 #include "protocol/sha256.h"
 
 namespace dlaunch {
@@ -55,11 +56,16 @@ std::variant<ImageFile, std::string> read_image_file(const std::string& path, bo
   auto format = sniff_image_format(head);
   if (auto* why = std::get_if<std::string>(&format)) return failed(*why);
   ImageFile image{path, std::get<ImageFormat>(format), static_cast<std::uint64_t>(st.st_size)};
-  if (hash) {
-    auto digest = sha256_file(path);
-    if (!digest) return failed(std::strerror(errno));
-    image.sha256 = std::move(*digest);
+  if (!hash) return image;
+  // Gigabytes take seconds to hash: a file unchanged since the last job is not read again.
+  if (auto cached = cached_digest(path, st)) {
+    image.sha256 = std::move(*cached);
+    return image;
   }
+  auto digest = sha256_file(path);
+  if (!digest) return failed(std::strerror(errno));
+  image.sha256 = std::move(*digest);
+  remember_digest(path, st, image.sha256);
   return image;
 }
 

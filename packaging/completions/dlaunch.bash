@@ -12,7 +12,7 @@ _dlaunch_run_valued="--hosts --hostfile -H --host-list --include --exclude --lau
   --master-port --master_port --rdzv-port --rdzv-timeout --secret-file --name --log-dir
   --tensorboard-dir --ranks-filter --grace --max-restarts --max_restarts --heartbeat-timeout
   --spares --node-fail-limit --join-timeout --checkpoint-dir --python --ssh-parallel --ssh-timeout -e --env --env-file --forward-env --workdir --chdir --sync
-  --image --container-engine --shm-size --mount --sync-git
+  --image --image-file --container-engine --shm-size --mount --sync-git
   --rdzv-backend --rdzv_backend --rdzv-endpoint --rdzv_endpoint --rdzv-id --rdzv_id --rdzv-conf
   --rdzv_conf -r --redirects -t --tee --local-ranks-filter --local_ranks_filter --local-addr
   --local_addr --role --monitor-interval --monitor_interval --start-method --start_method
@@ -68,7 +68,7 @@ _dlaunch_value() {
   local opt=$1 cur=$2
   case $opt in
     --hosts) _dlaunch_hosts_files "$cur" ;;
-    --hostfile | --secret-file | --env-file)
+    --hostfile | --secret-file | --env-file | --image-file)
       compopt -o filenames 2>/dev/null
       COMPREPLY=($(compgen -f -- "$cur"))
       ;;

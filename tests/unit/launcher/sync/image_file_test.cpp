@@ -1,6 +1,11 @@
 #include "launcher/sync/image_file.h"
 
 #include <doctest/doctest.h>
+#include <sys/stat.h>
+
+#include <cstdlib>
+
+#include "launcher/sync/digest_cache.h"
 
 #include "protocol/sha256.h"
 #include "tests/unit/scratch_dir.h"
@@ -73,4 +78,30 @@ TEST_CASE("a bad --image-file is named with what is wrong") {
   REQUIRE(std::holds_alternative<std::string>(text));
   CHECK(std::get<std::string>(text).starts_with(
       "--image-file " + (dir.dir() / "Dockerfile").string() + ": is not a container image"));
+}
+
+TEST_CASE("an image file's digest is remembered while the file stays the same") {
+  ScratchDir dir;
+  ScratchDir cache;
+  const char* before = std::getenv("XDG_CACHE_HOME");
+  const std::string saved = before ? before : "";
+  ::setenv("XDG_CACHE_HOME", cache.path().c_str(), 1);
+  const auto file = (dir.dir() / "image.tar").string();
+  write_file(file, tar_head() + "v1");
+  const auto first = std::get<ImageFile>(read_image_file(file));
+  CHECK(first.sha256 == sha256(tar_head() + "v1"));
+  // The remembered digest is what a next read takes: planted, it shows.
+  struct stat st {};
+  REQUIRE(::stat(file.c_str(), &st) == 0);
+  remember_digest(file, st, std::string(32, 'p'));
+  CHECK(std::get<ImageFile>(read_image_file(file)).sha256 == std::string(32, 'p'));
+  // A file written since is hashed again (another size here: two writes in
+  // one clock tick may leave the times alike, which a later job never sees).
+  write_file(file, tar_head() + "v2 longer");
+  CHECK(std::get<ImageFile>(read_image_file(file)).sha256 == sha256(tar_head() + "v2 longer"));
+  if (before) {
+    ::setenv("XDG_CACHE_HOME", saved.c_str(), 1);
+  } else {
+    ::unsetenv("XDG_CACHE_HOME");
+  }
 }
