@@ -1,18 +1,14 @@
 #include "agent/image_cache.h"
 
-#include <fcntl.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
-#include <cerrno>
 #include <cstdlib>
-#include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <sstream>
 
 #include "common/captured_command.h"
 #include "common/posix.h"
+#include "common/private_file.h"
 #include "common/text.h"
 
 namespace dlaunch {
@@ -33,18 +29,6 @@ std::string read_marker(const std::string& path) {
   return trim(name);
 }
 
-// Written beside the archive and renamed into place: another agent of this
-// machine reading it sees the whole name or none.
-void write_marker(const std::string& path, const std::string& name) {
-  const std::string temp = path + ".tmp-" + std::to_string(::getpid());
-  {
-    std::ofstream out(temp, std::ios::trunc);
-    out << name << "\n";
-    if (!out) return;
-  }
-  if (::rename(temp.c_str(), path.c_str()) != 0) ::unlink(temp.c_str());
-}
-
 bool engine_has(const ContainerHost& host, const std::string& image) {
   return run_captured(image_present_command(host.engine, host.executable, image), kQuick).ok();
 }
@@ -55,6 +39,7 @@ std::string load_archive(const ContainerHost& host, const std::string& path,
                          const std::string& wanted) {
   const std::string engine(container_engine_name(host.engine));
   const std::string marker = path + "." + engine;
+  const auto slash = marker.rfind('/');
   std::string loaded = read_marker(marker);
   const std::string check = wanted.empty() ? loaded : wanted;
   if (loaded.empty() || check.empty() || !engine_has(host, check)) {
@@ -66,7 +51,8 @@ std::string load_archive(const ContainerHost& host, const std::string& path,
     const auto name = loaded_image_name(run.out + "\n" + run.err);
     if (!name) throw ContainerError(engine + " loaded " + path + " but did not say as what");
     loaded = *name;
-    write_marker(marker, loaded);
+    // Whole or not at all: another agent of this machine may read it now.
+    write_private_file(marker.substr(0, slash), marker.substr(slash + 1), loaded + "\n");
   }
   if (wanted.empty()) return loaded;
   if (!engine_has(host, wanted))

@@ -1,13 +1,12 @@
 #include "launcher/sync/digest_cache.h"
 
-#include <unistd.h>
-
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 
 #include "common/posix.h"
+#include "common/private_file.h"
 #include "protocol/sha256.h"
 
 namespace dlaunch {
@@ -21,10 +20,10 @@ std::string identity(const struct stat& st) {
 }
 
 // One entry per absolute path, named by the path's digest.
-std::string entry_path(const std::string& path) {
+std::string entry_name(const std::string& path) {
   std::error_code ec;
   const auto absolute = std::filesystem::absolute(path, ec).lexically_normal().string();
-  return digest_cache_directory() + "/" + to_hex(sha256(ec ? path : absolute));
+  return to_hex(sha256(ec ? path : absolute));
 }
 
 }  // namespace
@@ -36,7 +35,7 @@ std::string digest_cache_directory() {
 }
 
 std::optional<std::string> cached_digest(const std::string& path, const struct stat& st) {
-  std::ifstream in(entry_path(path));
+  std::ifstream in(digest_cache_directory() + "/" + entry_name(path));
   std::string stored_identity;
   std::string hex;
   if (!std::getline(in, stored_identity) || !std::getline(in, hex)) return std::nullopt;
@@ -51,16 +50,10 @@ std::optional<std::string> cached_digest(const std::string& path, const struct s
 }
 
 void remember_digest(const std::string& path, const struct stat& st, const std::string& digest) {
+  const std::string dir = digest_cache_directory();
   std::error_code ec;
-  std::filesystem::create_directories(digest_cache_directory(), ec);
-  const std::string entry = entry_path(path);
-  const std::string temp = entry + ".tmp-" + std::to_string(::getpid());
-  {
-    std::ofstream out(temp, std::ios::trunc);
-    out << identity(st) << '\n' << to_hex(digest) << '\n';
-    if (!out) return;
-  }
-  if (::rename(temp.c_str(), entry.c_str()) != 0) ::unlink(temp.c_str());
+  std::filesystem::create_directories(dir, ec);
+  write_private_file(dir, entry_name(path), identity(st) + "\n" + to_hex(digest) + "\n");
 }
 
 }  // namespace dlaunch

@@ -180,14 +180,33 @@ TEST_CASE("sync streams: an agent's answer out of turn ends its sync; strangers 
   CHECK(s.ended.at(7).error.rfind("its agent ", 0) == 0);
 }
 
-TEST_CASE("sync streams: the image file first, into the image cache, then the directory") {
+namespace {
+
+// A node with an --image-file transfer (a 5-byte file) and a directory of one
+// file, started on connection 7.
+struct ImageThenDirectory {
+  ImageThenDirectory()
+      : dir(), elsewhere(), streams(with_files(dir, elsewhere), image_manifest(image_path(), 5)) {
+    streams.service.room[7] = 100;
+    streams.streams->start(0, 7);
+  }
+  static std::string with_files(const ScratchDir& d, const ScratchDir& e) {
+    write_file(d.dir() / "a.py", "print(1)\n");
+    write_file(e.dir() / "image.tar", "IMAGE");
+    return d.path();
+  }
+  std::string image_path() const { return (elsewhere.dir() / "image.tar").string(); }
+
   ScratchDir dir;
   ScratchDir elsewhere;
-  write_file(dir.dir() / "a.py", "print(1)\n");
-  write_file(elsewhere.dir() / "image.tar", "IMAGE");
-  Streams s(dir.path(), image_manifest((elsewhere.dir() / "image.tar").string(), 5));
-  s.service.room[7] = 100;
-  s.streams->start(0, 7);
+  Streams streams;
+};
+
+}  // namespace
+
+TEST_CASE("sync streams: the image file first, into the image cache, then the directory") {
+  ImageThenDirectory fixture;
+  auto& s = fixture.streams;
   auto offers = s.service.of<proto::SyncOffer>(7);
   REQUIRE(offers.size() == 1);
   CHECK(offers[0].into == proto::SyncInto::image_cache);
@@ -215,13 +234,8 @@ TEST_CASE("sync streams: the image file first, into the image cache, then the di
 }
 
 TEST_CASE("sync streams: a failed image load ends the node's sync, named, before the directory") {
-  ScratchDir dir;
-  ScratchDir elsewhere;
-  write_file(dir.dir() / "a.py", "print(1)\n");
-  write_file(elsewhere.dir() / "image.tar", "IMAGE");
-  Streams s(dir.path(), image_manifest((elsewhere.dir() / "image.tar").string(), 5));
-  s.service.room[7] = 100;
-  s.streams->start(0, 7);
+  ImageThenDirectory fixture;
+  auto& s = fixture.streams;
   s.streams->on_want(0, 7, proto::SyncWant{{}, true});  // cached: nothing wanted
   CHECK(s.service.of<proto::SyncData>(7).empty());
   s.streams->on_done(0, 7, proto::SyncDone{0, 0, 0, "podman cannot load it: no space"});
