@@ -372,20 +372,23 @@ class ContainersTest(unittest.TestCase):
             self.assertEqual(r.stdout.count(": from-the-file"), 4, r.stdout + r.stderr)
             self.assertIn(f"h1: ranks run in containers of {FILE_IMAGE} (--image-file, podman",
                           r.stderr)
-            return {host: int(n) for host, n in sent.findall(r.stderr)}
+            return {host: int(n) for host, n in sent.findall(r.stderr)}, r.stderr
 
         try:
             # The first job sends the archive to each host, which loads it; through
             # SSH here, as to hosts that reach this machine only that way.
-            self.assertEqual(run(self.job, "--rdzv-via-ssh"), {"h1": size, "h2": size})
+            got, err = run(self.job, "--rdzv-via-ssh")
+            self.assertEqual(got, {"h1": size, "h2": size}, err)
             for host in ("h1", "h2"):
                 cached = os.listdir(os.path.join(self.caches, host, "dlaunch", "images"))
                 self.assertEqual(len([f for f in cached if f.endswith(".tar")]), 1, cached)
             # The next sends nothing.
-            self.assertEqual(run(self.job + "-2"), {"h1": 0, "h2": 0})
+            got, err = run(self.job + "-2")
+            self.assertEqual(got, {"h1": 0, "h2": 0}, err)
             # An image removed from the engine since is loaded again from the cache.
             self.store.podman("rmi", FILE_IMAGE)
-            self.assertEqual(run(self.job + "-3"), {"h1": 0, "h2": 0})
+            got, err = run(self.job + "-3")
+            self.assertEqual(got, {"h1": 0, "h2": 0}, err)
             self.assertEqual(self.store.podman("image", "exists", FILE_IMAGE,
                                                check=False).returncode, 0)
         finally:
