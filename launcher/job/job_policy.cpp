@@ -156,7 +156,9 @@ JobActions JobPolicy::on_join(ConnId conn, const proto::Join& join) {
       emit(log_line(log::Level::debug, "node ", member->index, " (", node.setup.label,
                     ") joined with ", join.nproc, " ranks"));
     }
-    if (config_.sync && !node.sync_started && phase_ == Phase::starting) {
+    // A spare that joins after the start gets the same files, ready for the
+    // round it may be needed in (ready_hosts counts only synced nodes).
+    if (config_.sync && !node.sync_started && (phase_ == Phase::starting || elastic())) {
       node.sync_started = true;
       ++sync_pending_;
       emit(job_action::StartSync{conn, member->index});
@@ -251,9 +253,19 @@ bool JobPolicy::check_machine_listed_once(int node_rank, const proto::Join& join
 JobActions JobPolicy::on_sync_done(ConnId conn, const proto::SyncDone& done,
                                    const std::string& what) {
   const auto index = node_of(conn);
-  if (finished_ || !index || phase_ != Phase::starting) return {};
+  const bool late = phase_ == Phase::running || phase_ == Phase::restarting;
+  if (finished_ || !index || (phase_ != Phase::starting && !late)) return {};
   auto& node = nodes_[static_cast<std::size_t>(*index)];
   if (!node.sync_started || node.synced || membership_.retired(*index)) return {};
+  if (late && !done.error.empty()) {
+    // A spare that cannot be made the same as the others is not used; the
+    // running job goes on without it.
+    --sync_pending_;
+    node.sync_started = false;  // ended: not waited for, not counted again if lost
+    note(what + " to " + node.setup.label + " failed: " + done.error +
+         "; it joined after the start and is not used");
+    return take();
+  }
   if (!done.error.empty()) {
     fail(kExitFailure, what + " to " + node.setup.label + " failed: " + done.error, -1, {});
     return take();

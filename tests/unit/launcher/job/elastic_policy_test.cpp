@@ -214,3 +214,38 @@ TEST_CASE("elastic: a host that joins after the start is a spare for the next ro
   CHECK(late[0].round == 1);
   CHECK(late[0].world_size == 2);
 }
+
+TEST_CASE(
+    "elastic with --sync: a host that joins after the start gets the files before it is used") {
+  FakeJob job(
+      {.nodes = 4, .nproc = 1, .max_restarts = 3, .sync = true, .min_nodes = 2, .max_nodes = 3});
+  job.start();
+  for (int node : {0, 1}) {
+    job.join(node);
+    job.sync_done(node);
+  }
+  while (auto fired = job.fire_next_timer()) {
+    if (*fired == JobTimer::join) break;
+  }
+  REQUIRE(job.received_of<proto::Assign>(1).size() == 1);
+  // Two hosts arrive while round 0 runs: their transfers start at once.
+  job.join(2);
+  job.join(3);
+  CHECK(job.sync_started == std::vector<int>{0, 1, 2, 3});
+  // host2's fails (a full disk): the job goes on, and host2 is never used.
+  job.printed();
+  job.sync_done(2, "data/x: No space left on device");
+  CHECK(job.policy().status() == JobStatus::running);
+  CHECK(job.printed().find("--sync to host2 failed: data/x: No space left on device; it "
+                           "joined after the start and is not used") != std::string::npos);
+  job.sync_done(3);
+  // Node 1 is lost: host3, whose files are in place, takes its place.
+  job.connection_lost(1, "connection reset");
+  job.agent_done(0);
+  wait_for_next_round(job);
+  CHECK(job.received_of<proto::Assign>(2).empty());
+  const auto late = job.received_of<proto::Assign>(3);
+  REQUIRE(late.size() == 1);
+  CHECK(late[0].node_rank == 1);
+  CHECK(late[0].round == 1);
+}
