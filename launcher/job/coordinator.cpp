@@ -330,6 +330,9 @@ void Coordinator::apply(const JobActions& actions) {
     }
   }
   recorder_.update(policy_);
+  // Ranks run: no progress line under their output, whatever spare (which
+  // joined late, or never) is still receiving files.
+  if (syncs_ && policy_.status() != JobStatus::pending) syncs_->finish();
 }
 
 void Coordinator::perform(const job_action::ArmTimer& a) {
