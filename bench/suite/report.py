@@ -1,0 +1,86 @@
+"""Scenario results and RESULTS.md. A scenario hands back a Result (tables,
+plots, goal); this module alone knows markdown, so every scenario's section
+reads the same."""
+
+import os
+import time
+from dataclasses import dataclass, field
+
+
+@dataclass
+class Table:
+    header: list
+    rows: list
+    caption: str = ""
+
+
+@dataclass
+class Result:
+    name: str
+    title: str
+    what: str                       # what runs, in a sentence or two
+    goal: str
+    met: object = None              # True, False, or None: not judged (a peer missing)
+    verdict: str = ""               # why met or not, with the numbers
+    tables: list = field(default_factory=list)
+    plots: list = field(default_factory=list)    # (caption, path)
+    notes: list = field(default_factory=list)
+
+
+def ms(seconds):
+    return f"{seconds * 1000:.1f}"
+
+
+def timing_rows(stats, reference, label=()):
+    """One row per peer: median, min, max (ms), and its median over the
+    reference's (above 1: the reference is faster). `label` prefixes each row."""
+    ref = stats.get(reference)
+    rows = []
+    for name, s in stats.items():
+        ratio = f"{s.median / ref.median:.2f}" if ref else "-"
+        rows.append([*label, name, ms(s.median), ms(s.min), ms(s.max), str(len(s.samples)), ratio])
+    return rows
+
+
+TIMING_HEADER = ["peer", "median ms", "min ms", "max ms", "runs"]
+
+
+def _table(t):
+    out = [f"{t.caption}\n"] if t.caption else []
+    out.append("| " + " | ".join(t.header) + " |")
+    out.append("| " + " | ".join("---" if i == 0 else "---:" for i in range(len(t.header))) + " |")
+    out += ["| " + " | ".join(str(c) for c in row) + " |" for row in t.rows]
+    return "\n".join(out) + "\n"
+
+
+def _verdict(r):
+    return {True: "**met**", False: "**not met**", None: "**not judged**"}[r.met]
+
+
+def write(path, results, machine, versions, command, runs, warmup):
+    """RESULTS.md at `path`; plot links relative to its directory."""
+    base = os.path.dirname(os.path.abspath(path))
+    lines = ["# dlaunch benchmark suite: results\n",
+             f"Written by `{command}` on {time.strftime('%Y-%m-%d %H:%M %Z')}. Peers run "
+             f"interleaved (A B A B ...), {warmup} warm-up round{'s' if warmup != 1 else ''}, then {runs} measured "
+             f"run{'s' if runs != 1 else ''} each; times are wall clock from spawn to reap.\n",
+             "## Summary\n",
+             "| scenario | goal | result |", "| --- | --- | --- |"]
+    lines += [f"| [{r.name}](#{r.name}) | {r.goal} | {_verdict(r)}: {r.verdict} |" for r in results]
+    lines += ["", "## Machine\n"]
+    lines += [f"- {k}: {v}" for k, v in machine.items()]
+    lines += ["", "## Versions\n"]
+    lines += [f"- {k}: `{v}`" for k, v in versions.items()]
+    lines.append("")
+    for r in results:
+        lines += [f'<a id="{r.name}"></a>', f"## {r.name}: {r.title}\n", r.what + "\n",
+                  f"Goal: {r.goal}. {_verdict(r)}: {r.verdict}\n"]
+        for t in r.tables:
+            lines.append(_table(t))
+        for caption, plot in r.plots:
+            lines.append(f"![{caption}]({os.path.relpath(plot, base)})\n")
+        lines += [f"- {n}" for n in r.notes]
+        lines.append("")
+    os.makedirs(base, exist_ok=True)
+    with open(path, "w") as f:
+        f.write("\n".join(lines).rstrip() + "\n")

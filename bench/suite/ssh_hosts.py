@@ -1,0 +1,146 @@
+"""ssh-hosts: 8 ranks of /bin/true on each of 1..16 SSH hosts, real sshd's from
+the integration tests' harness (network namespaces with 198.18.x.x addresses
+when root, loopback ports otherwise). Peers: dlaunch with the agent already
+uploaded and with an empty remote cache, pdsh over ssh, mpirun over ssh.
+Supersedes bench/ssh/compare_pdsh.py (8 hosts, dlaunch against pdsh and mpirun)."""
+
+import os
+import shutil
+
+import measure
+import plot
+import report
+import sshd_harness  # found through cleanup's sys.path entry for tests/integration
+
+NAME = "ssh-hosts"
+GOAL = "dlaunch (agent cached) faster than pdsh at every host count; coordinator CPU per host under 5 ms"
+CACHED, COLD, PDSH, MPI = "dlaunch, agent cached", "dlaunch, cold cache", "pdsh -R ssh", "mpirun --hostfile"
+CPU_GOAL_MS = 5.0
+
+
+def ssh_config(hosts, path):
+    """The harness's client settings (key, known_hosts, user) for OpenSSH's own
+    client, which takes them from -F, not from $HOME: by host name (h1, ...), and
+    by address too where every host has its own (netns), as mpirun names them."""
+    known = os.path.join(hosts.home, ".ssh", "known_hosts")
+    with open(path, "w") as f:
+        for h in hosts.hosts:
+            names = f"{h['name']} {h['address']}" if hosts.netns else h["name"]
+            f.write(f"Host {names}\n  HostName {h['address']}\n  Port {h['port']}\n  User root\n"
+                    f"  IdentityFile {hosts.client_key}\n  UserKnownHostsFile {known}\n"
+                    f"  StrictHostKeyChecking yes\n  BatchMode yes\n")
+
+
+def peers(ctx, hosts, n, ranks, cfg):
+    env = hosts.env()
+    dlaunch = os.path.join(ctx.bin_dir, "dlaunch")
+    hosts_file = hosts.hosts_file([ranks] * n, hosts=hosts.hosts[:n], name=f"hosts-{n}.toml")
+    argv = [dlaunch, "--hosts", hosts_file, "--", "/bin/true"]
+    found = [measure.Peer(CACHED, argv, env),
+             measure.Peer(COLD, argv, env,
+                          before=lambda: shutil.rmtree(hosts.remote_cache, ignore_errors=True))]
+    if shutil.which("pdsh"):
+        names = ",".join(h["name"] for h in hosts.hosts[:n])
+        found.append(measure.Peer(PDSH, ["pdsh", "-R", "ssh", "-w", names, "true"],
+                                  dict(env, PDSH_SSH_ARGS=f"-F {cfg} -x %h",
+                                       PDSH_SSH_ARGS_APPEND="")))
+    # On loopback every host is 127.0.0.1: mpirun would take them all for this
+    # machine and start no ssh at all, so it only runs against namespaces.
+    if shutil.which("mpirun") and hosts.netns:
+        hostfile = os.path.join(hosts.tmp, f"mpi-hosts-{n}")
+        with open(hostfile, "w") as f:
+            f.writelines(f"{h['address']} slots={ranks}\n" for h in hosts.hosts[:n])
+        root = ["--allow-run-as-root"] if os.geteuid() == 0 else []
+        found.append(measure.Peer(MPI, [
+            "mpirun", *root, "--hostfile", hostfile, "-np", str(n * ranks),
+            "--mca", "plm_rsh_agent", "ssh", "--mca", "plm_rsh_args", f"-F {cfg}", "/bin/true"],
+            env))
+    return found
+
+
+def run(ctx):
+    counts = [1, 2] if ctx.quick else [1, 2, 4, 8, 16]
+    ranks = 8
+    rows, by_count = [], {}
+    failures = {}
+    # Sessions get an empty HOME (sshd's SetEnv): bash sources ~/.bashrc for an SSH
+    # command, and root's here runs `pyenv init`, over a second per login and a
+    # lock shared with every other login on the machine. That would be measured
+    # for every launcher alike, in place of the launchers.
+    home = os.path.join(ctx.tmp, "remote-home")
+    os.makedirs(home, exist_ok=True)
+    with sshd_harness.SshHosts(max(counts), sshd_extra=f"SetEnv HOME={home}\n") as hosts:
+        hosts.write_known_hosts()
+        cfg = os.path.join(hosts.tmp, "ssh_config")
+        ssh_config(hosts, cfg)
+        # One untimed run uploads the agent: every later cached run finds it, as the
+        # cold run of each round uploads it again after emptying the cache.
+        measure.run_once(peers(ctx, hosts, 1, ranks, cfg)[0], timeout=180)
+        for n in counts:
+            ctx.log(f"{NAME}: {n} host(s) x {ranks} ranks")
+            stats, failed = measure.interleave(peers(ctx, hosts, n, ranks, cfg), ctx.runs,
+                                               ctx.warmup, timeout=180, log=ctx.log)
+            for k, v in failed.items():
+                failures.setdefault(k, f"{n} hosts: {v}")
+            by_count[n] = stats
+            for row, s in zip(report.timing_rows(stats, CACHED, label=(str(n),)), stats.values()):
+                rows.append(row + [f"{s.cpu_median * 1000 / n:.2f}"])
+        where = ("network namespaces on a bridge, sshd on port 22 in each" if hosts.netns
+                 else "loopback, one port per sshd")
+    table = report.Table(["hosts"] + report.TIMING_HEADER
+                         + ["÷ dlaunch cached median", "launcher CPU ms per host (median)"], rows)
+    result = report.Result(
+        NAME, "8 ranks of /bin/true on each of N SSH hosts",
+        f"Real OpenSSH servers from `tests/integration/sshd_harness.py` ({where}), all on this "
+        f"machine and one file system; {ranks} ranks of `/bin/true` per host. *{CACHED}*: "
+        f"`dlaunch --hosts hosts.toml -- /bin/true` with the agent uploaded by an earlier run; "
+        f"*{COLD}*: the same with the remote cache (`DLAUNCH_REMOTE_CACHE`) emptied before "
+        f"every run, so each run uploads the agent; *{PDSH}*: `pdsh -R ssh -w h1,... true` "
+        f"(one `true` per host, not 8); *{MPI}*: `mpirun --hostfile` with {ranks} slots per "
+        f"host, ssh options through `--mca plm_rsh_args \"-F ssh_config\"`. "
+        f"*launcher CPU per host*: user+sys of the launcher process and of the children it "
+        f"reaped (os.wait4's rusage), over the host count. dlaunch speaks SSH in-process "
+        f"(libssh2): its figure is the coordinator alone. pdsh's and mpirun's include their "
+        f"`ssh` client processes, which are their children.",
+        GOAL, tables=[table])
+    cached = {n: s[CACHED] for n, s in by_count.items() if CACHED in s}
+    pdsh = {n: s[PDSH] for n, s in by_count.items() if PDSH in s}
+    if len(cached) == len(counts) and len(pdsh) == len(counts):
+        slower = [n for n in counts if cached[n].median >= pdsh[n].median]
+        cpu = {n: cached[n].cpu_median * 1000 / n for n in counts}
+        over = [n for n in counts if cpu[n] >= CPU_GOAL_MS]
+        result.met = not slower and not over
+        ratios = ", ".join(f"{n}: {pdsh[n].median / cached[n].median:.2f}x" for n in counts)
+        result.verdict = (f"pdsh/dlaunch by hosts {ratios} (goal > 1x"
+                          + (f"; not at {slower}" if slower else "") + "); coordinator CPU per "
+                          f"host {min(cpu.values()):.1f} to {max(cpu.values()):.1f} ms (goal < 5"
+                          + (f"; not at {over}" if over else "") + ")")
+    else:
+        result.verdict = "dlaunch or pdsh failed at some host count"
+    result.notes.append("Every sshd session gets an empty HOME (`SetEnv HOME=...` in its "
+                        "sshd_config), so that no launcher's time includes this machine's "
+                        "root dotfiles (its ~/.bashrc runs `pyenv init`: over a second per "
+                        "login, and a lock shared with every other login here).")
+    result.notes.append("All hosts are this machine: their ranks, agents and sshd's share its "
+                        f"{os.cpu_count()} cores with the launcher, so times grow with hosts "
+                        "faster than on real nodes.")
+    result.notes += [f"{k} failed and is left out from there on: `{v.splitlines()[0]}`"
+                     for k, v in failures.items()]
+    series = {}
+    for n, stats in by_count.items():
+        for name, s in stats.items():
+            series.setdefault(name, []).append((n, s.median * 1000, s.min * 1000, s.max * 1000))
+    png = os.path.join(ctx.plots_dir, "ssh-hosts-time.png")
+    plot.lines(png, f"{ranks} ranks of /bin/true per SSH host (median, min-max)", "hosts",
+               "ms", series, logx=True)
+    result.plots.append(("ssh-hosts: launch time against hosts", png))
+    cpu_series = {}
+    for n, stats in by_count.items():
+        for name, s in stats.items():
+            c = [x * 1000 / n for x in s.cpu()]
+            cpu_series.setdefault(name, []).append((n, s.cpu_median * 1000 / n, min(c), max(c)))
+    png = os.path.join(ctx.plots_dir, "ssh-hosts-cpu.png")
+    plot.lines(png, "launcher CPU (user+sys, with reaped children) per host", "hosts",
+               "ms per host", cpu_series, logx=True)
+    result.plots.append(("ssh-hosts: launcher CPU per host", png))
+    return result
