@@ -1,5 +1,5 @@
 """one-node: 8 ranks of /bin/true on this machine, launched by dlaunch, by
-torchrun and by Open MPI's mpirun. Supersedes bench/core/launch_overhead.py
+torchrun and by Open MPI's mpirun. It replaced bench/core/launch_overhead.py
 (dlaunch against mpirun, with the coordinator's peak RSS)."""
 
 import os

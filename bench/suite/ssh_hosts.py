@@ -2,7 +2,7 @@
 the integration tests' harness (network namespaces with 198.18.x.x addresses
 when root, loopback ports otherwise). Peers: dlaunch with the agent already
 uploaded and with an empty remote cache, pdsh over ssh, mpirun over ssh.
-Supersedes bench/ssh/compare_pdsh.py (8 hosts, dlaunch against pdsh and mpirun)."""
+It replaced bench/ssh/compare_pdsh.py (8 hosts, dlaunch against pdsh and mpirun)."""
 
 import os
 import shutil
