@@ -329,7 +329,7 @@ void Agent::on_sync_offer(proto::SyncOffer&& offer) {
     } else if (!spec_.sync) {
       refused = "this agent was not started for --sync";
     } else {
-      dest = spec_.workdir.empty() ? current_directory() : spec_.workdir;
+      dest = ranks_directory();
     }
     if (!refused.empty()) {
       if (client_) client_->send(proto::SyncDone{0, 0, 0, refused});

@@ -2,7 +2,6 @@
 
 #include <sys/stat.h>
 
-#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 
@@ -63,15 +62,9 @@ std::string load_archive(const ContainerHost& host, const std::string& path,
 }  // namespace
 
 std::string image_cache_directory() {
-  std::string base;
-  if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg && *xdg == '/') {
-    base = xdg;
-  } else {
-    const std::string home = find_home_directory();
-    if (home.empty()) throw ContainerError("no home directory for the image cache");
-    base = home + "/.cache";
-  }
-  const std::string dir = base + "/dlaunch/images";
+  const std::string base = dlaunch_cache_directory();
+  if (base.empty()) throw ContainerError("no home directory for the image cache");
+  const std::string dir = base + "/images";
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   if (ec) throw ContainerError("cannot create the image cache " + dir + ": " + ec.message());

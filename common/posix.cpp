@@ -245,4 +245,11 @@ std::string find_home_directory() {
   return home_from_passwd(::getuid());
 }
 
+std::string dlaunch_cache_directory() {
+  if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg && *xdg == '/')
+    return std::string(xdg) + "/dlaunch";
+  const std::string home = find_home_directory();
+  return home.empty() ? std::string() : home + "/.cache/dlaunch";
+}
+
 }  // namespace dlaunch

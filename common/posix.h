@@ -92,6 +92,9 @@ std::string this_host_name();
 std::string home_directory();
 // The same without the "/tmp": empty when neither has one.
 std::string find_home_directory();
+// dlaunch's cache on this machine: $XDG_CACHE_HOME/dlaunch when that is an
+// absolute path, else <home>/.cache/dlaunch; empty without a home directory.
+std::string dlaunch_cache_directory();
 
 // "SIGTERM" for 15; the number as text when unknown.
 std::string signal_name(int signal);

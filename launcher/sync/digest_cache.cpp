@@ -29,12 +29,12 @@ std::string entry_name(const std::string& path) {
 }  // namespace
 
 std::string digest_cache_directory() {
-  if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg && *xdg == '/')
-    return std::string(xdg) + "/dlaunch/digests";
-  return find_home_directory() + "/.cache/dlaunch/digests";
+  const std::string base = dlaunch_cache_directory();
+  return base.empty() ? std::string() : base + "/digests";
 }
 
 std::optional<std::string> cached_digest(const std::string& path, const struct stat& st) {
+  if (digest_cache_directory().empty()) return std::nullopt;
   std::ifstream in(digest_cache_directory() + "/" + entry_name(path));
   std::string stored_identity;
   std::string hex;
@@ -51,6 +51,7 @@ std::optional<std::string> cached_digest(const std::string& path, const struct s
 
 void remember_digest(const std::string& path, const struct stat& st, const std::string& digest) {
   const std::string dir = digest_cache_directory();
+  if (dir.empty()) return;  // no home: hashed again next time
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   write_private_file(dir, entry_name(path), identity(st) + "\n" + to_hex(digest) + "\n");

@@ -14,6 +14,7 @@
 
 namespace dlaunch {
 
+// Empty without a home directory: nothing is remembered then.
 std::string digest_cache_directory();
 
 // `st`: the file's fstat, taken on the descriptor that is hashed.
