@@ -46,8 +46,12 @@ std::string agent_start_command(const std::string& cache_dir,
       "; if runs \"$a\"; then start \"$a\"; fi; "
       "if test -d \"$d\" && test -O \"$d\" && test -O \"$t\"; then "
       "if test -L \"$d\"; then :; elif runs \"$t\"; then start \"$t\"; fi; fi; "
-      "echo \"" +
-      kMissing + " $m\"";
+      // Missing: say whether a copy is there that does not run (then uploading
+      // it again would not help), else make the directory the upload goes to,
+      // sparing the upload a round trip of its own.
+      "if test -f \"$a\"; then echo \"" +
+      kMissing + " $m present\"; else (umask 077; mkdir -p \"${a%/*}\") 2>/dev/null; echo \"" +
+      kMissing + " $m\"; fi";
   return "exec /bin/sh -c " + shell_quote(script);
 }
 
@@ -90,10 +94,13 @@ AgentStart start_cached_agent(SshSession& s, const std::string& command) {
   const int status = libssh2_channel_get_exit_status(channel);
   libssh2_channel_free(channel);
   if (line.rfind(kMissing, 0) == 0) {
-    const std::string arch = line.size() > std::string(kMissing).size() + 1
-                                 ? line.substr(std::string(kMissing).size() + 1)
-                                 : std::string();
-    return {nullptr, "", normalize_arch(arch)};
+    std::string arch = line.size() > std::string(kMissing).size() + 1
+                           ? line.substr(std::string(kMissing).size() + 1)
+                           : std::string();
+    const auto space = arch.find(' ');
+    const bool present = space != std::string::npos && arch.substr(space + 1) == "present";
+    if (space != std::string::npos) arch.resize(space);
+    return {nullptr, "", normalize_arch(arch), present};
   }
   std::string what = timed_out ? "no answer within " + std::to_string(s.target().timeout_s) + " s"
                      : n < 0   ? s.last_error()

@@ -4,8 +4,9 @@
 // must not pay for a separate "is it there?" round trip. The command picks the
 // first copy that runs: ~/<cache>/agent-<sha256>, then /tmp/dlaunch-<uid>/ when
 // that directory and file are ours. It prints "dlaunch-start <path>" on stdout
-// and execs the agent, or prints "dlaunch-missing" and exits: then upload
-// (ssh_upload.h) and start again.
+// and execs the agent, or prints "dlaunch-missing <arch>[ present]" and exits
+// (having made the cache directory when it held nothing): then upload
+// (upload.h) and start again.
 #pragma once
 
 #include <libssh2.h>
@@ -28,6 +29,7 @@ struct AgentStart {
   LIBSSH2_CHANNEL* channel = nullptr;  // the agent's channel; null when missing
   std::string path;                    // the copy that runs
   std::string arch = {};               // when missing: the host's architecture
+  bool present = false;  // when missing: the cache holds a copy that does not run (noexec?)
 };
 
 // Runs agent_start_command over a new channel and reads its first line.

@@ -3,29 +3,24 @@
 #include <libssh2_sftp.h>
 #include <openssl/evp.h>
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
 #include <fstream>
 #include <map>
+#include <memory>
 #include <mutex>
-#include <vector>
 
+#include "common/posix.h"
 #include "protocol/auth.h"
 #include "ssh/exec_upload.h"
 #include "ssh/shell_quote.h"
 
 namespace dlaunch {
 namespace {
-
-enum class Remote { runs, missing, broken };
-
-// One round trip: is the agent there, and does it run (a noexec mount, a
-// truncated file or a foreign architecture make it "broken")?
-Remote probe(SshSession& s, const std::string& path) {
-  std::string out;
-  const std::string q = shell_quote(path);
-  const int rc = s.run("test -f " + q + " || exit 3; " + q + " --version", &out);
-  if (rc == 3) return Remote::missing;
-  return rc == 0 && out.find("dlaunch-agent") != std::string::npos ? Remote::runs : Remote::broken;
-}
 
 // Whether libssh2_sftp_init failed because the session itself is gone (then
 // nothing else will work either) rather than because the server has no SFTP.
@@ -42,13 +37,33 @@ bool session_lost(LIBSSH2_SESSION* session) {
   }
 }
 
-void upload_over_sftp(SshSession& s, LIBSSH2_SFTP* sftp, const std::vector<char>& data,
-                      const std::string& tmp, const std::string& remote) {
-  const std::string dir = remote.substr(0, remote.rfind('/'));
-  std::string err;
-  if (s.run("umask 077 && mkdir -p " + shell_quote(dir), nullptr, &err) != 0) {
-    throw SshError(s.target().label + ": cannot create " + dir + ": " + err);
+// The agent's bytes, read once per process and path and shared by every
+// host's upload (reading the file per host cost more CPU than the upload).
+std::shared_ptr<const std::string> agent_bytes(const std::string& path) {
+  static std::mutex mutex;
+  static std::map<std::string, std::shared_ptr<const std::string>> cache;
+  std::lock_guard lock(mutex);
+  auto& bytes = cache[path];
+  if (bytes == nullptr) {
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    struct stat st {};
+    if (fd < 0 || ::fstat(fd, &st) != 0) {
+      if (fd >= 0) ::close(fd);
+      throw SshError("cannot read " + path + ": " + std::strerror(errno));
+    }
+    auto text = std::make_shared<std::string>(read_all(fd));
+    ::close(fd);
+    if (text->empty() || text->size() != static_cast<std::size_t>(st.st_size)) {
+      throw SshError("cannot read " + path + ": got " + std::to_string(text->size()) + " of " +
+                     std::to_string(st.st_size) + " bytes");
+    }
+    bytes = std::move(text);
   }
+  return bytes;
+}
+
+void upload_over_sftp(SshSession& s, LIBSSH2_SFTP* sftp, std::string_view data,
+                      const std::string& tmp, const std::string& remote) {
   LIBSSH2_SFTP_HANDLE* file = libssh2_sftp_open(
       sftp, tmp.c_str(), LIBSSH2_FXF_WRITE | LIBSSH2_FXF_CREAT | LIBSSH2_FXF_TRUNC,
       LIBSSH2_SFTP_S_IRWXU | LIBSSH2_SFTP_S_IRGRP | LIBSSH2_SFTP_S_IXGRP | LIBSSH2_SFTP_S_IROTH |
@@ -85,9 +100,7 @@ void upload_over_sftp(SshSession& s, LIBSSH2_SFTP* sftp, const std::vector<char>
 // returns how it went, for -v.
 std::string upload(SshSession& s, const std::string& local, const std::string& remote,
                    const std::string& sha256) {
-  std::ifstream in(local, std::ios::binary);
-  std::vector<char> data((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (data.empty()) throw SshError("cannot read " + local);
+  const std::shared_ptr<const std::string> data = agent_bytes(local);
   const std::string tmp = remote + ".tmp-" + auth::to_hex(auth::random_bytes(6));
   LIBSSH2_SFTP* sftp = libssh2_sftp_init(s.get());
   if (sftp == nullptr) {
@@ -95,14 +108,14 @@ std::string upload(SshSession& s, const std::string& local, const std::string& r
       throw SshError(s.target().label + ": SFTP is not available: " + s.last_error());
     }
     const std::string why = s.last_error();
-    upload_over_exec(s, std::string_view(data.data(), data.size()), tmp, remote, sha256);
+    upload_over_exec(s, *data, tmp, remote, sha256);
     return "over an exec channel (SFTP: " + why + ")";
   }
   struct SftpGuard {
     LIBSSH2_SFTP* p;
     ~SftpGuard() { libssh2_sftp_shutdown(p); }
   } guard{sftp};
-  upload_over_sftp(s, sftp, data, tmp, remote);
+  upload_over_sftp(s, sftp, *data, tmp, remote);
   return "over SFTP";
 }
 
@@ -140,28 +153,18 @@ std::string agent_sha256(const std::string& path) {
   return it->second;
 }
 
-AgentUpload ensure_agent(SshSession& session, const std::string& local_agent,
-                         const std::string& sha256, const std::string& cache_dir) {
+namespace {
+
+constexpr const char* kNoexec = "does not let the agent run (noexec?)";
+
+std::string shown_directory(const std::string& cache_dir) {
+  return cache_dir.rfind('/', 0) == 0 ? cache_dir : "~/" + cache_dir;
+}
+
+AgentUpload upload_into_tmp(SshSession& session, const std::string& local_agent,
+                            const std::string& sha256, const std::string& cache_dir,
+                            const std::string& why) {
   const std::string& label = session.target().label;
-  AgentUpload result;
-  result.remote_path = cache_dir + "/agent-" + sha256;
-  Remote state = probe(session, result.remote_path);
-  if (state == Remote::runs) return result;
-  std::string why = "is not writable";
-  if (state == Remote::missing) {
-    try {
-      result.method = upload(session, local_agent, result.remote_path, sha256);
-      result.uploaded = true;
-      state = probe(session, result.remote_path);
-      if (state == Remote::runs) return result;
-    } catch (const SshError& e) {
-      why = std::string("is not writable (") + e.what() + ")";
-    }
-  }
-  // Uploaded (now or by an earlier run) yet it does not run: most likely the
-  // home directory is mounted noexec. Uploading there again would not help.
-  if (state == Remote::broken) why = "does not let the agent run (noexec?)";
-  const std::string shown = cache_dir.rfind('/', 0) == 0 ? cache_dir : "~/" + cache_dir;
   std::string dir;
   // Our own directory in /tmp: created private, and refused when someone else
   // owns it or planted a symbolic link there first.
@@ -170,22 +173,42 @@ AgentUpload ensure_agent(SshSession& session, const std::string& local_agent,
       "test -O \"$d\" && chmod 700 \"$d\" && printf %s \"$d\"",
       &dir);
   if (dir.empty()) {
-    throw SshError(label + ": cannot install the agent: " + shown + " " + why +
+    throw SshError(label + ": cannot install the agent: " + shown_directory(cache_dir) + " " + why +
                    ", and /tmp/dlaunch-<uid> on the host is not usable (not ours, or a "
                    "symbolic link). Fix the permissions of either directory");
   }
+  AgentUpload result;
   result.remote_path = dir + "/agent-" + sha256;
-  result.warning = label + ": " + shown + " " + why + "; using " + result.remote_path + " instead";
-  state = probe(session, result.remote_path);
-  if (state == Remote::runs) return result;
+  result.warning = label + ": " + shown_directory(cache_dir) + " " + why + "; using " +
+                   result.remote_path + " instead";
   result.method = upload(session, local_agent, result.remote_path, sha256);
-  result.uploaded = true;
-  if (probe(session, result.remote_path) != Remote::runs) {
-    throw SshError(label + ": the uploaded agent does not run on the host (" + result.remote_path +
-                   "): the agent is static and needs only Linux 3.10+ of this machine's "
-                   "architecture; is the host another architecture, or /tmp mounted noexec?");
-  }
   return result;
+}
+
+}  // namespace
+
+AgentUpload upload_agent(SshSession& session, const std::string& local_agent,
+                         const std::string& sha256, const std::string& cache_dir,
+                         bool cache_copy_broken) {
+  // A copy that is there yet does not run: most likely the home directory is
+  // mounted noexec, and uploading there again would not help.
+  std::string why = kNoexec;
+  if (!cache_copy_broken) {
+    AgentUpload result;
+    result.remote_path = cache_dir + "/agent-" + sha256;
+    try {
+      result.method = upload(session, local_agent, result.remote_path, sha256);
+      return result;
+    } catch (const SshError& e) {
+      why = std::string("is not writable (") + e.what() + ")";
+    }
+  }
+  return upload_into_tmp(session, local_agent, sha256, cache_dir, why);
+}
+
+AgentUpload upload_agent_to_tmp(SshSession& session, const std::string& local_agent,
+                                const std::string& sha256, const std::string& cache_dir) {
+  return upload_into_tmp(session, local_agent, sha256, cache_dir, kNoexec);
 }
 
 }  // namespace dlaunch

@@ -3,7 +3,9 @@
 // goes over SFTP (or, when the server refuses SFTP, over an exec channel:
 // exec_upload.h) to a temporary name and is renamed into place, so a
 // half-sent file is never run. A home directory that is not writable or is mounted noexec
-// falls back to /tmp/dlaunch-<uid>.
+// falls back to /tmp/dlaunch-<uid>. Whether a copy runs is left to the start
+// command (agent_start.h), which tries both places: a cold start is that
+// command, the upload, and the command again.
 #pragma once
 
 #include <string>
@@ -13,8 +15,7 @@
 namespace dlaunch {
 
 struct AgentUpload {
-  std::string remote_path;  // what to exec on the host
-  bool uploaded = false;    // false: it was already there
+  std::string remote_path;  // where it went on the host
   std::string method;       // how it was uploaded ("over SFTP", ...), for -v
   std::string warning;      // set when the /tmp fallback was used
 };
@@ -24,7 +25,15 @@ std::string file_sha256(const std::string& path);
 // The same, computed once per process and path: every host needs it.
 std::string agent_sha256(const std::string& path);
 
-AgentUpload ensure_agent(SshSession& session, const std::string& local_agent,
-                         const std::string& sha256, const std::string& cache_dir);
+// Uploads the agent into `cache_dir` (which the start command has made), or
+// into /tmp/dlaunch-<uid> when `cache_copy_broken` (the start command found a
+// copy there that does not run) or the upload into cache_dir fails.
+AgentUpload upload_agent(SshSession& session, const std::string& local_agent,
+                         const std::string& sha256, const std::string& cache_dir,
+                         bool cache_copy_broken);
+// The /tmp/dlaunch-<uid> upload alone: for when a copy just written into
+// `cache_dir` does not start there (a home mounted noexec).
+AgentUpload upload_agent_to_tmp(SshSession& session, const std::string& local_agent,
+                                const std::string& sha256, const std::string& cache_dir);
 
 }  // namespace dlaunch

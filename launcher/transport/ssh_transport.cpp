@@ -271,19 +271,23 @@ class SshTransport : public Transport {
       if (local == agents.path.end())
         throw SshError(label + ": " + no_agent_message(started.arch, agents.path));
       sha = agents.sha.at(started.arch);
-      const AgentUpload up = ensure_agent(s, local->second, sha, options_.remote_cache_dir);
       const std::string which =
           started.arch == native_arch() ? "the agent" : "the " + started.arch + " agent";
-      if (up.uploaded) {
+      AgentUpload up =
+          upload_agent(s, local->second, sha, options_.remote_cache_dir, started.present);
+      log::info(label, ": uploaded ", which, " to ", up.remote_path, " ", up.method);
+      started = start_cached_agent(s, command);
+      if (started.channel == nullptr && up.warning.empty()) {
+        // Written into the cache, yet it does not run there: a home mounted noexec.
+        up = upload_agent_to_tmp(s, local->second, sha, options_.remote_cache_dir);
         log::info(label, ": uploaded ", which, " to ", up.remote_path, " ", up.method);
-      } else {
-        log::info(label, ": ", which, " already on host at ", up.remote_path);
+        started = start_cached_agent(s, command);
       }
       warning = up.warning;
-      started = start_cached_agent(s, command);
       if (started.channel == nullptr) {
-        throw SshError(label + ": the agent was installed at " + up.remote_path +
-                       " but does not start there");
+        throw SshError(label + ": the uploaded agent does not run on the host (" + up.remote_path +
+                       "): the agent is static and needs only Linux 3.10+ of its architecture (" +
+                       started.arch + "); is /tmp mounted noexec, or the file system full?");
       }
     }
     const std::string home_copy = options_.remote_cache_dir + "/agent-" + sha;

@@ -74,16 +74,20 @@ TEST_CASE("agent start command: missing, then started from the cache after uploa
   CHECK(command.find('\n') == std::string::npos);  // one line, for csh
   CHECK(run_in(home.path, command, "spec") ==
         "dlaunch-missing " + std::string(native_arch()) + "\n");
+  // The directory the upload goes to is made, private.
+  struct stat st {};
+  REQUIRE(::stat((home.path + "/.cache/dlaunch").c_str(), &st) == 0);
+  CHECK((st.st_mode & 0777) == 0700);
   write_fake_agent(home.path + "/.cache/dlaunch/agent-" + kSha, true);
   CHECK(run_in(home.path, command, "spec") ==
         "dlaunch-start .cache/dlaunch/agent-" + kSha + "\nagent read: spec");
 }
 
-TEST_CASE("agent start command: a copy that does not run counts as missing") {
+TEST_CASE("agent start command: a copy that does not run is missing, and said to be there") {
   TempHome home;
   write_fake_agent(home.path + "/c/agent-" + kSha, false);
   CHECK(run_in(home.path, agent_start_command("c", kNative), "") ==
-        "dlaunch-missing " + std::string(native_arch()) + "\n");
+        "dlaunch-missing " + std::string(native_arch()) + " present\n");
 }
 
 TEST_CASE("agent start command: an odd cache directory is quoted") {
