@@ -7,6 +7,7 @@ its own loopback port. Everything started is stopped again, also on failure."""
 
 import atexit
 import os
+import pwd
 import random
 import shlex
 import shutil
@@ -91,6 +92,23 @@ def cgroup_mounts_script():
             lines.append(f"mkdir -p {shlex.quote(target)} && mount -t {fstype} -o "
                          f"{shlex.quote(options)} {shlex.quote(source)} {shlex.quote(target)} && ")
     return "".join(lines)
+
+
+def hide_startup_files(tmp):
+    """A prefix for a namespaced sshd's command that puts an empty file over
+    this machine's ~/.bashrc for its sessions alone (in a mount namespace of
+    their own): bash reads it for every command sshd runs, and a machine's own
+    (a pyenv or conda init) costs a few hundred ms of CPU a command, most of a
+    test's time, and has hung logins when its lock file went stale. The test
+    hosts are the test's own; a startup file that a test wants, it sets itself
+    (BASH_ENV, see test_ssh_transport's ChattyShellTest)."""
+    rc = os.path.join(pwd.getpwuid(os.getuid()).pw_dir, ".bashrc")  # the home sshd gives
+    if not os.path.isfile(rc):
+        return []
+    empty = os.path.join(tmp, "empty_bashrc")
+    open(empty, "w").close()
+    return ["unshare", "-m", "--propagation", "private", "sh", "-c",
+            f"mount --bind {shlex.quote(empty)} {shlex.quote(rc)} && exec \"$@\"", "sh"]
 
 
 def sh(*args, check=True):
@@ -234,6 +252,8 @@ MaxSessions 50
             sshd = (self.root_sshd[i] if self.root_sshd else None) or [SSHD]
             cmd = ["unshare", "-m", "--propagation", "private", "sh", "-c", mount_and_chroot, "sh",
                    root, *sshd, "-D", "-e", "-f", inside(config)]
+        if ns and not root:
+            cmd = hide_startup_files(self.tmp) + cmd
         if ns and self.cgroups:
             cmd = ["sh", "-c", cgroup_mounts_script() + 'exec "$@"', "sh"] + cmd
         if ns:
