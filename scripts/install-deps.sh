@@ -15,8 +15,9 @@ build_pkgs=(build-essential cmake ninja-build pkg-config clang-format
 # debootstrap and busybox-static make the roots the agent is tried on (a Debian 11
 # userland, and one with nothing but busybox); jq runs the --help examples that
 # pipe JSON into it (test_doc_examples); podman, runc and catatonit run the ranks of
-# test_containers in containers; git serves and clones test_sync_git's repository.
-test_pkgs=(openssh-server openssh-client iproute2 procps python3 clang libclang-rt-14-dev
+# test_containers in containers; git serves and clones test_sync_git's repository;
+# lld links the test builds' large binaries in a fraction of ld's time.
+test_pkgs=(openssh-server openssh-client iproute2 procps python3 clang libclang-rt-14-dev lld
   python3-torch nftables iptables man-db zsh slurm-wlm munge debootstrap busybox-static jq
   podman runc catatonit git)
 

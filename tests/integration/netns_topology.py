@@ -291,14 +291,15 @@ MaxSessions 50
             self._wait_sshd(h)
 
     def _start_sshd(self, h):
-        """sshd in the host's network namespace and a UTS namespace of its own
-        (and, with small_shm, a mount namespace with a 64 MiB /dev/shm): every
-        process it starts for a session inherits them."""
+        """sshd in the host's network namespace, and UTS and mount namespaces
+        of its own (without this machine's ~/.bashrc, see
+        sshd_harness.hide_startup_files, and with small_shm a 64 MiB /dev/shm):
+        every process it starts for a session inherits them."""
         config = os.path.join(self.tmp, f"{h['name']}_sshd_config")
         script = f"hostname {h['hostname']} && "
-        unshare = ["unshare", "-u"]
+        unshare = ["unshare", "-u", "-m", "--propagation", "private"]
+        script += sshd_harness.hide_startup_files(self.tmp)
         if h["small_shm"]:
-            unshare += ["-m", "--propagation", "private"]
             script += "mount -t tmpfs -o size=64m tmpfs /dev/shm && "
         script += f"exec {sshd_harness.SSHD} -D -e -f {config}"
         log = open(os.path.join(self.tmp, f"{h['name']}_sshd.log"), "a")

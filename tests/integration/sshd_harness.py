@@ -95,20 +95,19 @@ def cgroup_mounts_script():
 
 
 def hide_startup_files(tmp):
-    """A prefix for a namespaced sshd's command that puts an empty file over
-    this machine's ~/.bashrc for its sessions alone (in a mount namespace of
-    their own): bash reads it for every command sshd runs, and a machine's own
+    """Shell commands, for a namespaced sshd in a mount namespace of its own,
+    that put an empty file over this machine's ~/.bashrc for its sessions
+    alone ("" when there is none): bash reads it for every command sshd runs, and a machine's own
     (a pyenv or conda init) costs a few hundred ms of CPU a command, most of a
     test's time, and has hung logins when its lock file went stale. The test
     hosts are the test's own; a startup file that a test wants, it sets itself
     (BASH_ENV, see test_ssh_transport's ChattyShellTest)."""
     rc = os.path.join(pwd.getpwuid(os.getuid()).pw_dir, ".bashrc")  # the home sshd gives
     if not os.path.isfile(rc):
-        return []
+        return ""
     empty = os.path.join(tmp, "empty_bashrc")
     open(empty, "w").close()
-    return ["unshare", "-m", "--propagation", "private", "sh", "-c",
-            f"mount --bind {shlex.quote(empty)} {shlex.quote(rc)} && exec \"$@\"", "sh"]
+    return f"mount --bind {shlex.quote(empty)} {shlex.quote(rc)} && "
 
 
 def sh(*args, check=True):
@@ -252,8 +251,10 @@ MaxSessions 50
             sshd = (self.root_sshd[i] if self.root_sshd else None) or [SSHD]
             cmd = ["unshare", "-m", "--propagation", "private", "sh", "-c", mount_and_chroot, "sh",
                    root, *sshd, "-D", "-e", "-f", inside(config)]
-        if ns and not root:
-            cmd = hide_startup_files(self.tmp) + cmd
+        hide = hide_startup_files(self.tmp) if ns and not root else ""
+        if hide:
+            cmd = ["unshare", "-m", "--propagation", "private", "sh", "-c", hide + 'exec "$@"',
+                   "sh"] + cmd
         if ns and self.cgroups:
             cmd = ["sh", "-c", cgroup_mounts_script() + 'exec "$@"', "sh"] + cmd
         if ns:
