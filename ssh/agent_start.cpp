@@ -47,9 +47,11 @@ std::string agent_start_command(const std::string& cache_dir,
       "if test -d \"$d\" && test -O \"$d\" && test -O \"$t\"; then "
       "if test -L \"$d\"; then :; elif runs \"$t\"; then start \"$t\"; fi; fi; "
       // Missing: say whether a copy is there that does not run (then uploading
-      // it again would not help), else make the directory the upload goes to,
-      // sparing the upload a round trip of its own.
-      "if test -f \"$a\"; then echo \"" +
+      // it again would not help; it is tried once more, as another host that
+      // shares the directory may have just renamed its upload into place),
+      // else make the directory the upload goes to, sparing the upload a round
+      // trip of its own.
+      "if test -f \"$a\"; then if runs \"$a\"; then start \"$a\"; fi; echo \"" +
       kMissing + " $m present\"; else (umask 077; mkdir -p \"${a%/*}\") 2>/dev/null; echo \"" +
       kMissing + " $m\"; fi";
   return "exec /bin/sh -c " + shell_quote(script);

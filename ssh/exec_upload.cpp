@@ -121,6 +121,9 @@ void upload_over_exec(SshSession& s, std::string_view data, const std::string& t
     throw SshError(label + ": the upload of the agent to " + dest +
                    " did not finish: " + s.last_error());
   }
+  if (said == ExecUploadStatus::no_checksum_tool) {
+    throw ExecUploadUnverifiable(label + ": " + exec_upload_failure(status, dest, err));
+  }
   if (status != 0) throw SshError(label + ": " + exec_upload_failure(status, dest, err));
 }
 

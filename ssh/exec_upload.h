@@ -33,8 +33,15 @@ std::string exec_upload_command(const std::string& tmp, const std::string& dest,
 // What a failed status means, for messages; `dest` is the destination path.
 std::string exec_upload_failure(int status, const std::string& dest, std::string_view stderr_text);
 
+// The host has none of the tools to check the upload with: it was not kept.
+class ExecUploadUnverifiable : public SshError {
+ public:
+  using SshError::SshError;
+};
+
 // Streams `data` over an exec channel running exec_upload_command. Throws
-// SshError naming the host and what failed.
+// SshError naming the host and what failed (ExecUploadUnverifiable for
+// ExecUploadStatus::no_checksum_tool).
 void upload_over_exec(SshSession& session, std::string_view data, const std::string& tmp,
                       const std::string& dest, const std::string& sha256);
 

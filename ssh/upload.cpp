@@ -96,27 +96,37 @@ void upload_over_sftp(SshSession& s, LIBSSH2_SFTP* sftp, std::string_view data,
   }
 }
 
-// Uploads over SFTP, or over an exec channel when the server refuses SFTP;
-// returns how it went, for -v.
+// Uploads over an exec channel, else over SFTP; returns how it went, for -v.
+// The exec channel streams at the full window of the channel, and the host
+// checks the SHA-256 of what arrived. SFTP waits for the server's status of
+// every 30 kB write, which made the 6.6 MB agent take 1.7 s on a bridge where
+// the exec channel takes 0.6 s (and OpenSSH's `ssh host 'cat > f'` 0.5 s); it
+// is the way left when the host has no tool to check the hash with.
 std::string upload(SshSession& s, const std::string& local, const std::string& remote,
                    const std::string& sha256) {
   const std::shared_ptr<const std::string> data = agent_bytes(local);
-  const std::string tmp = remote + ".tmp-" + auth::to_hex(auth::random_bytes(6));
+  std::string tmp = remote + ".tmp-" + auth::to_hex(auth::random_bytes(6));
+  std::string unverifiable;
+  try {
+    upload_over_exec(s, *data, tmp, remote, sha256);
+    return "over an exec channel";
+  } catch (const ExecUploadUnverifiable& e) {
+    unverifiable = e.what();
+  }
+  tmp = remote + ".tmp-" + auth::to_hex(auth::random_bytes(6));
   LIBSSH2_SFTP* sftp = libssh2_sftp_init(s.get());
   if (sftp == nullptr) {
     if (session_lost(s.get())) {
       throw SshError(s.target().label + ": SFTP is not available: " + s.last_error());
     }
-    const std::string why = s.last_error();
-    upload_over_exec(s, *data, tmp, remote, sha256);
-    return "over an exec channel (SFTP: " + why + ")";
+    throw SshError(unverifiable + "; and SFTP is not available either: " + s.last_error());
   }
   struct SftpGuard {
     LIBSSH2_SFTP* p;
     ~SftpGuard() { libssh2_sftp_shutdown(p); }
   } guard{sftp};
   upload_over_sftp(s, sftp, *data, tmp, remote);
-  return "over SFTP";
+  return "over SFTP (the exec channel's: " + unverifiable + ")";
 }
 
 }  // namespace

@@ -1,8 +1,8 @@
 // Puts dlaunch-agent on a host once: it is cached there under its SHA-256
 // (~/.cache/dlaunch/agent-<sha256>), so later runs skip the upload. The upload
-// goes over SFTP (or, when the server refuses SFTP, over an exec channel:
-// exec_upload.h) to a temporary name and is renamed into place, so a
-// half-sent file is never run. A home directory that is not writable or is mounted noexec
+// goes over an exec channel that checks its SHA-256 on the host (exec_upload.h;
+// over SFTP when the host has no tool for that) to a temporary name and is
+// renamed into place, so a half-sent file is never run. A home directory that is not writable or is mounted noexec
 // falls back to /tmp/dlaunch-<uid>. Whether a copy runs is left to the start
 // command (agent_start.h), which tries both places: a cold start is that
 // command, the upload, and the command again.

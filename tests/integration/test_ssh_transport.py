@@ -210,6 +210,33 @@ class ChattyShellTest(unittest.TestCase):
             shutil.rmtree(tmp, ignore_errors=True)
 
 
+class NoChecksumToolTest(unittest.TestCase):
+    def test_a_host_without_sha256sum_gets_the_agent_over_sftp(self):
+        # The upload streams over an exec channel whose script checks the
+        # SHA-256 on the host; a host with none of sha256sum, shasum and openssl
+        # on its PATH gets it over SFTP instead, and the job runs.
+        tmp = tempfile.mkdtemp(prefix="dlaunch-nosum-")
+        try:
+            tools = os.path.join(tmp, "bin")
+            os.makedirs(tools)
+            for tool in ("sh", "cat", "mkdir", "chmod", "mv", "rm", "uname", "id", "true",
+                         "printf", "test"):
+                found = shutil.which(tool)
+                if found:
+                    os.symlink(found, os.path.join(tools, tool))
+            with sshd_harness.SshHosts(1, sshd_extra=f"SetEnv PATH={tools}\n") as hosts:
+                hosts.write_known_hosts()
+                r = hosts.dlaunch(["-v", "--hosts", hosts.hosts_file([1]), "--", "true"])
+                self.assertEqual(r.returncode, 0, r.stderr)
+                self.assertIn("uploaded the agent", r.stderr)
+                self.assertIn("over SFTP (the exec channel's: h1: cannot verify the upload", r.stderr)
+                self.assertIn("none of sha256sum, shasum or openssl is installed", r.stderr)
+                cached = os.listdir(hosts.remote_cache)
+                self.assertEqual(len(cached), 1, cached)  # no temporary file left
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
 class ManyHostsTest(unittest.TestCase):
     def test_eight_hosts_two_connections_at_a_time(self):
         with sshd_harness.SshHosts(8) as hosts:
