@@ -106,7 +106,7 @@ def run(ctx):
             stats, failed = measure.interleave(peers(ctx, hosts, n, ranks, cfg), ctx.runs,
                                                ctx.warmup, timeout=180, log=ctx.log)
             for k, v in failed.items():
-                failures.setdefault(k, f"{n} hosts: {v}")
+                failures.setdefault(k, []).append((n, v))
             by_count[n] = stats
             for row, s in zip(report.timing_rows(stats, CACHED, label=(str(n),)), stats.values()):
                 rows.append(row + [f"{s.cpu_median * 1000 / n:.2f}"])
@@ -158,8 +158,11 @@ def run(ctx):
     result.notes.append("All hosts are this machine: their ranks, agents and sshd's share its "
                         f"{os.cpu_count()} cores with the launcher, so times grow with hosts "
                         "faster than on real nodes.")
-    result.notes += [f"{k} failed and is left out from there on: `{v.splitlines()[0]}`"
-                     for k, v in failures.items()]
+    # A peer that fails is left out for the rest of that host count only: its
+    # runs before the failure count, and the next host count tries it again.
+    result.notes += [f"{k} failed at {', '.join(str(n) for n, _ in v)} hosts (the rest of "
+                     f"that count's rounds left out; the runs column says how many count); "
+                     f"first: `{v[0][1].splitlines()[0]}`" for k, v in failures.items()]
     series = {}
     for n, stats in by_count.items():
         for name, s in stats.items():
