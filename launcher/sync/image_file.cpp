@@ -7,7 +7,7 @@
 #include <cerrno>
 #include <cstring>
 
-#include "launcher/sync/digest_cache.h"
+#include "protocol/digest_cache.h"
 #include "protocol/sha256.h"
 
 namespace dlaunch {

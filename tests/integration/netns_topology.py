@@ -297,7 +297,8 @@ MaxSessions 50
         every process it starts for a session inherits them."""
         config = os.path.join(self.tmp, f"{h['name']}_sshd_config")
         script = f"hostname {h['hostname']} && "
-        unshare = ["unshare", "-u", "-m", "--propagation", "private"]
+        # slave, as `ip netns exec` leaves its own: mounts made out there still come in.
+        unshare = ["unshare", "-u", "-m", "--propagation", "slave"]
         script += sshd_harness.hide_startup_files(self.tmp)
         if h["small_shm"]:
             script += "mount -t tmpfs -o size=64m tmpfs /dev/shm && "

@@ -253,7 +253,9 @@ MaxSessions 50
                    root, *sshd, "-D", "-e", "-f", inside(config)]
         hide = hide_startup_files(self.tmp) if ns and not root else ""
         if hide:
-            cmd = ["unshare", "-m", "--propagation", "private", "sh", "-c", hide + 'exec "$@"',
+            # A slave of the namespace `ip netns exec` made, as that one is of
+            # this machine's: mounts made out there still come in.
+            cmd = ["unshare", "-m", "--propagation", "slave", "sh", "-c", hide + 'exec "$@"',
                    "sh"] + cmd
         if ns and self.cgroups:
             cmd = ["sh", "-c", cgroup_mounts_script() + 'exec "$@"', "sh"] + cmd

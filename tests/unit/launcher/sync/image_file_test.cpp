@@ -5,7 +5,7 @@
 
 #include <cstdlib>
 
-#include "launcher/sync/digest_cache.h"
+#include "protocol/digest_cache.h"
 
 #include "protocol/sha256.h"
 #include "tests/unit/scratch_dir.h"

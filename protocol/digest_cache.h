@@ -1,4 +1,5 @@
-// The SHA-256 of a large local file (--image-file, gigabytes) remembered
+// The SHA-256 of a large local file (--image-file, gigabytes; the agents
+// uploaded over SSH, 6 MB each and hashed at every launch before) remembered
 // between jobs, so that launching again does not read the whole file again.
 // An entry is trusted only while the file's device, inode, size, mtime and
 // ctime are all the same (any write changes the ctime, which no user can set

@@ -1,4 +1,4 @@
-#include "launcher/sync/digest_cache.h"
+#include "protocol/digest_cache.h"
 
 #include <cstdlib>
 #include <filesystem>

@@ -1,0 +1,45 @@
+#include "ssh/upload.h"
+
+#include <doctest/doctest.h>
+#include <sys/stat.h>
+
+#include <cstdlib>
+#include <string>
+
+#include "protocol/digest_cache.h"
+#include "protocol/sha256.h"
+#include "tests/unit/scratch_dir.h"
+
+using namespace dlaunch;
+using dlaunch::testing::ScratchDir;
+using dlaunch::testing::write_file;
+
+TEST_CASE("the agent's SHA-256 is remembered between runs while the file is unchanged") {
+  ScratchDir dir;
+  ScratchDir cache;
+  const char* before = std::getenv("XDG_CACHE_HOME");
+  const std::string saved = before ? before : "";
+  ::setenv("XDG_CACHE_HOME", cache.path().c_str(), 1);
+  const auto agent = (dir.dir() / "dlaunch-agent").string();
+  write_file(agent, "an agent");
+  // A digest remembered by an earlier run for this very file is taken as it
+  // is, without reading the file: planted, it shows.
+  struct stat st {};
+  REQUIRE(::stat(agent.c_str(), &st) == 0);
+  remember_digest(agent, st, std::string(32, 'p'));
+  CHECK(agent_sha256(agent) == to_hex(std::string(32, 'p')));
+  // Another file is hashed, and remembered for the next run.
+  const auto other = (dir.dir() / "dlaunch-agent-aarch64").string();
+  write_file(other, "another agent");
+  const std::string digest = agent_sha256(other);
+  CHECK(digest == file_sha256(other));
+  REQUIRE(::stat(other.c_str(), &st) == 0);
+  const auto remembered = cached_digest(other, st);
+  REQUIRE(remembered.has_value());
+  CHECK(to_hex(*remembered) == digest);
+  if (before) {
+    ::setenv("XDG_CACHE_HOME", saved.c_str(), 1);
+  } else {
+    ::unsetenv("XDG_CACHE_HOME");
+  }
+}
