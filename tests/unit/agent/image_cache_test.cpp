@@ -2,6 +2,7 @@
 
 #include <doctest/doctest.h>
 
+#include "tests/unit/scoped_env.h"
 #include "tests/unit/scratch_dir.h"
 
 using namespace dlaunch;
@@ -33,17 +34,10 @@ TEST_CASE("an engine refuses an image file it cannot run, and says which engine 
 
 TEST_CASE("the image cache lives under XDG_CACHE_HOME, private to the user") {
   dlaunch::testing::ScratchDir dir;
-  const char* before = std::getenv("XDG_CACHE_HOME");
-  const std::string saved = before ? before : "";
-  ::setenv("XDG_CACHE_HOME", dir.path().c_str(), 1);
+  dlaunch::testing::ScopedEnv cache_home("XDG_CACHE_HOME", dir.path());
   const auto cache = image_cache_directory();
   CHECK(cache == dir.path() + "/dlaunch/images");
   struct stat st {};
   REQUIRE(::stat(cache.c_str(), &st) == 0);
   CHECK((st.st_mode & 0777) == 0700);
-  if (before) {
-    ::setenv("XDG_CACHE_HOME", saved.c_str(), 1);
-  } else {
-    ::unsetenv("XDG_CACHE_HOME");
-  }
 }

@@ -8,6 +8,7 @@
 
 #include "protocol/digest_cache.h"
 #include "protocol/sha256.h"
+#include "tests/unit/scoped_env.h"
 #include "tests/unit/scratch_dir.h"
 
 using namespace dlaunch;
@@ -17,9 +18,7 @@ using dlaunch::testing::write_file;
 TEST_CASE("the agent's SHA-256 is remembered between runs while the file is unchanged") {
   ScratchDir dir;
   ScratchDir cache;
-  const char* before = std::getenv("XDG_CACHE_HOME");
-  const std::string saved = before ? before : "";
-  ::setenv("XDG_CACHE_HOME", cache.path().c_str(), 1);
+  dlaunch::testing::ScopedEnv cache_home("XDG_CACHE_HOME", cache.path());
   const auto agent = (dir.dir() / "dlaunch-agent").string();
   write_file(agent, "an agent");
   // A digest remembered by an earlier run for this very file is taken as it
@@ -37,9 +36,4 @@ TEST_CASE("the agent's SHA-256 is remembered between runs while the file is unch
   const auto remembered = cached_digest(other, st);
   REQUIRE(remembered.has_value());
   CHECK(to_hex(*remembered) == digest);
-  if (before) {
-    ::setenv("XDG_CACHE_HOME", saved.c_str(), 1);
-  } else {
-    ::unsetenv("XDG_CACHE_HOME");
-  }
 }

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "launcher/config/options.h"
+#include "tests/unit/scoped_env.h"
 
 using namespace dlaunch;
 
@@ -68,33 +69,7 @@ TEST_CASE("--rdzv-via-ssh with --hosts") {
   CHECK_FALSE(parse({"--hosts", "/dev/null", "--", "p"}).options->rdzv_via_ssh);
 }
 
-namespace {
-// Sets (or, with nullopt, unsets) an environment variable for one scope.
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, std::optional<std::string> value) : name_(name) {
-    if (const char* old = std::getenv(name)) old_ = old;
-    if (value) {
-      ::setenv(name, value->c_str(), 1);
-    } else {
-      ::unsetenv(name);
-    }
-  }
-  ~ScopedEnv() {
-    if (old_) {
-      ::setenv(name_, old_->c_str(), 1);
-    } else {
-      ::unsetenv(name_);
-    }
-  }
-  ScopedEnv(const ScopedEnv&) = delete;
-  ScopedEnv& operator=(const ScopedEnv&) = delete;
-
- private:
-  const char* name_;
-  std::optional<std::string> old_;
-};
-}  // namespace
+using dlaunch::testing::ScopedEnv;
 
 TEST_CASE("host lists: --hosts, --hostfile, -H and --launcher slurm each give hosts mode") {
   ScopedEnv no_slurm("SLURM_JOB_ID", std::nullopt);

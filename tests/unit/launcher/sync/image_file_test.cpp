@@ -8,6 +8,7 @@
 #include "protocol/digest_cache.h"
 
 #include "protocol/sha256.h"
+#include "tests/unit/scoped_env.h"
 #include "tests/unit/scratch_dir.h"
 
 using namespace dlaunch;
@@ -83,9 +84,7 @@ TEST_CASE("a bad --image-file is named with what is wrong") {
 TEST_CASE("an image file's digest is remembered while the file stays the same") {
   ScratchDir dir;
   ScratchDir cache;
-  const char* before = std::getenv("XDG_CACHE_HOME");
-  const std::string saved = before ? before : "";
-  ::setenv("XDG_CACHE_HOME", cache.path().c_str(), 1);
+  dlaunch::testing::ScopedEnv cache_home("XDG_CACHE_HOME", cache.path());
   const auto file = (dir.dir() / "image.tar").string();
   write_file(file, tar_head() + "v1");
   const auto first = std::get<ImageFile>(read_image_file(file));
@@ -99,9 +98,4 @@ TEST_CASE("an image file's digest is remembered while the file stays the same") 
   // one clock tick may leave the times alike, which a later job never sees).
   write_file(file, tar_head() + "v2 longer");
   CHECK(std::get<ImageFile>(read_image_file(file)).sha256 == sha256(tar_head() + "v2 longer"));
-  if (before) {
-    ::setenv("XDG_CACHE_HOME", saved.c_str(), 1);
-  } else {
-    ::unsetenv("XDG_CACHE_HOME");
-  }
 }
