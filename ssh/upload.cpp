@@ -1,7 +1,6 @@
 #include "ssh/upload.h"
 
 #include <libssh2_sftp.h>
-#include <openssl/evp.h>
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -9,7 +8,7 @@
 
 #include <cerrno>
 #include <cstring>
-#include <fstream>
+#include <filesystem>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -108,7 +107,9 @@ void upload_over_sftp(SshSession& s, LIBSSH2_SFTP* sftp, std::string_view data,
 std::string upload(SshSession& s, const std::string& local, const std::string& remote,
                    const std::string& sha256) {
   const std::shared_ptr<const std::string> data = agent_bytes(local);
-  std::string tmp = remote + ".tmp-" + auth::to_hex(auth::random_bytes(6));
+  // The exec channel's script removes its temporary file whatever went wrong,
+  // so SFTP may use the same name.
+  const std::string tmp = remote + ".tmp-" + auth::to_hex(auth::random_bytes(6));
   std::string unverifiable;
   try {
     upload_over_exec(s, *data, tmp, remote, sha256);
@@ -116,7 +117,6 @@ std::string upload(SshSession& s, const std::string& local, const std::string& r
   } catch (const ExecUploadUnverifiable& e) {
     unverifiable = e.what();
   }
-  tmp = remote + ".tmp-" + auth::to_hex(auth::random_bytes(6));
   LIBSSH2_SFTP* sftp = libssh2_sftp_init(s.get());
   if (sftp == nullptr) {
     if (session_lost(s.get())) {
@@ -134,22 +134,6 @@ std::string upload(SshSession& s, const std::string& local, const std::string& r
 
 }  // namespace
 
-std::string file_sha256(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw SshError("cannot read " + path);
-  EVP_MD_CTX* ctx = EVP_MD_CTX_new();
-  EVP_DigestInit_ex(ctx, EVP_sha256(), nullptr);
-  char buffer[1 << 16];
-  while (in.read(buffer, sizeof buffer) || in.gcount() > 0) {
-    EVP_DigestUpdate(ctx, buffer, static_cast<std::size_t>(in.gcount()));
-  }
-  unsigned char digest[32];
-  unsigned int len = 0;
-  EVP_DigestFinal_ex(ctx, digest, &len);
-  EVP_MD_CTX_free(ctx);
-  return auth::to_hex(std::string_view(reinterpret_cast<char*>(digest), len));
-}
-
 std::string agent_sha256(const std::string& path) {
   static std::mutex mutex;
   static std::map<std::string, std::string> cache;
@@ -165,8 +149,15 @@ std::string agent_sha256(const std::string& path) {
         it->second = auth::to_hex(*cached);
         return it->second;
       }
-      const auto digest = sha256_file(path);
-      if (!digest) throw SshError("cannot read " + path + ": " + std::strerror(errno));
+      // sha256_file refuses a symbolic link, and an agent may well be reached
+      // through one (DLAUNCH_AGENT, a packaged lib/dlaunch): hash what it names.
+      std::error_code ec;
+      const auto real = std::filesystem::canonical(path, ec);
+      const auto digest = ec ? std::nullopt : sha256_file(real.string());
+      if (!digest) {
+        throw SshError("cannot read " + path + ": " +
+                       (ec ? ec.message() : std::string(std::strerror(errno))));
+      }
       it->second = auth::to_hex(*digest);
       if (known) remember_digest(path, st, *digest);
     } catch (...) {

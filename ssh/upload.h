@@ -2,10 +2,11 @@
 // (~/.cache/dlaunch/agent-<sha256>), so later runs skip the upload. The upload
 // goes over an exec channel that checks its SHA-256 on the host (exec_upload.h;
 // over SFTP when the host has no tool for that) to a temporary name and is
-// renamed into place, so a half-sent file is never run. A home directory that is not writable or is mounted noexec
-// falls back to /tmp/dlaunch-<uid>. Whether a copy runs is left to the start
-// command (agent_start.h), which tries both places: a cold start is that
-// command, the upload, and the command again.
+// renamed into place, so a half-sent file is never run. A home directory that
+// is not writable or is mounted noexec falls back to /tmp/dlaunch-<uid>.
+// Whether a copy runs is left to the start command (agent_start.h), which
+// tries both places: a cold start is that command, the upload, and the
+// command again.
 #pragma once
 
 #include <string>
@@ -20,9 +21,9 @@ struct AgentUpload {
   std::string warning;      // set when the /tmp fallback was used
 };
 
-// SHA-256 of a local file, hex.
-std::string file_sha256(const std::string& path);
-// The same, computed once per process and path: every host needs it.
+// The SHA-256 of the agent at `path` (followed through symbolic links), hex:
+// computed once per process and path (every host needs it), and remembered
+// between runs while the file is unchanged (protocol/digest_cache.h).
 std::string agent_sha256(const std::string& path);
 
 // Uploads the agent into `cache_dir` (which the start command has made), or

@@ -97,9 +97,10 @@ def cgroup_mounts_script():
 def hide_startup_files(tmp):
     """Shell commands, for a namespaced sshd in a mount namespace of its own,
     that put an empty file over this machine's ~/.bashrc for its sessions
-    alone ("" when there is none): bash reads it for every command sshd runs, and a machine's own
-    (a pyenv or conda init) costs a few hundred ms of CPU a command, most of a
-    test's time, and has hung logins when its lock file went stale. The test
+    alone ("" when there is none): bash reads it for every command sshd
+    runs, and a machine's own (a pyenv or conda init) costs a few hundred ms
+    of CPU a command, most of a test's time, and has hung logins when its
+    lock file went stale. The test
     hosts are the test's own; a startup file that a test wants, it sets itself
     (BASH_ENV, see test_ssh_transport's ChattyShellTest)."""
     rc = os.path.join(pwd.getpwuid(os.getuid()).pw_dir, ".bashrc")  # the home sshd gives

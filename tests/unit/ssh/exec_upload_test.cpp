@@ -9,9 +9,9 @@
 #include <sstream>
 #include <string>
 
+#include "protocol/sha256.h"
 #include "ssh/exec_upload.h"
 #include "ssh/shell_quote.h"
-#include "ssh/upload.h"
 #include "tests/unit/scratch_dir.h"
 
 using namespace dlaunch;
@@ -23,7 +23,7 @@ namespace {
 std::string sha_of(const std::string& dir, const std::string& content) {
   const std::string file = dir + "/payload";
   std::ofstream(file, std::ios::binary) << content;
-  return file_sha256(file);
+  return to_hex(sha256(content));
 }
 
 // Runs the command as sshd would (the login shell's `-c`, in the home
