@@ -1,12 +1,13 @@
 #include "common/terminal_writer.h"
 
-#include <malloc.h>
 #include <poll.h>
 #include <pthread.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <csignal>
+
+#include "common/heap_return.h"
 
 namespace dlaunch {
 
@@ -122,7 +123,7 @@ void TerminalWriter::run() {
       batch = std::string();
       writing_ = true;  // drain() waits for the trim too
       lock.unlock();
-      ::malloc_trim(0);
+      return_free_heap();
       lock.lock();
       writing_ = false;
     }

@@ -84,7 +84,8 @@ Coordinator::Coordinator(asio::io_context& io, Settings settings, AgentTransport
               s_.service}),
       timers_(io),
       suspend_signals_(io, SIGTSTP),
-      flush_timer_(io) {
+      flush_timer_(io),
+      heap_return_(io, std::chrono::seconds(30)) {
   if (!s_.options.tensorboard_dir.empty() && !s_.job_dir.empty())
     tensorboard_.emplace(s_.job_dir + "/tensorboard");
   s_.plan.rdzv_connect = address_for_agents(s_.plan.rdzv_connect);
@@ -125,6 +126,7 @@ int Coordinator::run() {
   workdir_ = current_directory();  // where local ranks start; once, not per node
   for (const auto& planned : s_.plan.nodes) start_agent(planned);
   flush_logs_periodically();
+  heap_return_.start();
   apply(policy_.start());
   io_.run();
   sink_.terminal().on_space(nullptr);
@@ -355,6 +357,7 @@ void Coordinator::perform(const job_action::Finish&) {
   if (syncs_) syncs_->finish();
   timers_.cancel_all();
   flush_timer_.cancel();
+  heap_return_.stop();
   fleet_.stop();
   io_.stop();
 }

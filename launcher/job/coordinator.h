@@ -15,6 +15,7 @@
 #include <string_view>
 #include <vector>
 
+#include "common/heap_return.h"
 #include "launcher/config/options.h"
 #include "launcher/fleet/agent_fleet.h"
 #include "launcher/job/checkpoint_relay.h"
@@ -95,6 +96,7 @@ class Coordinator {
   std::optional<CheckpointRelay> checkpoints_;  // --checkpoint-dir, into <job dir>/checkpoint
   std::map<ConnId, JobActions> held_;           // sends waiting for a checkpoint carry
   asio::steady_timer flush_timer_;
+  PeriodicHeapReturn heap_return_;  // a long job's RSS stays what is in use
 };
 
 }  // namespace dlaunch

@@ -1,0 +1,96 @@
+#include "common/heap_return.h"
+
+#include <doctest/doctest.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <vector>
+
+namespace dlaunch {
+namespace {
+
+using namespace std::chrono_literals;
+
+// The event loop, with a timer firing only when the test moves the clock.
+struct ClockedLoop {
+  static bool test_clock() {
+    use_test_clock();
+    return true;
+  }
+  bool uses_test_clock = test_clock();
+  asio::io_context io;
+
+  void advance(SteadyClock::duration by) {
+    advance_test_clock(by);
+    const auto until = std::chrono::steady_clock::now() + 20ms;
+    while (std::chrono::steady_clock::now() < until) {
+      if (io.stopped()) io.restart();
+      io.run_one_for(2ms);
+    }
+  }
+};
+
+long resident_bytes() {
+  std::ifstream statm("/proc/self/statm");
+  long size = 0, resident = 0;
+  statm >> size >> resident;
+  return resident * ::sysconf(_SC_PAGESIZE);
+}
+
+TEST_CASE("the heap is trimmed once every period, from start() until stop()") {
+  ClockedLoop loop;
+  int trims = 0;
+  PeriodicHeapReturn heap_return(loop.io, 30s, [&] { ++trims; });
+  loop.advance(40s);
+  CHECK(trims == 0);  // not started yet
+  heap_return.start();
+  loop.advance(29s);
+  CHECK(trims == 0);
+  loop.advance(2s);
+  CHECK(trims == 1);
+  loop.advance(30s);
+  CHECK(trims == 2);
+  heap_return.stop();
+  loop.advance(90s);
+  CHECK(trims == 2);
+}
+
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define DLAUNCH_OWN_ALLOCATOR 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define DLAUNCH_OWN_ALLOCATOR 1
+#endif
+#endif
+
+#if defined(__GLIBC__) && !defined(DLAUNCH_OWN_ALLOCATOR)
+// What the coordinator meets after a burst: most of 64 MiB of small blocks
+// freed, with a block still in use every 256 KiB, so that malloc's own
+// trimming of the heap's top cannot give any of it back.
+TEST_CASE("return_free_heap gives back free memory in the middle of the heap") {
+  constexpr std::size_t kBlock = 4000, kBlocks = 16384, kKeepEvery = 64;
+  std::vector<char*> blocks(kBlocks);
+  for (auto& b : blocks) {
+    b = static_cast<char*>(std::malloc(kBlock));
+    REQUIRE(b != nullptr);
+    std::memset(b, 1, kBlock);  // resident
+  }
+  for (std::size_t i = 0; i < kBlocks; ++i) {
+    if (i % kKeepEvery != kKeepEvery - 1) {
+      std::free(blocks[i]);
+      blocks[i] = nullptr;
+    }
+  }
+  const long before = resident_bytes();
+  return_free_heap();
+  const long after = resident_bytes();
+  MESSAGE("RSS before the trim ", before / 1024, " KiB, after ", after / 1024, " KiB");
+  CHECK(before - after > 32L * 1024 * 1024);
+  for (char* b : blocks) std::free(b);
+}
+#endif
+
+}  // namespace
+}  // namespace dlaunch
