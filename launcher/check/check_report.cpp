@@ -152,7 +152,10 @@ std::string format_check_text(const CheckResult& r) {
   if (r.nccl.requested) out << "\n" << format_nccl_text(r.nccl);
   const auto problems = launch_problems(r);
   if (problems.empty()) {
-    out << "\nresult: a job can launch on these " << r.hosts.size() << " hosts\n";
+    out << "\nresult: a job can launch on "
+        << (r.hosts.size() == 1 ? std::string("this host")
+                                : "these " + std::to_string(r.hosts.size()) + " hosts")
+        << "\n";
   } else {
     out << "\nresult: a job could not launch on these hosts:\n";
     for (const auto& p : problems) out << "  " << p << "\n";

@@ -68,6 +68,16 @@ TEST_CASE("healthy hosts: no warning, a job can launch, exit 0") {
   CHECK(throughput_bps(r.pairs[0].result) == doctest::Approx(1e9));
 }
 
+TEST_CASE("the result line counts the hosts, and names one host as one") {
+  auto r = healthy();
+  CHECK(format_check_text(r).find("\nresult: a job can launch on these 3 hosts\n") !=
+        std::string::npos);
+  r.hosts.resize(1);
+  r.pairs.clear();
+  CHECK(format_check_text(r).find("\nresult: a job can launch on this host\n") !=
+        std::string::npos);
+}
+
 TEST_CASE("a /dev/shm under 1 GiB is warned about, naming SIGBUS") {
   auto r = healthy();
   r.hosts[2].facts->shm_size = 64LL << 20;
