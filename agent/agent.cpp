@@ -15,7 +15,6 @@
 #include <cstdio>
 
 #include "agent/git_checkout.h"
-#include "agent/gpus.h"
 #include "agent/host_facts.h"
 #include "agent/image_cache.h"
 #include "agent/interfaces.h"
@@ -24,6 +23,7 @@
 #include "agent/port_holder.h"
 #include "agent/prober.h"
 #include "common/exit_codes.h"
+#include "common/gpus.h"
 #include "common/log.h"
 #include "common/overloaded.h"
 #include "common/posix.h"

@@ -17,9 +17,9 @@
 #include <sstream>
 
 #include "agent/gpu_helper_process.h"
-#include "agent/gpu_holders.h"
 #include "common/agent_arch.h"
 #include "common/captured_command.h"
+#include "common/gpu_holders.h"
 #include "common/text.h"
 #include "common/version.h"
 

@@ -15,10 +15,10 @@
 #include <map>
 #include <thread>
 
-#include "agent/gpu_holders.h"
-#include "agent/gpus.h"
 #include "common/console.h"
 #include "common/exit_codes.h"
+#include "common/gpu_holders.h"
+#include "common/gpus.h"
 #include "common/posix.h"
 #include "launcher/cli/check_agents.h"
 #include "launcher/cli/commands.h"

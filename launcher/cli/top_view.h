@@ -47,7 +47,7 @@ struct RankSample {
   std::string command;
   double cpu_pct = 0;
   long long rss_bytes = 0;
-  std::optional<int> gpu;  // agent/gpu_holders.h's rank_gpu
+  std::optional<int> gpu;  // common/gpu_holders.h's rank_gpu
 };
 
 struct TopJobs {

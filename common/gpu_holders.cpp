@@ -1,4 +1,4 @@
-#include "agent/gpu_holders.h"
+#include "common/gpu_holders.h"
 
 #include <charconv>
 #include <cstdlib>

@@ -1,6 +1,6 @@
 #include <doctest/doctest.h>
 
-#include "agent/gpu_holders.h"
+#include "common/gpu_holders.h"
 
 using namespace dlaunch;
 

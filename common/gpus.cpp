@@ -1,4 +1,4 @@
-#include "agent/gpus.h"
+#include "common/gpus.h"
 
 #include <cctype>
 #include <cstdlib>
