@@ -10,6 +10,7 @@
 
 #include "common/console.h"
 #include "common/exit_codes.h"
+#include "common/heap_return.h"
 #include "common/log.h"
 #include "common/posix.h"
 #include "common/text.h"
@@ -84,8 +85,7 @@ Coordinator::Coordinator(asio::io_context& io, Settings settings, AgentTransport
               s_.service}),
       timers_(io),
       suspend_signals_(io, SIGTSTP),
-      flush_timer_(io),
-      heap_return_(io, std::chrono::seconds(30)) {
+      flush_timer_(io) {
   if (!s_.options.tensorboard_dir.empty() && !s_.job_dir.empty())
     tensorboard_.emplace(s_.job_dir + "/tensorboard");
   s_.plan.rdzv_connect = address_for_agents(s_.plan.rdzv_connect);
@@ -126,7 +126,6 @@ int Coordinator::run() {
   workdir_ = current_directory();  // where local ranks start; once, not per node
   for (const auto& planned : s_.plan.nodes) start_agent(planned);
   flush_logs_periodically();
-  heap_return_.start();
   apply(policy_.start());
   io_.run();
   sink_.terminal().on_space(nullptr);
@@ -140,12 +139,17 @@ int Coordinator::run() {
 }
 
 // Rank files are block-buffered for throughput; flushing them a few times a
-// second keeps `dlaunch logs -f` and `tail -f` current.
+// second keeps `dlaunch logs -f` and `tail -f` current. Every 30 s the heap's
+// free memory goes back too (common/heap_return.h), so that a multi-day job's
+// RSS is what it uses, not what its busiest minute used.
 void Coordinator::flush_logs_periodically() {
-  flush_timer_.expires_after(std::chrono::milliseconds(250));
+  constexpr auto kFlushEvery = std::chrono::milliseconds(250);
+  constexpr unsigned kFlushesPerHeapReturn = 30'000 / kFlushEvery.count();
+  flush_timer_.expires_after(kFlushEvery);
   flush_timer_.async_wait([this](const asio::error_code& ec) {
     if (ec) return;
     sink_.flush();
+    if (++flushes_ % kFlushesPerHeapReturn == 0) return_free_heap();
     flush_logs_periodically();
   });
 }
@@ -357,7 +361,6 @@ void Coordinator::perform(const job_action::Finish&) {
   if (syncs_) syncs_->finish();
   timers_.cancel_all();
   flush_timer_.cancel();
-  heap_return_.stop();
   fleet_.stop();
   io_.stop();
 }

@@ -15,7 +15,6 @@
 #include <string_view>
 #include <vector>
 
-#include "common/heap_return.h"
 #include "launcher/config/options.h"
 #include "launcher/fleet/agent_fleet.h"
 #include "launcher/job/checkpoint_relay.h"
@@ -96,7 +95,7 @@ class Coordinator {
   std::optional<CheckpointRelay> checkpoints_;  // --checkpoint-dir, into <job dir>/checkpoint
   std::map<ConnId, JobActions> held_;           // sends waiting for a checkpoint carry
   asio::steady_timer flush_timer_;
-  PeriodicHeapReturn heap_return_;  // a long job's RSS stays what is in use
+  unsigned flushes_ = 0;  // every kFlushesPerHeapReturn, freed heap memory goes back
 };
 
 }  // namespace dlaunch

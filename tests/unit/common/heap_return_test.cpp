@@ -11,50 +11,11 @@
 namespace dlaunch {
 namespace {
 
-using namespace std::chrono_literals;
-
-// The event loop, with a timer firing only when the test moves the clock.
-struct ClockedLoop {
-  static bool test_clock() {
-    use_test_clock();
-    return true;
-  }
-  bool uses_test_clock = test_clock();
-  asio::io_context io;
-
-  void advance(SteadyClock::duration by) {
-    advance_test_clock(by);
-    const auto until = std::chrono::steady_clock::now() + 20ms;
-    while (std::chrono::steady_clock::now() < until) {
-      if (io.stopped()) io.restart();
-      io.run_one_for(2ms);
-    }
-  }
-};
-
 long resident_bytes() {
   std::ifstream statm("/proc/self/statm");
   long size = 0, resident = 0;
   statm >> size >> resident;
   return resident * ::sysconf(_SC_PAGESIZE);
-}
-
-TEST_CASE("the heap is trimmed once every period, from start() until stop()") {
-  ClockedLoop loop;
-  int trims = 0;
-  PeriodicHeapReturn heap_return(loop.io, 30s, [&] { ++trims; });
-  loop.advance(40s);
-  CHECK(trims == 0);  // not started yet
-  heap_return.start();
-  loop.advance(29s);
-  CHECK(trims == 0);
-  loop.advance(2s);
-  CHECK(trims == 1);
-  loop.advance(30s);
-  CHECK(trims == 2);
-  heap_return.stop();
-  loop.advance(90s);
-  CHECK(trims == 2);
 }
 
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
