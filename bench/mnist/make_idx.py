@@ -1,6 +1,7 @@
-#!/usr/bin/env python3
+#!/usr/bin/python3
 """Writes a deterministic MNIST-shaped data set as the four standard IDX files,
-so that mnist_dist and the Python reference train on the very same bytes.
+so that mnist_dist and the Python reference train on the very same bytes (the
+benchmark suite's `mnist` scenario, bench/suite/mnist.py).
 
 usage: make_idx.py DIR [--train N] [--test N]
 """

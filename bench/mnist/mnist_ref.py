@@ -1,8 +1,11 @@
-#!/usr/bin/env python3
+#!/usr/bin/python3
 """Python reference for mnist_dist: the classic PyTorch MNIST example under
 DistributedDataParallel (Gloo), same model, optimizer, batch size and data,
-reporting training samples/s and test accuracy like mnist_dist does.
-Run under torchrun: python3 -m torch.distributed.run --nproc_per_node 2 mnist_ref.py --data DIR
+reporting training samples/s and test accuracy like mnist_dist does. The
+benchmark suite's `mnist` scenario (bench/suite/mnist.py) runs it under
+Debian's torchrun against mnist_dist under dlaunch:
+    /usr/bin/torchrun --standalone --nproc_per_node 2 --redirects 9:1 --tee 9:1 \
+        bench/mnist/mnist_ref.py --data DIR
 """
 
 import argparse

@@ -25,6 +25,9 @@ class Peer:
     env: dict
     before: object = None   # called before every run (e.g. empties a cache); not timed
     stdout: object = subprocess.DEVNULL
+    # Called after every run that exited 0, with its Sample (e.g. reads a figure the
+    # command printed into sample.figures); not timed. It may raise RunFailed.
+    after: object = None
 
 
 @dataclass
@@ -32,6 +35,7 @@ class Sample:
     wall_s: float
     cpu_s: float   # user+sys of the process and the children it reaped (os.wait4's rusage)
     maxrss_kib: int = 0   # the largest peak RSS among that process and those children
+    figures: dict = field(default_factory=dict)   # what Peer.after read from the run
 
 
 @dataclass
@@ -93,7 +97,10 @@ def run_once(peer, timeout=300.0):
     if proc.returncode != 0:
         tail = (err[0] if err else b"").decode(errors="replace")[-800:]
         raise RunFailed(f"{peer.name}: {' '.join(peer.argv[:4])}... exited {proc.returncode}:\n{tail}")
-    return Sample(elapsed, usage.ru_utime + usage.ru_stime, usage.ru_maxrss)
+    sample = Sample(elapsed, usage.ru_utime + usage.ru_stime, usage.ru_maxrss)
+    if peer.after:
+        peer.after(sample)
+    return sample
 
 
 def interleave(peers, runs, warmup=1, timeout=300.0, log=print):

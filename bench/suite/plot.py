@@ -44,8 +44,11 @@ def lines(out, title, xlabel, ylabel, series, logx=False, logy=False):
         _run(script, out)
 
 
-def bars(out, title, ylabel, bars_, logy=False):
-    """`bars_`: [(name, median, low, high)]: one bar per name, min-max error bars."""
+def bars(out, title, ylabel, bars_, logy=False, fmt="%.0f", enhanced=True, slanted=False):
+    """`bars_`: [(name, median, low, high)]: one bar per name, min-max error bars,
+    each labelled with its median in the printf format `fmt`. `enhanced=False`:
+    text as written (gnuplot's enhanced text makes `_` a subscript). `slanted`:
+    the names at an angle, for many or long ones."""
     with tempfile.TemporaryDirectory(prefix="dlaunch-bench-plot-") as tmp:
         data = os.path.join(tmp, "bars.dat")
         with open(data, "w") as f:
@@ -55,8 +58,10 @@ def bars(out, title, ylabel, bars_, logy=False):
                   f"set title {_quote(title)}\nset ylabel {_quote(ylabel)}\nset grid ytics\n"
                   "set style fill solid 0.6 border -1\nset boxwidth 0.6\nunset key\n"
                   f"set xrange [-0.6:{len(bars_) - 0.4}]\n"
+                  + ("" if enhanced else "set termoption noenhanced\n")
+                  + ("set xtics rotate by -30 left\nset bmargin 8\n" if slanted else "")
                   + ("set logscale y\n" if logy else "set yrange [0:*]\n")
                   + f"plot {_quote(data)} using 1:2:xtic(5) with boxes, \\\n"
                   f"  '' using 1:2:3:4 with yerrorbars lc rgb 'black' pt 0, \\\n"
-                  f"  '' using 1:2:(sprintf('%.0f', $2)) with labels offset 0,1\n")
+                  f"  '' using 1:2:(sprintf({_quote(fmt)}, $2)) with labels offset 0,1\n")
         _run(script, out)

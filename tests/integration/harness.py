@@ -250,21 +250,3 @@ def agent_workers_of(job):
     agents on this machine at the same time)."""
     return sorted({parent_of(pid) for pid in processes_with_marker(job)
                    if exe_name(parent_of(pid)).startswith("agent-")})
-
-
-def time_fault_to_gone(proc, job, fault, timeout=120.0):
-    """Injects `fault(proc, job)` into a running job and returns the seconds
-    until no process carries its marker; ends the job's leftovers and `proc`."""
-    start = time.monotonic()
-    fault(proc, job)
-    left = wait_no_marker(job, timeout)
-    elapsed = time.monotonic() - start
-    if left:
-        print(f"  {job}: processes left after {timeout:.0f} s: {left}")
-        kill_marker(job)
-    try:
-        proc.kill()
-    except OSError:
-        pass
-    proc.wait()
-    return elapsed
