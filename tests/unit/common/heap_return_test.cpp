@@ -11,13 +11,6 @@
 namespace dlaunch {
 namespace {
 
-long resident_bytes() {
-  std::ifstream statm("/proc/self/statm");
-  long size = 0, resident = 0;
-  statm >> size >> resident;
-  return resident * ::sysconf(_SC_PAGESIZE);
-}
-
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
 #define DLAUNCH_OWN_ALLOCATOR 1
 #elif defined(__has_feature)
@@ -27,6 +20,13 @@ long resident_bytes() {
 #endif
 
 #if defined(__GLIBC__) && !defined(DLAUNCH_OWN_ALLOCATOR)
+long resident_bytes() {
+  std::ifstream statm("/proc/self/statm");
+  long size = 0, resident = 0;
+  statm >> size >> resident;
+  return resident * ::sysconf(_SC_PAGESIZE);
+}
+
 // What the coordinator meets after a burst: most of 64 MiB of small blocks
 // freed, with a block still in use every 256 KiB, so that malloc's own
 // trimming of the heap's top cannot give any of it back.
