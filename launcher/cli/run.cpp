@@ -439,8 +439,12 @@ int run_command(int argc, const char* const* argv) {
   // the coordinator's own messages; the ranks' output is in their logs only.
   TerminalFilter filter{o.ranks_filter, o.local_ranks_filter, o.hidden_streams,
                         o.hidden_streams_by_local_rank};
-  LogSink::Settings sink_settings{
-      job_dir, plan.hosts_in_prefix, std::move(filter), o.quiet || o.detach, 20, o.no_skip};
+  LogSink::Settings sink_settings{job_dir,
+                                  plan.hosts_in_prefix,
+                                  std::move(filter),
+                                  o.quiet || o.detach,
+                                  20,
+                                  o.no_skip || !terminal_may_skip(1, 2)};
   sink_settings.terminal_is_tty = ::isatty(1) && ::isatty(2) && same_terminal(1, 2);
   sink_settings.color_out = color_allowed_for_fd(1);
   sink_settings.color_err = color_allowed_for_fd(2);

@@ -113,7 +113,7 @@ int Coordinator::run() {
     recorder_.finish(policy_, result_);
     return kExitFailure;
   }
-  if (s_.options.no_skip) {
+  if (sink_.holds_ranks_back()) {
     // Called on the terminal's writer thread once it has caught up.
     sink_.terminal().on_space([this] {
       asio::post(io_, [this] {
@@ -245,7 +245,7 @@ void Coordinator::on_log_line(ConnId conn, const proto::LogLine& line) {
   sink_.line(line.rank, host, line.stream, line.text, line.end, *local_rank);
   // --no-skip: a terminal that falls behind holds the ranks back, through the
   // agents' bounded queues, instead of losing lines.
-  if (s_.options.no_skip && !reading_paused_ && sink_.terminal_backlogged()) {
+  if (sink_.holds_ranks_back() && !reading_paused_ && sink_.terminal_backlogged()) {
     reading_paused_ = true;
     fleet_.server().set_reading_paused(true);
   }

@@ -1,5 +1,7 @@
 #include "launcher/output/log_sink.h"
 
+#include <sys/stat.h>
+
 #include "common/console.h"
 #include "common/host_color.h"
 
@@ -13,6 +15,14 @@ std::string rank_list(const std::map<int, std::uint64_t>& ranks) {
 }
 
 }  // namespace
+
+bool terminal_may_skip(int out_fd, int err_fd) {
+  const auto regular_file = [](int fd) {
+    struct stat st {};
+    return ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode);
+  };
+  return !(regular_file(out_fd) && regular_file(err_fd));
+}
 
 LogSink::LogSink(Settings settings)
     : settings_(std::move(settings)),

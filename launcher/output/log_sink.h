@@ -26,6 +26,13 @@
 
 namespace dlaunch {
 
+// Whether the terminal may skip lines when it falls behind: not when stdout
+// and stderr are both regular files (`> train.log 2>&1`). A file falls behind
+// only while the machine is short of CPU, and whoever redirected into it
+// expects every line there; so there the ranks are held back, as --no-skip
+// does. A terminal, a pipe or a socket can stall for good, and does skip.
+bool terminal_may_skip(int out_fd, int err_fd);
+
 class LogSink {
  public:
   struct Settings {
@@ -71,6 +78,9 @@ class LogSink {
   void mark_round(int round);
 
   bool terminal_backlogged() const { return terminal_.over_bound(); }
+  // Nothing is skipped (no_skip): the coordinator holds the ranks back while
+  // terminal_backlogged().
+  bool holds_ranks_back() const { return settings_.no_skip; }
   TerminalWriter& terminal() { return terminal_; }
   // What the rank files lost to write errors, one line per file.
   std::vector<std::string> losses() const { return files_.losses(); }
