@@ -13,11 +13,12 @@ kernel's loopback TCP work, node 0's receive side included). A build without
 dlaunch-rdzv-load gets the first one of the other --build directories under
 `--load cpp`. Which load ran is printed with the machine line and for each run.
 
-For each N and each build it prints: the result (dlaunch's exit code, or the
-signal that ended it), seconds from dlaunch's start to its exit, seconds until
-the last load agent had its Assign, node 0's peak RSS (VmHWM) and CPU time
-(user+sys), and how often load agents had to reconnect (a connection closed
-before Welcome: a handshake eviction or a refused connect).
+For each N and each build it prints (and with --json writes, one object per
+run): the result (dlaunch's exit code, or the signal that ended it), seconds
+from dlaunch's start to its exit, seconds until the last load agent had its
+Assign, node 0's peak RSS (VmHWM) and CPU time (user+sys), and how often load
+agents had to reconnect (a connection closed before Welcome: a handshake
+eviction or a refused connect).
 
     bench/rendezvous/scale.py --build after=build/bin --build before=/tmp/wt-before/build/bin \\
         --nodes 1000,2500,3000,10000,20000 --write bench/results/rendezvous_scale.md
@@ -346,6 +347,8 @@ def main():
     ap.add_argument("--timeout", type=float, default=60.0, help="per run (also --rdzv-timeout)")
     ap.add_argument("--perf", help="record node 0 with perf into this file (one run only)")
     ap.add_argument("--write", help="write the table as markdown into this file")
+    ap.add_argument("--json", help="write every run's figures as a JSON list into this file "
+                    "(what bench/suite/rendezvous_scale.py reads)")
     ap.add_argument("--node0-cpus", default="",
                     help="pin node 0 (and its agent and rank) to these CPUs, e.g. 0-1")
     ap.add_argument("--load-cpus", default="", help="pin the load processes to these CPUs")
@@ -385,6 +388,9 @@ def main():
                             blind_nodes=args.blind_node, keep=keep, node0_args=args.node0_arg)
                 rows.append((name, r))
                 print(fmt(name, r), flush=True)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump([dict(r, build=name, fd_limit=hard) for name, r in rows], f, indent=1)
     if args.write:
         with open(args.write, "w") as f:
             f.write("```\n" + " ".join(["bench/rendezvous/scale.py"] + sys.argv[1:]) + "\n```\n\n")

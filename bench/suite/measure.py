@@ -124,3 +124,100 @@ def interleave(peers, runs, warmup=1, timeout=300.0, log=print):
             log(f"  {'warm-up' if round_ < warmup else f'run {round_ - warmup + 1}'}: "
                 f"{p.name} {s.wall_s * 1000:.1f} ms (CPU {s.cpu_s * 1000:.1f} ms)")
     return {k: v for k, v in stats.items() if v.samples}, failures
+
+
+
+def exe_match(prefix, under=None, whole=False):
+    """A test for PeakRss: an executable whose file name starts with `prefix`
+    (is `prefix`, when `whole`), and lies under the directory `under` when given
+    (e.g. this run's remote agent cache: not another job's agents on the machine)."""
+    under = os.path.join(os.path.realpath(under), "") if under else None
+
+    def match(path):
+        name = os.path.basename(path)
+        return (name == prefix if whole else name.startswith(prefix)) \
+            and (under is None or path.startswith(under))
+    return match
+
+
+class PeakRss:
+    """The largest peak resident set (VmHWM, KiB) of the processes of each
+    group: {label: a test of a process's executable path (exe_match)}, e.g. the
+    agents a launcher starts on hosts that share this machine's /proc. A
+    thread of its own scans /proc every `interval` seconds while the `with`
+    block runs; take() hands back {label: (peak KiB, processes seen)} since the
+    last take() and starts over, so that a peer's before and after hooks give
+    each run its own figure. VmHWM is the process's own (not, as wait4's
+    ru_maxrss is, floored by the RSS its parent had when it forked). A process
+    that grows in its last `interval` before it exits is seen short of its
+    peak: the figure is a lower bound."""
+
+    def __init__(self, groups, interval=0.02):
+        self.groups, self.interval = dict(groups), interval
+        self._lock = threading.Lock()
+        self._reset()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._poll, daemon=True)
+
+    def _reset(self):
+        self._peak = dict.fromkeys(self.groups, 0)
+        self._seen = {label: set() for label in self.groups}
+
+    def __enter__(self):
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        self._thread.join(5)
+
+    def take(self):
+        with self._lock:
+            found = {label: (self._peak[label], len(self._seen[label])) for label in self.groups}
+            self._reset()
+        return found
+
+    def _poll(self):
+        while not self._stop.wait(self.interval):
+            for entry in os.listdir("/proc"):
+                if not entry.isdigit():
+                    continue
+                try:
+                    # Read every time: a process may exec the program under the pid it had.
+                    exe = os.readlink(f"/proc/{entry}/exe")
+                    labels = [label for label, match in self.groups.items() if match(exe)]
+                    if not labels:
+                        continue
+                    with open(f"/proc/{entry}/status") as f:
+                        hwm = next((int(line.split()[1]) for line in f
+                                    if line.startswith("VmHWM:")), 0)
+                except (OSError, ValueError):
+                    continue
+                with self._lock:
+                    for label in labels:
+                        self._peak[label] = max(self._peak[label], hwm)
+                        self._seen[label].add(int(entry))
+
+
+def watch_peaks(peer, watch, key="peak RSS"):
+    """`peer`, its hooks wrapped so that each of its runs gets what `watch` (a
+    running PeakRss) saw during it in sample.figures[key]."""
+    before, after = peer.before, peer.after
+
+    def start():
+        if before:
+            before()
+        watch.take()
+
+    def end(sample):
+        sample.figures[key] = watch.take()
+        if after:
+            after(sample)
+    peer.before, peer.after = start, end
+    return peer
+
+
+def peaks_kib(stats, label, key="peak RSS"):
+    """Each run's peak of `label` (watch_peaks), for the runs that saw such a process."""
+    return [s.figures[key][label][0] for s in stats.samples
+            if key in s.figures and s.figures[key][label][1]]
