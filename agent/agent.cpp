@@ -148,6 +148,11 @@ void Agent::start() {
   options.connect_deadline = std::chrono::seconds(spec_.rdzv_timeout_s);
   options.heartbeat_timeout = std::chrono::seconds(spec_.heartbeat_timeout_s);
   options.first_connect_jitter = RendezvousClient::jitter_for(spec_.nnodes, spec_.node_rank);
+  // The ranks' output queued here before their pipes wait: 1 MiB absorbs a
+  // burst, and the kernel's socket buffers (autotuned to the link's
+  // bandwidth-delay product) keep a long link full, so more only costs the
+  // host memory (4 MiB took the agent's peak RSS to 10 MiB in a flood).
+  options.output_limit = 1024 * 1024;
   client_ = std::make_unique<RendezvousClient>(
       io_, options, spec_.secret, join,
       RendezvousClient::Callbacks{

@@ -110,6 +110,7 @@ void RendezvousClient::on_connected(asio::ip::tcp::socket socket) {
                         }
                         fail("lost the coordinator: " + reason);
                       }});
+  if (options_.output_limit) connection_->set_output_limit(options_.output_limit);
   if (on_output_space_) connection_->on_output_space(on_output_space_);
   connection_->send(proto::Hello{proto::kMagic, proto::kVersion, agent_nonce_});
 }

@@ -6,6 +6,7 @@
 
 #include <asio.hpp>
 #include <chrono>
+#include <cstddef>
 #include <functional>
 #include <memory>
 #include <string>
@@ -29,6 +30,8 @@ class RendezvousClient {
     std::chrono::milliseconds heartbeat_timeout{15'000};
     // Upper bound of a random wait before the first connect (0: none).
     std::chrono::milliseconds first_connect_jitter{0};
+    // Output queued before output_full() (Connection's default unless set).
+    std::size_t output_limit = 0;
   };
 
   // The first-connect jitter of node `node_rank` in a job of `nnodes`: none

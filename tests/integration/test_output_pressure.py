@@ -113,7 +113,7 @@ class FloodTest(DlaunchTestCase):
         sanitized = uses_asan(p.pid)
         p.communicate(timeout=60)
         self.assertEqual(p.returncode, 124)  # timeout's code: the ranks were ended by it
-        # Bounded: the output lane (4 MiB) and the terminal buffer (8 MiB) plus
+        # Bounded: the output lane (1 MiB on the agent) and the terminal buffer (8 MiB) plus
         # the program itself; before, the agent grew by hundreds of MB a second
         # (2.4 GB after 8 s). AddressSanitizer keeps up to 256 MiB of freed
         # memory in quarantine, so its builds get that much more room.
