@@ -597,7 +597,7 @@ SpawnRequest Agent::rank_request(const proto::Assign& assign, int local) {
 
 void Agent::on_line(int rank, proto::Stream stream, std::string_view line, proto::LineEnd end) {
   if (client_) {
-    client_->send(proto::LogLine{rank, stream, std::string(line), end});
+    client_->send_log_line(rank, stream, line, end);
     if (client_->output_full()) supervisor_.pause_output();
   }
   if (spec_.echo) {

@@ -645,6 +645,20 @@ std::string encode(const Message& m) {
   return encode_frame(static_cast<std::uint8_t>(type_of(m)), w.bytes());
 }
 
+void append_log_line(std::string& out, std::int32_t rank, Stream stream, std::string_view text,
+                     LineEnd end) {
+  // The payload as put(LogLine) writes it: rank, stream, text, end.
+  const std::size_t payload = 4 + 1 + 4 + text.size() + 1;
+  wire::Writer w(std::move(out));
+  w.u32(static_cast<std::uint32_t>(payload + 1));  // the frame's length counts its type
+  w.u8(static_cast<std::uint8_t>(Type::log_line));
+  w.i32(rank);
+  w.u8(static_cast<std::uint8_t>(stream));
+  w.str(text);
+  w.u8(static_cast<std::uint8_t>(end));
+  out = w.take();
+}
+
 std::optional<Message> decode(std::uint8_t type, std::string_view payload) {
   if (type < static_cast<std::uint8_t>(Type::hello) ||
       type > static_cast<std::uint8_t>(Type::nccl_report)) {

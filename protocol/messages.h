@@ -398,6 +398,10 @@ using Message = std::variant<Hello, Challenge, Join, Welcome, Assign, LogLine, R
 
 // A whole frame (header included) for one message.
 std::string encode(const Message& m);
+// The frame encode(LogLine{rank, stream, text, end}) gives, appended to `out`:
+// the agents' hot path, with no copy of the line and no buffer of its own.
+void append_log_line(std::string& out, std::int32_t rank, Stream stream, std::string_view text,
+                     LineEnd end);
 // Decodes one frame's payload; nullopt when it is malformed for its type.
 std::optional<Message> decode(std::uint8_t type, std::string_view payload);
 std::string_view type_name(const Message& m);

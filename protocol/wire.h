@@ -8,6 +8,7 @@
 #include <map>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace dlaunch::wire {
@@ -18,6 +19,10 @@ inline constexpr std::size_t kMaxListItems = 4096;
 
 class Writer {
  public:
+  Writer() = default;
+  // Appends to `into` (take() gives it back), so that many messages can be
+  // written one after another into one buffer.
+  explicit Writer(std::string into) : out_(std::move(into)) {}
   void u8(std::uint8_t v) { out_.push_back(static_cast<char>(v)); }
   void u16(std::uint16_t v);
   void u32(std::uint32_t v);

@@ -168,6 +168,11 @@ void RendezvousClient::send(const proto::Message& message) {
   if (connection_ && phase_ == Phase::joined) connection_->send(message);
 }
 
+void RendezvousClient::send_log_line(std::int32_t rank, proto::Stream stream, std::string_view text,
+                                     proto::LineEnd end) {
+  if (connection_ && phase_ == Phase::joined) connection_->send_log_line(rank, stream, text, end);
+}
+
 void RendezvousClient::on_output_space(std::function<void()> callback) {
   on_output_space_ = std::move(callback);
   if (connection_) connection_->on_output_space(on_output_space_);

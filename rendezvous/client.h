@@ -7,9 +7,11 @@
 #include <asio.hpp>
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
 
 #include "protocol/messages.h"
 #include "rendezvous/connection.h"
@@ -47,6 +49,9 @@ class RendezvousClient {
 
   void start();
   void send(const proto::Message& message);
+  // send(LogLine{...}) without a copy of the line (Connection::send_log_line).
+  void send_log_line(std::int32_t rank, proto::Stream stream, std::string_view text,
+                     proto::LineEnd end);
   // True while the rank output queued for the coordinator is at its bound:
   // the agent stops reading its ranks' pipes until on_output_space.
   bool output_full() const { return connection_ && connection_->output_full(); }

@@ -63,6 +63,18 @@ void Connection::send_frame(std::string frame) {
   enqueue_ordered(std::move(frame));
 }
 
+void Connection::send_log_line(std::int32_t rank, proto::Stream stream, std::string_view text,
+                               proto::LineEnd end) {
+  if (closed_ || closing_after_flush_) return;
+  if (ordered_.empty() || ordered_.back().size() >= kCoalesce) ordered_.emplace_back();
+  std::string& buffer = ordered_.back();
+  const std::size_t before = buffer.size();
+  proto::append_log_line(buffer, rank, stream, text, end);
+  output_bytes_ += buffer.size() - before;
+  if (output_full()) output_waiting_ = true;
+  if (!writing_) write_next();
+}
+
 void Connection::enqueue_ordered(std::string frame) {
   output_bytes_ += frame.size();
   ordered_.push_back(std::move(frame));

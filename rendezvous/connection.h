@@ -17,10 +17,12 @@
 
 #include <asio.hpp>
 #include <chrono>
+#include <cstdint>
 #include <deque>
 #include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
 
 #include "protocol/frame.h"
 #include "protocol/messages.h"
@@ -58,6 +60,12 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void send(const proto::Message& message);
   // An already encoded message, on the ordered lane.
   void send_frame(std::string frame);
+  // send(LogLine{...}) without a buffer per line: while a write is under way
+  // the line is encoded straight onto the end of the last queued buffer, up to
+  // kCoalesce bytes each. A flood of rank output costs an append per line.
+  void send_log_line(std::int32_t rank, proto::Stream stream, std::string_view text,
+                     proto::LineEnd end);
+  static constexpr std::size_t kCoalesce = 64 * 1024;
   bool output_full() const { return output_bytes_ >= output_limit_; }
   std::size_t output_queued_bytes() const { return output_bytes_; }
   void set_output_limit(std::size_t bytes) { output_limit_ = bytes; }

@@ -5,11 +5,24 @@
 #include <map>
 #include <random>
 #include <sstream>
+#include <utility>
 
 #include "protocol/frame.h"
 #include "protocol/messages.h"
 
 using namespace dlaunch;
+
+TEST_CASE("append_log_line writes encode(LogLine)'s bytes after what the buffer holds") {
+  std::string buffer = "queued";
+  const std::string long_text(70'000, 'x');
+  for (const auto& [rank, text] :
+       {std::pair<int, std::string>{0, ""}, {3, "hello"}, {-1, long_text}}) {
+    const proto::LogLine line{rank, proto::Stream::err, text, proto::LineEnd::continued};
+    const std::string expected = buffer + proto::encode(line);
+    proto::append_log_line(buffer, line.rank, line.stream, line.text, line.end);
+    CHECK(buffer == expected);
+  }
+}
 
 TEST_CASE("frames round-trip when fed byte by byte") {
   const std::string a = encode_frame(5, "hello");

@@ -125,6 +125,39 @@ TEST_CASE("connection: the output lane is bounded and says when it has room agai
   CHECK(space);
 }
 
+TEST_CASE("connection: log lines written into shared buffers arrive whole, in order, as sent") {
+  Pair pair;
+  pair.conn->start({[](proto::Message&&) {}, [](const std::string&) {}});
+  // Lines of every length from empty to the largest piece an agent sends, both
+  // streams and every ending; the peer reads nothing until all are queued, so
+  // most of them share buffers.
+  std::vector<proto::LogLine> sent;
+  for (int i = 0; i < 3000; ++i) {
+    const std::size_t length = i % 97 == 0 ? proto::kMaxLogChunk : (i * 37) % 300;
+    sent.push_back({i, i % 3 == 0 ? proto::Stream::err : proto::Stream::out,
+                    std::string(length, static_cast<char>('a' + i % 26)),
+                    static_cast<proto::LineEnd>(i % 4)});
+    pair.conn->send_log_line(sent.back().rank, sent.back().stream, sent.back().text,
+                             sent.back().end);
+  }
+  pair.conn->send(proto::RankExit{7, 0, 0});
+  pair.conn->close_after_flush("done");
+  std::vector<proto::Message> got;
+  std::thread reader([&] { got = pair.drain_peer(); });
+  pair.io.run();
+  reader.join();
+  REQUIRE(got.size() == sent.size() + 1);
+  for (std::size_t i = 0; i < sent.size(); ++i) {
+    const auto* line = std::get_if<proto::LogLine>(&got[i]);
+    REQUIRE(line != nullptr);
+    CHECK(line->rank == sent[i].rank);
+    CHECK(line->stream == sent[i].stream);
+    CHECK(line->text == sent[i].text);
+    CHECK(line->end == sent[i].end);
+  }
+  CHECK(std::holds_alternative<proto::RankExit>(got.back()));
+}
+
 TEST_CASE("connection: heartbeats overtake queued output; a rank's exit does not") {
   Pair pair;
   pair.conn->start({[](proto::Message&&) {}, [](const std::string&) {}});
