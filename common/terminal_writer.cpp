@@ -5,11 +5,17 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <csignal>
 
 #include "common/heap_return.h"
 
 namespace dlaunch {
+
+namespace {
+constexpr auto kLinger = std::chrono::milliseconds(1);
+constexpr std::size_t kLingerBelow = 64 * 1024;
+}  // namespace
 
 TerminalWriter::TerminalWriter(Settings settings)
     : settings_(settings), thread_([this] { run(); }) {}
@@ -43,6 +49,7 @@ bool TerminalWriter::offer(Stream stream, std::string bytes) {
     const std::size_t cost = memory_cost(bytes);
     buffered_ += cost;
     queue_.push_back({stream, std::move(bytes), cost});
+    if (!sleeping_) return true;  // awake: it takes this line with the others
   }
   wake_.notify_one();
   return true;
@@ -55,6 +62,7 @@ void TerminalWriter::write(Stream stream, std::string bytes) {
     buffered_ += cost;
     if (buffered_ >= settings_.max_buffered) was_over_ = true;
     queue_.push_back({stream, std::move(bytes), cost});
+    if (!sleeping_) return;
   }
   wake_.notify_one();
 }
@@ -82,11 +90,20 @@ void TerminalWriter::run() {
   ::pthread_sigmask(SIG_BLOCK, &pipe_signal, nullptr);
   std::unique_lock lock(mutex_);
   for (;;) {
+    sleeping_ = true;
     wake_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
+    sleeping_ = false;
     if (queue_.empty()) {
       if (stopping_) return;
       continue;
     }
+    // The event loop hands over lines one at a time, each faster than a
+    // thread wakes up: waking for each cost a context switch per line, a third
+    // of the coordinator's CPU in a flood. So a short queue gets a millisecond
+    // to grow (offers meanwhile wake no one), and a flood costs one wake-up
+    // and one write per batch.
+    if (!stopping_ && buffered_ < kLingerBelow)
+      wake_.wait_for(lock, kLinger, [this] { return stopping_; });
     // Take everything queued for one stream in a row: one write per batch.
     const Stream stream = queue_.front().stream;
     std::size_t cost = queue_.front().cost;

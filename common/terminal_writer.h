@@ -75,6 +75,7 @@ class TerminalWriter {
   bool was_over_ = false;
   bool trim_after_backlog_ = false;  // once the queue empties after a backlog
   bool stopping_ = false;
+  bool sleeping_ = false;    // the writer waits for work: the next offer must wake it
   bool out_closed_ = false;  // EPIPE or another hard error: output there is dropped
   bool err_closed_ = false;
   std::function<void()> on_space_;
