@@ -210,7 +210,12 @@ class ContainersTest(unittest.TestCase):
         script = ('echo "R=$RANK L=$LOCAL_RANK W=$WORLD_SIZE M=${MASTER_ADDR:+set} '
                   'T=$TOKEN_X J=$DLAUNCH_JOB D=$(pwd) U=$(id -u) PATH=$PATH '
                   'IMG=$([ -e /etc/os-release ] && echo host || echo image)"; '
-                  'touch "out-$RANK"; [ "$RANK" = 3 ] && exit 3; exit 0')
+                  'touch "out-$RANK"; [ "$RANK" = 3 ] || exit 0; '
+                  # Rank 3's failure stops the others: it waits until each has
+                  # written its line (its file comes after), or a container
+                  # slow to start is stopped before it says anything.
+                  'i=0; while [ $i -lt 120 ]; do set -- out-*; [ $# -ge 4 ] && break; '
+                  'sleep 1; i=$((i + 1)); done; exit 3')
         r = self.hosts.dlaunch([*self.args("-e", "TOKEN_X=s3cret"), "--", "/bin/sh", "-c",
                                 script])
         self.assertEqual(r.returncode, 3, r.stderr)
