@@ -21,7 +21,10 @@ void OutputOrder::deliver(proto::Stream stream, std::string_view text, proto::Li
 void OutputOrder::pass(proto::Stream stream, std::string_view text, proto::LineEnd end,
                        const Sink& sink) {
   sink(stream, text, end);
-  if (end == proto::LineEnd::continued) {
+  // A piece sent because the rank paused in the middle of a line (partial)
+  // leaves that line as unfinished as a 64 KiB cut does: a rank starved of
+  // CPU half-way through a long write has the rest to come.
+  if (end == proto::LineEnd::continued || end == proto::LineEnd::partial) {
     if (mid_line_ != stream) mid_line_bytes_ = 0;
     mid_line_ = stream;
     mid_line_bytes_ += text.size();

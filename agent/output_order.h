@@ -1,5 +1,6 @@
 // Keeps a rank's long lines whole in its log. LineSplitter cuts a line longer
-// than a frame into pieces (LineEnd::continued); a rank that writes to both
+// than a frame into pieces (LineEnd::continued), and sends what it has of a
+// line when the rank pauses in its middle (LineEnd::partial); a rank that writes to both
 // stdout and stderr could otherwise have a line of the other stream, or a
 // "\r" progress segment, land between two pieces of one line. So while one
 // stream is in the middle of a line, what the other stream says waits here

@@ -18,6 +18,7 @@ struct Recorder {
       std::string piece = stream == Stream::out ? "out:" : "err:";
       piece += text;
       if (end == LineEnd::continued) piece += "+";
+      if (end == LineEnd::partial) piece += "~";
       pieces.push_back(piece);
     };
   }
@@ -47,6 +48,19 @@ TEST_CASE("output order: the other stream waits for the end of a long line") {
   order.deliver(Stream::out, "next", LineEnd::newline, r.sink());
   CHECK(r.pieces == std::vector<std::string>{"out:long-1+", "out:long-2+", "out:long-3",
                                              "err:short", "err:bar", "out:next"});
+  CHECK(order.held_bytes() == 0);
+}
+
+TEST_CASE("output order: a line the rank paused in the middle of holds the other stream too") {
+  // A rank starved of CPU half-way through writing a 100 KB line: the agent
+  // sends what it has after 500 ms (partial), and the rest comes later.
+  OutputOrder order;
+  Recorder r;
+  order.deliver(Stream::out, "first-half", LineEnd::partial, r.sink());
+  order.deliver(Stream::err, "warning", LineEnd::newline, r.sink());
+  CHECK(order.held_bytes() == 7);
+  order.deliver(Stream::out, "second-half", LineEnd::newline, r.sink());
+  CHECK(r.pieces == std::vector<std::string>{"out:first-half~", "out:second-half", "err:warning"});
   CHECK(order.held_bytes() == 0);
 }
 
