@@ -46,19 +46,31 @@ def dlaunch_error(row):
     return f"{row['result']}" + (f": {why}" if why else "")
 
 
-def dlaunch_peer(ctx, n, log):
-    out = os.path.join(ctx.tmp, f"scale-{n}.json")
+def json_output(ctx, name):
+    """Where a run writes its figures, and the `before` that clears the last run's."""
+    out = os.path.join(ctx.tmp, name)
 
     def before():
         if os.path.exists(out):
             os.unlink(out)
 
+    return out, before
+
+
+def load_json(out, what, pick=lambda doc: doc):
+    """The figures a run wrote; a run that wrote none failed."""
+    try:
+        with open(out) as f:
+            return pick(json.load(f))
+    except (OSError, ValueError, IndexError) as e:
+        raise measure.RunFailed(f"{what} wrote no figures: {e!r}")
+
+
+def dlaunch_peer(ctx, n, log):
+    out, before = json_output(ctx, f"scale-{n}.json")
+
     def after(sample):
-        try:
-            with open(out) as f:
-                row = json.load(f)[0]
-        except (OSError, ValueError, IndexError) as e:
-            raise measure.RunFailed(f"scale.py wrote no figures: {e!r}")
+        row = load_json(out, "scale.py", lambda rows: rows[0])
         if row["result"] != "exit 0":
             raise measure.RunFailed(dlaunch_error(row))
         if row["assigned_s"] is None:
@@ -76,18 +88,10 @@ def dlaunch_peer(ctx, n, log):
 
 
 def tcpstore_peer(ctx, n, log):
-    out = os.path.join(ctx.tmp, f"tcpstore-{n}.json")
-
-    def before():
-        if os.path.exists(out):
-            os.unlink(out)
+    out, before = json_output(ctx, f"tcpstore-{n}.json")
 
     def after(sample):
-        try:
-            with open(out) as f:
-                r = json.load(f)
-        except (OSError, ValueError) as e:
-            raise measure.RunFailed(f"tcpstore_peer.py wrote no result: {e!r}")
+        r = load_json(out, "tcpstore_peer.py")
         if r["error"]:
             raise measure.RunFailed(r["error"])
         if "server_cpu_s" not in r:
