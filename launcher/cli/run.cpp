@@ -444,7 +444,7 @@ int run_command(int argc, const char* const* argv) {
                                   std::move(filter),
                                   o.quiet || o.detach,
                                   20,
-                                  o.no_skip || !terminal_may_skip(1, 2)};
+                                  o.no_skip || !terminal_may_skip(1)};
   sink_settings.terminal_is_tty = ::isatty(1) && ::isatty(2) && same_terminal(1, 2);
   sink_settings.color_out = color_allowed_for_fd(1);
   sink_settings.color_err = color_allowed_for_fd(2);

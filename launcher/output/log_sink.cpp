@@ -16,12 +16,12 @@ std::string rank_list(const std::map<int, std::uint64_t>& ranks) {
 
 }  // namespace
 
-bool terminal_may_skip(int out_fd, int err_fd) {
+bool terminal_may_skip(int out_fd) {
   const auto regular_file = [](int fd) {
     struct stat st {};
     return ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode);
   };
-  return !(regular_file(out_fd) && regular_file(err_fd));
+  return !regular_file(out_fd);
 }
 
 LogSink::LogSink(Settings settings)

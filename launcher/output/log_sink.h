@@ -27,11 +27,12 @@
 namespace dlaunch {
 
 // Whether the terminal may skip lines when it falls behind: not when stdout
-// and stderr are both regular files (`> train.log 2>&1`). A file falls behind
-// only while the machine is short of CPU, and whoever redirected into it
-// expects every line there; so there the ranks are held back, as --no-skip
-// does. A terminal, a pipe or a socket can stall for good, and does skip.
-bool terminal_may_skip(int out_fd, int err_fd);
+// is a regular file (`> train.log`). A file falls behind only while the
+// machine is short of CPU, and whoever redirected into it expects every line
+// there; so there the ranks are held back, as --no-skip does (also while a
+// stalled stderr holds the writer up). A terminal, a pipe or a socket can
+// stall for good, and does skip.
+bool terminal_may_skip(int out_fd);
 
 class LogSink {
  public:
