@@ -1,5 +1,6 @@
 #include "protocol/digest_cache.h"
 
+#include <cerrno>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -55,6 +56,21 @@ void remember_digest(const std::string& path, const struct stat& st, const std::
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   write_private_file(dir, entry_name(path), identity(st) + "\n" + to_hex(digest) + "\n");
+}
+
+std::optional<std::string> file_digest(const std::string& path, const struct stat& st) {
+  if (auto cached = cached_digest(path, st)) return cached;
+  // sha256_file opens no symbolic link (the --sync manifest sends links as
+  // links): here the file it names is meant.
+  std::error_code ec;
+  const auto real = std::filesystem::canonical(path, ec);
+  if (ec) {
+    errno = ec.value();
+    return std::nullopt;
+  }
+  auto digest = sha256_file(real.string());
+  if (digest) remember_digest(path, st, *digest);
+  return digest;
 }
 
 }  // namespace dlaunch

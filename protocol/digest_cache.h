@@ -22,4 +22,10 @@ std::string digest_cache_directory();
 std::optional<std::string> cached_digest(const std::string& path, const struct stat& st);
 void remember_digest(const std::string& path, const struct stat& st, const std::string& digest);
 
+// The SHA-256 of the file `path` names, followed through symbolic links (an
+// image or a packaged agent is often reached through one): the remembered one
+// while the file is still the one `st` describes (its stat or fstat), else
+// read and remembered. nullopt, with errno set, when it cannot be read.
+std::optional<std::string> file_digest(const std::string& path, const struct stat& st);
+
 }  // namespace dlaunch

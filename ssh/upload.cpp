@@ -8,7 +8,6 @@
 
 #include <cerrno>
 #include <cstring>
-#include <filesystem>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -17,7 +16,6 @@
 #include "common/posix.h"
 #include "protocol/auth.h"
 #include "protocol/digest_cache.h"
-#include "protocol/sha256.h"
 #include "ssh/exec_upload.h"
 #include "ssh/shell_quote.h"
 
@@ -144,22 +142,9 @@ std::string agent_sha256(const std::string& path) {
       // Hashing both architectures' agents was a quarter of a one-host
       // launch's CPU: remembered between runs while the files are unchanged.
       struct stat st {};
-      const bool known = ::stat(path.c_str(), &st) == 0;
-      if (auto cached = known ? cached_digest(path, st) : std::nullopt) {
-        it->second = auth::to_hex(*cached);
-        return it->second;
-      }
-      // sha256_file refuses a symbolic link, and an agent may well be reached
-      // through one (DLAUNCH_AGENT, a packaged lib/dlaunch): hash what it names.
-      std::error_code ec;
-      const auto real = std::filesystem::canonical(path, ec);
-      const auto digest = ec ? std::nullopt : sha256_file(real.string());
-      if (!digest) {
-        throw SshError("cannot read " + path + ": " +
-                       (ec ? ec.message() : std::string(std::strerror(errno))));
-      }
+      const auto digest = ::stat(path.c_str(), &st) == 0 ? file_digest(path, st) : std::nullopt;
+      if (!digest) throw SshError("cannot read " + path + ": " + std::strerror(errno));
       it->second = auth::to_hex(*digest);
-      if (known) remember_digest(path, st, *digest);
     } catch (...) {
       cache.erase(it);
       throw;

@@ -58,14 +58,9 @@ std::variant<ImageFile, std::string> read_image_file(const std::string& path, bo
   ImageFile image{path, std::get<ImageFormat>(format), static_cast<std::uint64_t>(st.st_size)};
   if (!hash) return image;
   // Gigabytes take seconds to hash: a file unchanged since the last job is not read again.
-  if (auto cached = cached_digest(path, st)) {
-    image.sha256 = std::move(*cached);
-    return image;
-  }
-  auto digest = sha256_file(path);
+  auto digest = file_digest(path, st);
   if (!digest) return failed(std::strerror(errno));
   image.sha256 = std::move(*digest);
-  remember_digest(path, st, image.sha256);
   return image;
 }
 

@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 
 #include <cstdlib>
+#include <filesystem>
 
 #include "protocol/digest_cache.h"
 
@@ -98,4 +99,16 @@ TEST_CASE("an image file's digest is remembered while the file stays the same") 
   // one clock tick may leave the times alike, which a later job never sees).
   write_file(file, tar_head() + "v2 longer");
   CHECK(std::get<ImageFile>(read_image_file(file)).sha256 == sha256(tar_head() + "v2 longer"));
+}
+
+TEST_CASE("an image file reached through a symbolic link is hashed as the file it names") {
+  ScratchDir dir;
+  ScratchDir cache;
+  dlaunch::testing::ScopedEnv cache_home("XDG_CACHE_HOME", cache.path());
+  const std::string content = tar_head() + "linked";
+  write_file(dir.dir() / "image.tar", content);
+  std::filesystem::create_symlink(dir.dir() / "image.tar", dir.dir() / "current.tar");
+  const auto read = read_image_file((dir.dir() / "current.tar").string());
+  REQUIRE_MESSAGE(std::holds_alternative<ImageFile>(read), std::get<std::string>(read));
+  CHECK(std::get<ImageFile>(read).sha256 == sha256(content));
 }
