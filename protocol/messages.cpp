@@ -59,11 +59,15 @@ void put(wire::Writer& w, const Assign& m) {
   w.i32(m.master_port);
   w.str(m.socket_ifname);
 }
+void put_log_line(wire::Writer& w, std::int32_t rank, Stream stream, std::string_view text,
+                  LineEnd end) {
+  w.i32(rank);
+  w.u8(static_cast<std::uint8_t>(stream));
+  w.str(text);
+  w.u8(static_cast<std::uint8_t>(end));
+}
 void put(wire::Writer& w, const LogLine& m) {
-  w.i32(m.rank);
-  w.u8(static_cast<std::uint8_t>(m.stream));
-  w.str(m.text);
-  w.u8(static_cast<std::uint8_t>(m.end));
+  put_log_line(w, m.rank, m.stream, m.text, m.end);
 }
 void put(wire::Writer& w, const RankExit& m) {
   w.i32(m.rank);
@@ -647,16 +651,17 @@ std::string encode(const Message& m) {
 
 void append_log_line(std::string& out, std::int32_t rank, Stream stream, std::string_view text,
                      LineEnd end) {
-  // The payload as put(LogLine) writes it: rank, stream, text, end.
-  const std::size_t payload = 4 + 1 + 4 + text.size() + 1;
+  // encode_frame's header (the length counts the type byte), with the length
+  // filled in once the payload is written.
+  const std::size_t start = out.size();
   wire::Writer w(std::move(out));
-  w.u32(static_cast<std::uint32_t>(payload + 1));  // the frame's length counts its type
+  w.u32(0);
   w.u8(static_cast<std::uint8_t>(Type::log_line));
-  w.i32(rank);
-  w.u8(static_cast<std::uint8_t>(stream));
-  w.str(text);
-  w.u8(static_cast<std::uint8_t>(end));
+  put_log_line(w, rank, stream, text, end);
   out = w.take();
+  wire::Writer length;
+  length.u32(static_cast<std::uint32_t>(out.size() - start - 4));
+  out.replace(start, 4, length.bytes());
 }
 
 std::optional<Message> decode(std::uint8_t type, std::string_view payload) {

@@ -70,14 +70,17 @@ void Connection::send_log_line(std::int32_t rank, proto::Stream stream, std::str
   std::string& buffer = ordered_.back();
   const std::size_t before = buffer.size();
   proto::append_log_line(buffer, rank, stream, text, end);
-  output_bytes_ += buffer.size() - before;
-  if (output_full()) output_waiting_ = true;
-  if (!writing_) write_next();
+  ordered_grew(buffer.size() - before);
 }
 
 void Connection::enqueue_ordered(std::string frame) {
-  output_bytes_ += frame.size();
+  const std::size_t bytes = frame.size();
   ordered_.push_back(std::move(frame));
+  ordered_grew(bytes);
+}
+
+void Connection::ordered_grew(std::size_t bytes) {
+  output_bytes_ += bytes;
   if (output_full()) output_waiting_ = true;
   if (!writing_) write_next();
 }

@@ -98,6 +98,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void take_batch();
   bool idle() const { return !writing_ && priority_.empty() && ordered_.empty(); }
   void enqueue_ordered(std::string frame);
+  // The ordered lane holds `bytes` more: counted against the limit, and sent.
+  void ordered_grew(std::size_t bytes);
   void arm_receive_timer();
   void wait_for_receive(std::chrono::steady_clock::time_point deadline);
   void on_receive_deadline();
