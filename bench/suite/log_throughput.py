@@ -528,8 +528,7 @@ def report_result(ctx, stats, failures, counts, rank_bytes, size, netns):
         f"intact line after a later line of its rank. *other lines*: lines with no rank "
         f"prefix (the launcher's own)."))
     judge(result, stats, checks, rates)
-    result.notes += [f"{k} failed and is left out: `{v.splitlines()[0]}`"
-                     for k, v in failures.items()]
+    result.notes += report.failure_notes(failures)
     if MPI not in stats and MPI not in failures:
         result.notes.append("mpirun ran only against namespaced hosts (as root); on loopback "
                             "every host is 127.0.0.1 and it starts no ssh at all.")

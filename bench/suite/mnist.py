@@ -161,8 +161,7 @@ def run(ctx):
                           f"{stats[REFERENCE].median / stats[DLAUNCH].median:.2f}x")
     else:
         result.verdict = "a peer is missing or failed"
-    result.notes += [f"{k} failed and is left out: `{v.splitlines()[0]}`"
-                     for k, v in failures.items()]
+    result.notes += report.failure_notes(failures)
     result.notes.append("Wall time includes each launcher's start, the trainers' start (LibTorch "
                         "load; Python and `import torch`), reading the data and the test passes. "
                         "torchrun's also includes up to one `--monitor_interval` (default 5 s) "

@@ -58,8 +58,7 @@ def run(ctx):
                           f"mpirun/dlaunch {m.median / d.median:.2f}x (goal > 1x)")
     else:
         result.verdict = "a peer is missing or failed"
-    result.notes += [f"{k} failed and is left out: `{v.splitlines()[0]}`"
-                     for k, v in failures.items()]
+    result.notes += report.failure_notes(failures)
     result.notes.append("torchrun runs with `--redirects 9:1 --tee 9:1`: torch 1.13 on "
                         "Python 3.11 cannot parse its default `0`; a mapping for a local rank "
                         "that does not exist redirects nothing, as the default does. Its "

@@ -31,6 +31,11 @@ def ms(seconds):
     return f"{seconds * 1000:.1f}"
 
 
+def failure_notes(failures):
+    """One note per peer that failed, with the first line of why (measure.interleave's failures)."""
+    return [f"{k} failed and is left out: `{v.splitlines()[0]}`" for k, v in failures.items()]
+
+
 def timing_rows(stats, reference, label=()):
     """One row per peer: median, min, max (ms), and its median over the
     reference's (above 1: the reference is faster). `label` prefixes each row."""
