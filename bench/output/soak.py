@@ -3,7 +3,7 @@
 SSH hosts (2 each; real sshd in network namespaces, tests/integration/
 sshd_harness.py, so run as root) each write --rate numbered lines a second,
 paced by the clock, about 2% of them on stderr and every 1,000th one 100,000
-bytes long, for --minutes. dlaunch's stdout goes to a file. Every 10 s the
+bytes long, for --minutes. dlaunch's stdout goes to a file. Every 2 s the
 coordinator's VmRSS and user+system CPU seconds and each agent process's are
 sampled from /proc into a CSV.
 
@@ -14,9 +14,10 @@ At the end: dlaunch's exit code must be 0; every rank's log must hold exactly
 the lines the rank says it wrote (numbered, each stream in order, each line of
 the length written). Reports the coordinator's RSS at the end of warm-up and at
 the end, the least-squares slope of its RSS in KiB/min over the samples after
-warm-up, its peak RSS, and CPU seconds per million lines of the coordinator and
-of each agent; prints the markdown table and writes it, with the CSV's path, to
---out. --terminal-stall S pipes dlaunch's stdout through a reader here that
+warm-up and that of each minute's lowest sample (the floor under the sawtooth
+of freed memory between two returns), RSS by 10 minutes, its peak RSS, and
+CPU seconds per million lines of the coordinator and of each agent; prints the
+markdown table and writes it, with the CSV's path, to --out. --terminal-stall S pipes dlaunch's stdout through a reader here that
 stops reading for S seconds at --stall-at minutes. Everything runs at nice 10
 (this machine has 2 cores and is shared) and every process started is ended
 again, also on Ctrl-C or an error. Uses the binaries in --bin (copy them there:
@@ -37,7 +38,7 @@ sys.path.insert(0, os.path.join(REPO, "tests", "integration"))
 import sshd_harness  # noqa: E402
 from harness import exe_name, parent_of  # noqa: E402
 
-SAMPLE_S = 10.0
+SAMPLE_S = 2.0  # many samples per heap return (30 s): a 10 s period aliased the sawtooth
 BIG = 100_000  # bytes of every 1,000th line, "\n" included
 
 # The rank: argv rate seconds line_bytes. Line i (from 0) goes to stderr when
@@ -124,6 +125,24 @@ def slope_per_min(points):
     return 60.0 * sum((t - mt) * (v - mv) for t, v in points) / den if den else float("nan")
 
 
+def minute_lows(points):
+    """(seconds, value) points -> (minute's middle in seconds, lowest value) for
+    each whole minute of samples."""
+    lows = {}
+    for t, v in points:
+        m = int(t // 60)
+        lows[m] = min(v, lows.get(m, v))
+    return [(m * 60 + 30, v) for m, v in sorted(lows.items())]
+
+
+def by_ten_minutes(rows):
+    """[(first minute, last minute, coordinator RSS samples)] per 10 minutes."""
+    spans = {}
+    for r in rows:
+        spans.setdefault(int(r["time_s"] // 600), []).append(r["coordinator_rss_kib"])
+    return [(k * 10, k * 10 + 10, v) for k, v in sorted(spans.items())]
+
+
 class TerminalReader(threading.Thread):
     """Copies dlaunch's stdout from a pipe to a file, and stops reading for
     `stall_s` seconds once `stall_at_s` have passed since `t0`."""
@@ -201,6 +220,7 @@ def main():
                     help="count the rank logs' lines only, no per-line check")
     args = ap.parse_args()
     csv_path = args.csv or os.path.join(os.path.dirname(os.path.abspath(args.out)), "soak-rss.csv")
+    os.makedirs(os.path.dirname(csv_path) or ".", exist_ok=True)
     stall_at = args.stall_at if args.stall_at is not None else args.warmup_minutes / 2
 
     if os.getpriority(os.PRIO_PROCESS, 0) < 10:
@@ -219,7 +239,6 @@ def main():
     signal.signal(signal.SIGHUP, interrupt)
 
     seconds = args.minutes * 60
-    per_rank = int(args.rate * seconds)
     with sshd_harness.SshHosts(4) as hosts:
         if not hosts.netns:
             print("note: no network namespaces (not root?): sshd on loopback ports")
@@ -255,7 +274,6 @@ def main():
                 with open(term_path, "wb") as term:
                     proc = subprocess.Popen(cmd, stdout=term, stderr=err, env=env)
             err.close()
-            coord_last = None
             next_row = 0.0
             next_print = 0.0
             next_scan = 0.0
@@ -271,8 +289,6 @@ def main():
                         coord_final_hwm = usage.ru_maxrss  # KiB on Linux
                         break
                     coord = read_proc(proc.pid)
-                    if coord:
-                        coord_last = coord
                     if now >= next_scan:  # new agents: each second until all 8 are up
                         for h in hosts.hosts:
                             for apid, role in agent_processes(h["ns"]).items() if h["ns"] else []:
@@ -397,7 +413,7 @@ def main():
         return "n/a" if v is None else f"{v:,} KiB ({v / 1024:.1f} MiB)"
 
     out = []
-    out.append(f"| measure | value |")
+    out.append("| measure | value |")
     out.append("| --- | ---: |")
     out.append(f"| dlaunch exit code | {rc} |")
     out.append(f"| wall time | {wall:.0f} s |")
@@ -419,6 +435,9 @@ def main():
     out.append(f"| coordinator RSS slope after warm-up | {slope:+.2f} KiB/min |")
     out.append(f"| same, first / second half of the post-warm-up samples | "
                f"{slope_per_min(first_half):+.2f} / {slope_per_min(second_half):+.2f} KiB/min |")
+    floor = minute_lows(after)
+    out.append(f"| slope of each minute's lowest RSS after warm-up ({len(floor)} minutes) | "
+               f"{slope_per_min(floor):+.2f} KiB/min |")
     out.append(f"| coordinator peak RSS (sampled / VmHWM at exit) | "
                f"{peak_sampled:,} / {coord_final_hwm:,} KiB |")
     out.append(f"| coordinator CPU | {coord_final_cpu:.1f} s = {coord_final_cpu / mlines:.2f} s "
@@ -457,6 +476,12 @@ def main():
              and abs(b["coordinator_rss_kib"] - a["coordinator_rss_kib"]) >= 256]
     out.append(f"| coordinator RSS changes of 256 KiB or more between samples after 1 min | "
                f"{'; '.join(steps) or 'none'} |")
+    out.append("")
+    out.append("| minutes | median RSS KiB | lowest | highest |")
+    out.append("| --- | ---: | ---: | ---: |")
+    for lo, hi, values in by_ten_minutes(rows):
+        values = sorted(values)
+        out.append(f"| {lo}-{hi} | {values[len(values) // 2]:,} | {values[0]:,} | {values[-1]:,} |")
     table = "\n".join(out)
     verdict = (f"Coordinator RSS slope after warm-up: {slope:+.2f} KiB/min "
                f"({'under' if slope < 1 else 'NOT under'} 1 KiB/min).")
