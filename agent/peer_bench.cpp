@@ -3,6 +3,7 @@
 #include <array>
 #include <chrono>
 #include <memory>
+#include "agent/socket_deadline.h"
 #include "rendezvous/host_endpoints.h"
 
 namespace dlaunch {
@@ -27,18 +28,17 @@ struct TestRun {
 
 struct Transfer : std::enable_shared_from_this<Transfer> {
   Transfer(asio::io_context& io, std::shared_ptr<TestRun> r, std::size_t i)
-      : run(std::move(r)), index(i), socket(io), timer(io) {}
+      : run(std::move(r)), index(i), socket(io), deadline(io.get_executor()) {}
 
   std::shared_ptr<TestRun> run;
   std::size_t index;
   asio::ip::tcp::socket socket;
-  asio::steady_timer timer;
+  SocketDeadline deadline;
   Clock::time_point started = Clock::now();
   Clock::time_point connected;
   Clock::time_point stop_writing;
   std::chrono::milliseconds duration{0};
   std::array<char, 64> sink{};
-  bool timed_out = false;
   bool over = false;
 
   proto::PeerResult& result() { return run->report.results[index]; }
@@ -47,7 +47,7 @@ struct Transfer : std::enable_shared_from_this<Transfer> {
              std::chrono::milliseconds test_duration) {
     duration = test_duration;
     result().node = target.node;
-    arm(connect_timeout);
+    deadline.arm(socket, connect_timeout, shared_from_this());
     auto self = shared_from_this();
     // The coordinator sends addresses; a name (in /etc/hosts) is looked up
     // without NSS, which this static agent cannot load.
@@ -59,33 +59,17 @@ struct Transfer : std::enable_shared_from_this<Transfer> {
                         });
   }
 
-  void arm(std::chrono::milliseconds after) {
-    auto self = shared_from_this();
-    timer.expires_after(after);
-    timer.async_wait([self](const asio::error_code& ec) {
-      if (ec || self->over) return;
-      self->timed_out = true;
-      asio::error_code ignored;
-      self->socket.close(ignored);
-    });
-  }
-
   void on_connected(const asio::error_code& ec) {
     if (over) return;
-    if (ec || timed_out) {
-      if (timed_out) return finish("timed out");
-      if (ec == asio::error::connection_refused) return finish("refused");
-      if (ec == asio::error::host_unreachable || ec == asio::error::network_unreachable)
-        return finish("unreachable");
-      return finish(ec.message());
-    }
+    if (deadline.expired()) return finish("timed out");
+    if (ec) return finish(connect_failure(ec));
     connected = Clock::now();
     result().reached = true;
     result().rtt_us = static_cast<std::int32_t>(
         std::chrono::duration_cast<std::chrono::microseconds>(connected - started).count());
     if (duration.count() == 0) return finish("");
     stop_writing = connected + duration;
-    arm(duration + kDrainGrace);
+    deadline.arm(socket, duration + kDrainGrace, shared_from_this());
     write();
   }
 
@@ -97,8 +81,8 @@ struct Transfer : std::enable_shared_from_this<Transfer> {
           if (self->over) return;
           self->result().bytes += n;
           if (ec) {
-            return self->finish(self->timed_out ? "the peer stopped reading"
-                                                : "transfer cut: " + ec.message());
+            return self->finish(self->deadline.expired() ? "the peer stopped reading"
+                                                         : "transfer cut: " + ec.message());
           }
           self->write();
         });
@@ -123,15 +107,15 @@ struct Transfer : std::enable_shared_from_this<Transfer> {
                 .count();
         return self->finish("");
       }
-      self->finish(self->timed_out ? "the peer did not confirm the data in time"
-                                   : "transfer cut: " + ec.message());
+      self->finish(self->deadline.expired() ? "the peer did not confirm the data in time"
+                                            : "transfer cut: " + ec.message());
     });
   }
 
   void finish(const std::string& error) {
     if (over) return;
     over = true;
-    timer.cancel();
+    deadline.cancel();
     result().error = error.substr(0, proto::kMaxProbeError);
     asio::error_code ignored;
     socket.close(ignored);

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <memory>
+#include "agent/socket_deadline.h"
 #include "rendezvous/host_endpoints.h"
 
 namespace dlaunch {
@@ -66,19 +67,18 @@ std::string route_interface(const std::string& address, const net::Interfaces& i
 
 struct Attempt : std::enable_shared_from_this<Attempt> {
   Attempt(asio::io_context& io, std::shared_ptr<ProbeRun> r, std::size_t i)
-      : run(std::move(r)), index(i), socket(io), timer(io), resend(io) {}
+      : run(std::move(r)), index(i), socket(io), deadline(io.get_executor()), resend(io) {}
 
   std::shared_ptr<ProbeRun> run;
   std::size_t index;
   asio::ip::tcp::socket socket;
-  asio::steady_timer timer;
+  SocketDeadline deadline;
   asio::steady_timer resend;
   std::vector<asio::ip::tcp::endpoint> endpoints;
   int tries = 0;  // a completion of an earlier try than this is stale
   char answer = 0;
   std::chrono::milliseconds resend_after = kFirstResend;
   Clock::time_point started = Clock::now();
-  bool timed_out = false;
   bool gave_up = false;  // another address answered and this one did not in time
   bool over = false;
 
@@ -86,21 +86,14 @@ struct Attempt : std::enable_shared_from_this<Attempt> {
 
   void start(const std::string& address, int port, std::chrono::milliseconds timeout) {
     target = address;
-    auto self = shared_from_this();
-    timer.expires_after(timeout);
-    timer.async_wait([self](const asio::error_code& ec) {
-      if (ec || self->over) return;
-      self->timed_out = true;
-      asio::error_code ignored;
-      self->socket.close(ignored);
-    });
+    deadline.arm(socket, timeout, shared_from_this());
     endpoints = endpoints_without_nss(address, port);
     if (endpoints.empty()) return finish(asio::error::host_not_found, "cannot resolve");
     connect();
   }
 
   void connect() {
-    if (over || timed_out || gave_up) return;
+    if (over || deadline.expired() || gave_up) return;
     const int this_try = ++tries;
     asio::error_code ignored;
     socket.close(ignored);  // an earlier try's completion comes back aborted, and stale
@@ -136,10 +129,10 @@ struct Attempt : std::enable_shared_from_this<Attempt> {
   void finish(const asio::error_code& ec, const char* what) {
     if (over) return;
     over = true;
-    timer.cancel();
+    deadline.cancel();
     resend.cancel();
     auto& out = run->outcomes[index];
-    if (!ec && !timed_out && !gave_up) {
+    if (!ec && !deadline.expired() && !gave_up) {
       out.reached = true;
       out.rtt_us = static_cast<std::int32_t>(
           std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - started).count());
@@ -155,14 +148,10 @@ struct Attempt : std::enable_shared_from_this<Attempt> {
       run->answered(std::chrono::microseconds(out.rtt_us));
     } else if (gave_up) {
       out.error = "no answer (another address answered)";
-    } else if (timed_out) {
+    } else if (deadline.expired()) {
       out.error = "timed out";
-    } else if (ec == asio::error::connection_refused) {
-      out.error = "refused";
-    } else if (ec == asio::error::host_unreachable || ec == asio::error::network_unreachable) {
-      out.error = "unreachable";
     } else {
-      out.error = *what ? std::string(what) : ec.message();
+      out.error = *what ? std::string(what) : connect_failure(ec);
     }
     if (!out.reached && out.interface.empty())
       out.interface = route_interface(target, run->interfaces);
