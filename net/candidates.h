@@ -11,10 +11,6 @@
 
 namespace dlaunch::net {
 
-// A Probe carries at most this many: a host with more addresses than this
-// lists its best ones (the order below), and the message stays small.
-inline constexpr std::size_t kMaxCandidates = 16;
-
 enum class CandidateSource {
   configured,  // [rendezvous] master_address in the hosts file, or --master-addr
   hosts_file,  // node 0's own address in the hosts file (what the coordinator reaches it by)

@@ -16,15 +16,6 @@
 
 namespace dlaunch::net {
 
-// One agent's attempt at one candidate: a TCP connect to node 0's probe port.
-struct ProbeOutcome {
-  bool reached = false;
-  std::int32_t rtt_us = 0;  // connect time when reached
-  std::string
-      interface;  // this host's interface the connection left by (by the route when not reached)
-  std::string error;  // why not, when not reached ("timed out", "refused")
-};
-
 struct NodeProbe {
   std::string label;                   // the host's name, for messages
   Interfaces interfaces;               // as its agent reported them

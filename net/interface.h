@@ -9,41 +9,11 @@
 #include <string_view>
 #include <vector>
 
+#include "protocol/network_facts.h"
+
 namespace dlaunch::net {
 
-// Ordered as the coordinator prefers them for MASTER_ADDR: the real NICs of a
-// host first, container and VM bridges last.
-enum class InterfaceKind : std::uint8_t {
-  physical = 0,    // has a device behind it (PCI NIC, virtio in a VM)
-  infiniband = 1,  // IPoIB
-  bond = 2,        // bonding/team of physical NICs
-  vlan = 3,
-  veth = 4,      // one end of a veth pair: a container's or namespace's main NIC
-  tunnel = 5,    // GRE, IPIP, VXLAN, WireGuard, TUN: usually a smaller MTU
-  bridge = 6,    // a Linux bridge (br0); its address is the host's when it enslaves the NIC
-  virtual_ = 7,  // docker0, virbr0, cni0, other software-only interfaces
-  loopback = 8,
-  other = 9,
-};
-inline constexpr std::uint8_t kLastInterfaceKind = 9;
-
 std::string_view to_string(InterfaceKind kind);
-
-struct InterfaceAddress {
-  std::string address;  // numeric, no scope suffix
-  std::uint8_t prefix = 0;
-  bool ipv6 = false;
-};
-
-struct NetInterface {
-  std::string name;
-  InterfaceKind kind = InterfaceKind::other;
-  std::int32_t mtu = 0;
-  bool up = false;
-  std::vector<InterfaceAddress> addresses;
-};
-
-using Interfaces = std::vector<NetInterface>;
 
 // What /sys/class/net/NAME says about an interface, read by the agent.
 struct SysfsFacts {

@@ -4,6 +4,7 @@
 
 #include <cerrno>
 
+#include "protocol/field_codec.h"
 #include "protocol/wire.h"
 
 namespace dlaunch {
@@ -23,40 +24,47 @@ bool read_exact(int fd, char* out, std::size_t n) {
   return true;
 }
 
+// The spec's fields, once, in wire order (protocol/field_codec.h).
+template <class C, class S>
+void fields(C& c, S& s) {
+  c.str(s.secret, 1024);
+  c.str(s.rdzv_host, 1024);
+  c.u16(s.rdzv_port);
+  c.i32(s.node_rank);
+  c.i32(s.nproc);
+  c.str(s.host_name, 1024);
+  c.strings(s.argv, wire::kMaxListItems);
+  c.string_map(s.env);
+  c.str(s.interface, 256);
+  c.str(s.workdir, 4096);
+  c.flag(s.echo);
+  c.i32(s.rdzv_timeout_s);
+  c.i32(s.grace_s);
+  c.i32(s.heartbeat_timeout_s);
+  c.i32(s.nnodes);
+  c.flag(s.check);
+  c.i32(s.master_port);
+  c.str(s.tensorboard_dir, 4096);
+  c.flag(s.workdir_required);
+  c.flag(s.sync);
+  c.str(s.checkpoint_dir, 4096);
+  c.flag(s.pass_local_rank);
+  c.str(s.container.image, 4096);
+  c.str(s.container.engine, 64);
+  c.str(s.container.shm_size, 64);
+  c.strings(s.container.mounts, wire::kMaxListItems);
+  c.str(s.container.image_file, 128);
+  c.str(s.git.url, 4096);
+  c.str(s.git.commit, 128);
+  c.str(s.git.name, 256);
+}
+
 }  // namespace
 
 std::string encode_launch_spec(const LaunchSpec& s) {
   wire::Writer body;
-  body.str(s.secret);
-  body.str(s.rdzv_host);
-  body.u16(s.rdzv_port);
-  body.i32(s.node_rank);
-  body.i32(s.nproc);
-  body.str(s.host_name);
-  body.strings(s.argv);
-  body.string_map(s.env);
-  body.str(s.interface);
-  body.str(s.workdir);
-  body.u8(s.echo ? 1 : 0);
-  body.i32(s.rdzv_timeout_s);
-  body.i32(s.grace_s);
-  body.i32(s.heartbeat_timeout_s);
-  body.i32(s.nnodes);
-  body.u8(s.check ? 1 : 0);
-  body.i32(s.master_port);
-  body.str(s.tensorboard_dir);
-  body.u8(s.workdir_required ? 1 : 0);
-  body.u8(s.sync ? 1 : 0);
-  body.str(s.checkpoint_dir);
-  body.u8(s.pass_local_rank ? 1 : 0);
-  body.str(s.container.image);
-  body.str(s.container.engine);
-  body.str(s.container.shm_size);
-  body.strings(s.container.mounts);
-  body.str(s.container.image_file);
-  body.str(s.git.url);
-  body.str(s.git.commit);
-  body.str(s.git.name);
+  wire::Encoder e(body);
+  fields(e, s);
   wire::Writer out;
   out.u32(kSpecMagic);
   out.u32(static_cast<std::uint32_t>(body.bytes().size()));
@@ -72,44 +80,10 @@ std::string in_workdir(const LaunchSpec& spec, const std::string& dir) {
 
 std::optional<LaunchSpec> decode_launch_spec_body(std::string_view body) {
   wire::Reader r(body);
+  wire::Decoder d(r);
   LaunchSpec s;
-  s.secret = r.str(1024);
-  s.rdzv_host = r.str(1024);
-  s.rdzv_port = r.u16();
-  s.node_rank = r.i32();
-  s.nproc = r.i32();
-  s.host_name = r.str(1024);
-  s.argv = r.strings();
-  s.env = r.string_map();
-  s.interface = r.str(256);
-  s.workdir = r.str(4096);
-  const auto echo = r.u8();
-  s.echo = echo == 1;
-  s.rdzv_timeout_s = r.i32();
-  s.grace_s = r.i32();
-  s.heartbeat_timeout_s = r.i32();
-  s.nnodes = r.i32();
-  const auto check = r.u8();
-  s.check = check == 1;
-  s.master_port = r.i32();
-  s.tensorboard_dir = r.str(4096);
-  const auto workdir_required = r.u8();
-  s.workdir_required = workdir_required == 1;
-  const auto sync = r.u8();
-  s.sync = sync == 1;
-  s.checkpoint_dir = r.str(4096);
-  const auto pass_local_rank = r.u8();
-  s.pass_local_rank = pass_local_rank == 1;
-  s.container.image = r.str(4096);
-  s.container.engine = r.str(64);
-  s.container.shm_size = r.str(64);
-  s.container.mounts = r.strings();
-  s.container.image_file = r.str(128);
-  s.git.url = r.str(4096);
-  s.git.commit = r.str(128);
-  s.git.name = r.str(256);
-  if (!r.done() || echo > 1 || check > 1 || workdir_required > 1 || sync > 1 ||
-      pass_local_rank > 1 || (s.argv.empty() && !s.check) || s.node_rank < 0 || s.nproc < -1 ||
+  fields(d, s);
+  if (d.failed() || !r.done() || (s.argv.empty() && !s.check) || s.node_rank < 0 || s.nproc < -1 ||
       s.nnodes < 0 || s.master_port < 0 || s.master_port > 65535)
     return std::nullopt;
   return s;

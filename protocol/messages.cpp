@@ -1,6 +1,11 @@
 #include "protocol/messages.h"
 
-#include "common/overloaded.h"
+#include <algorithm>
+#include <array>
+#include <type_traits>
+#include <utility>
+
+#include "protocol/field_codec.h"
 #include "protocol/frame.h"
 #include "protocol/relative_path.h"
 #include "protocol/wire.h"
@@ -8,280 +13,274 @@
 namespace dlaunch::proto {
 namespace {
 
-void put(wire::Writer& w, const Hello& m) {
-  w.u32(m.magic);
-  w.u16(m.version);
-  w.str(m.agent_nonce);
-}
-void put(wire::Writer& w, const Challenge& m) {
-  w.u32(m.magic);
-  w.u16(m.version);
-  w.str(m.server_nonce);
-}
-void put(wire::Writer& w, const Join& m) {
-  w.str(m.proof);
-  w.i32(m.node_rank);
-  w.i32(m.nproc);
-  w.i32(m.gpus);
-  w.str(m.host);
-  w.i32(m.master_port);
-  w.i64(m.pid);
-  w.i32(m.nnodes);
-  w.i32(m.probe_port);
-  w.u32(static_cast<std::uint32_t>(m.interfaces.size()));
-  for (const auto& i : m.interfaces) {
-    w.str(i.name);
-    w.u8(static_cast<std::uint8_t>(i.kind));
-    w.i32(i.mtu);
-    w.u8(i.up ? 1 : 0);
-    w.u32(static_cast<std::uint32_t>(i.addresses.size()));
-    for (const auto& a : i.addresses) {
-      w.str(a.address);
-      w.u8(a.prefix);
-      w.u8(a.ipv6 ? 1 : 0);
-    }
-  }
-  w.str(m.machine_id);
-}
-void put(wire::Writer& w, const Welcome& m) {
-  w.str(m.proof);
-}
-void put(wire::Writer& w, const Assign& m) {
-  w.str(m.job);
-  w.i32(m.round);
-  w.i32(m.max_restarts);
-  w.i32(m.node_rank);
-  w.i32(m.nnodes);
-  w.i32(m.rank_offset);
-  w.i32(m.local_world_size);
-  w.i32(m.world_size);
-  w.str(m.master_addr);
-  w.i32(m.master_port);
-  w.str(m.socket_ifname);
-}
-void put_log_line(wire::Writer& w, std::int32_t rank, Stream stream, std::string_view text,
-                  LineEnd end) {
-  w.i32(rank);
-  w.u8(static_cast<std::uint8_t>(stream));
-  w.str(text);
-  w.u8(static_cast<std::uint8_t>(end));
-}
-void put(wire::Writer& w, const LogLine& m) {
-  put_log_line(w, m.rank, m.stream, m.text, m.end);
-}
-void put(wire::Writer& w, const RankExit& m) {
-  w.i32(m.rank);
-  w.i32(m.exit_code);
-  w.i32(m.signal);
-}
-void put(wire::Writer& w, const AgentDone& m) {
-  w.i32(m.round);
-  w.i32(m.next_master_port);
-}
-void put(wire::Writer& w, const Stop& m) {
-  w.i32(m.exit_code);
-  w.u8(m.restart ? 1 : 0);
-  w.i32(m.grace_s);
-  w.str(m.reason);
-}
-void put(wire::Writer& w, const Probe& m) {
-  w.i32(m.port);
-  w.i32(m.timeout_ms);
-  w.strings(m.addresses);
-}
-void put(wire::Writer& w, const ProbeReport& m) {
-  w.u32(static_cast<std::uint32_t>(m.outcomes.size()));
-  for (const auto& o : m.outcomes) {
-    w.u8(o.reached ? 1 : 0);
-    w.i32(o.rtt_us);
-    w.str(o.interface);
-    w.str(o.error);
-  }
-}
-void put(wire::Writer&, const FactsRequest&) {}
-void put(wire::Writer& w, const HostFacts& m) {
-  w.str(m.agent_version);
-  w.str(m.os);
-  w.str(m.kernel);
-  w.i32(m.cpus);
-  w.u32(static_cast<std::uint32_t>(m.gpus.size()));
-  for (const auto& g : m.gpus) {
-    w.str(g.name);
-    w.u64(g.memory_bytes);
-    w.u64(g.memory_used_bytes);
-    w.i32(g.utilization_pct);
-    w.str(g.held_by_job);
-  }
-  w.str(m.driver_version);
-  w.str(m.cuda_version);
-  w.i64(m.home_free);
-  w.i64(m.tmp_free);
-  w.i64(m.shm_size);
-  w.i64(m.wall_clock_us);
-  w.str(m.python_version);
-  w.str(m.torch_version);
-  w.str(m.python_path);
-  w.str(m.arch);
-  w.str(m.libc);
-  w.str(m.agent_arch);
-  w.str(m.container_engine);
-  w.str(m.image_id);
-  w.str(m.git_commit);
-}
-void put(wire::Writer& w, const FileChunk& m) {
-  w.str(m.path);
-  w.u64(m.offset);
-  w.u8(m.restart ? 1 : 0);
-  w.str(m.data);
-  w.u8(static_cast<std::uint8_t>(m.set));
-  w.u8(m.complete ? 1 : 0);
-}
-void put(wire::Writer& w, const SyncOffer& m) {
-  w.u8(m.delete_extra ? 1 : 0);
-  w.strings(m.ignore);
-  w.u32(m.first);
-  w.u32(static_cast<std::uint32_t>(m.entries.size()));
-  for (const auto& e : m.entries) {
-    w.str(e.path);
-    w.u8(static_cast<std::uint8_t>(e.kind));
-    w.u32(e.mode);
-    w.u64(e.size);
-    w.str(e.sha256);
-    w.str(e.target);
-  }
-  w.u8(m.last ? 1 : 0);
-  w.u8(static_cast<std::uint8_t>(m.into));
-}
-void put(wire::Writer& w, const SyncWant& m) {
-  w.u32(static_cast<std::uint32_t>(m.indices.size()));
-  for (const auto i : m.indices) w.u32(i);
-  w.u8(m.last ? 1 : 0);
-}
-void put(wire::Writer& w, const SyncData& m) {
-  w.u32(m.index);
-  w.u64(m.offset);
-  w.str(m.data);
-}
-void put(wire::Writer& w, const SyncDone& m) {
-  w.u64(m.files_written);
-  w.u64(m.bytes_received);
-  w.u64(m.deleted);
-  w.str(m.error);
-}
-void put(wire::Writer& w, const PeerTest& m) {
-  w.i32(m.round);
-  w.i32(m.duration_ms);
-  w.i32(m.timeout_ms);
-  w.u32(static_cast<std::uint32_t>(m.targets.size()));
-  for (const auto& t : m.targets) {
-    w.i32(t.node);
-    w.str(t.address);
-    w.i32(t.port);
-  }
-}
-void put(wire::Writer& w, const PeerTestReport& m) {
-  w.i32(m.round);
-  w.u32(static_cast<std::uint32_t>(m.results.size()));
-  for (const auto& r : m.results) {
-    w.i32(r.node);
-    w.u8(r.reached ? 1 : 0);
-    w.i32(r.rtt_us);
-    w.u64(r.bytes);
-    w.i64(r.elapsed_us);
-    w.str(r.error);
-  }
-}
-void put(wire::Writer& w, const NcclTest& m) {
-  w.str(m.unique_id);
-  w.i32(m.nranks);
-  w.i32(m.first_rank);
-  w.i32(m.gpus);
-  w.str(m.socket_ifname);
-  w.u32(static_cast<std::uint32_t>(m.sizes.size()));
-  for (auto size : m.sizes) w.i64(size);
-  w.i32(m.iterations);
-  w.i32(m.warmup);
-}
-void put(wire::Writer& w, const NcclReport& m) {
-  w.str(m.unique_id);
-  w.str(m.version);
-  w.str(m.error);
-  w.u32(static_cast<std::uint32_t>(m.timings.size()));
-  for (const auto& t : m.timings) {
-    w.i64(t.bytes);
-    w.i64(t.time_ns);
-  }
-}
-void put(wire::Writer&, const Heartbeat&) {}
-void put(wire::Writer& w, const Reject& m) {
-  w.str(m.reason);
+// Each message's fields, once, in wire order (protocol/field_codec.h), and
+// after them the rules across fields that a decoded message must satisfy.
+
+// Const when encoding, not when decoding.
+template <class M, class T>
+concept Like = std::is_same_v<std::remove_const_t<M>, T>;
+
+template <class C>
+void fields(C& c, Like<Hello> auto& m) {
+  c.u32(m.magic);
+  c.u16(m.version);
+  c.str(m.agent_nonce, kNonceSize);
 }
 
-Type type_of(const Message& m) {
-  return std::visit(Overloaded{
-                        [](const Hello&) { return Type::hello; },
-                        [](const Challenge&) { return Type::challenge; },
-                        [](const Join&) { return Type::join; },
-                        [](const Welcome&) { return Type::welcome; },
-                        [](const Assign&) { return Type::assign; },
-                        [](const LogLine&) { return Type::log_line; },
-                        [](const RankExit&) { return Type::rank_exit; },
-                        [](const AgentDone&) { return Type::agent_done; },
-                        [](const Stop&) { return Type::stop; },
-                        [](const Heartbeat&) { return Type::heartbeat; },
-                        [](const Reject&) { return Type::reject; },
-                        [](const Probe&) { return Type::probe; },
-                        [](const ProbeReport&) { return Type::probe_report; },
-                        [](const FactsRequest&) { return Type::facts_request; },
-                        [](const HostFacts&) { return Type::host_facts; },
-                        [](const PeerTest&) { return Type::peer_test; },
-                        [](const PeerTestReport&) { return Type::peer_test_report; },
-                        [](const FileChunk&) { return Type::file_chunk; },
-                        [](const SyncOffer&) { return Type::sync_offer; },
-                        [](const SyncWant&) { return Type::sync_want; },
-                        [](const SyncData&) { return Type::sync_data; },
-                        [](const SyncDone&) { return Type::sync_done; },
-                        [](const NcclTest&) { return Type::nccl_test; },
-                        [](const NcclReport&) { return Type::nccl_report; },
-                    },
-                    m);
+template <class C>
+void fields(C& c, Like<Challenge> auto& m) {
+  c.u32(m.magic);
+  c.u16(m.version);
+  c.str(m.server_nonce, kNonceSize);
+}
+
+template <class C, class I>
+void interface_fields(C& c, I& i) {
+  c.str(i.name, kMaxInterfaceName);
+  c.enumeration(i.kind, net::InterfaceKind::physical, net::InterfaceKind::other);
+  c.i32(i.mtu);
+  c.flag(i.up);
+  c.list(i.addresses, kMaxAddressesPerInterface, [&c](auto& a) {
+    c.str(a.address, kMaxHostName);
+    c.u8(a.prefix);
+    c.flag(a.ipv6);
+  });
+}
+static_assert(static_cast<std::uint8_t>(net::InterfaceKind::other) == net::kLastInterfaceKind);
+
+template <class C>
+void fields(C& c, Like<Join> auto& m) {
+  c.str(m.proof, 64);
+  c.i32(m.node_rank);
+  c.i32(m.nproc);
+  c.i32(m.gpus);
+  c.str(m.host, kMaxHostName);
+  c.i32(m.master_port);
+  c.i64(m.pid);
+  c.i32(m.nnodes);
+  c.i32(m.probe_port);
+  c.list(m.interfaces, kMaxInterfaces, [&c](auto& i) { interface_fields(c, i); });
+  c.str(m.machine_id, kMaxMachineId);
+}
+
+template <class C>
+void fields(C& c, Like<Welcome> auto& m) {
+  c.str(m.proof, 64);
+}
+
+template <class C>
+void fields(C& c, Like<Assign> auto& m) {
+  c.str(m.job, 1024);
+  c.i32(m.round);
+  c.i32(m.max_restarts);
+  c.i32(m.node_rank);
+  c.i32(m.nnodes);
+  c.i32(m.rank_offset);
+  c.i32(m.local_world_size);
+  c.i32(m.world_size);
+  c.str(m.master_addr, kMaxHostName);
+  c.i32(m.master_port);
+  c.str(m.socket_ifname, kMaxInterfaceName);
+}
+
+// A LogLine, or the same fields with the text borrowed (append_log_line).
+struct LogLineView {
+  std::int32_t rank;
+  Stream stream;
+  std::string_view text;
+  LineEnd end;
+};
+
+template <class C, class L>
+void log_line_fields(C& c, L& m) {
+  c.i32(m.rank);
+  c.enumeration(m.stream, Stream::out, Stream::err);
+  c.str(m.text, kMaxLogChunk);
+  c.enumeration(m.end, LineEnd::newline, LineEnd::partial);
+}
+
+template <class C>
+void fields(C& c, Like<LogLine> auto& m) {
+  log_line_fields(c, m);
+}
+
+template <class C>
+void fields(C& c, Like<RankExit> auto& m) {
+  c.i32(m.rank);
+  c.i32(m.exit_code);
+  c.i32(m.signal);
+}
+
+template <class C>
+void fields(C& c, Like<AgentDone> auto& m) {
+  c.i32(m.round);
+  c.i32(m.next_master_port);
+}
+
+template <class C>
+void fields(C& c, Like<Stop> auto& m) {
+  c.i32(m.exit_code);
+  c.flag(m.restart);
+  c.i32(m.grace_s);
+  c.str(m.reason, kMaxStopReason);
+}
+
+template <class C>
+void fields(C& c, Like<Probe> auto& m) {
+  c.i32(m.port);
+  c.i32(m.timeout_ms);
+  c.strings(m.addresses, net::kMaxCandidates);
+}
+
+template <class C>
+void fields(C& c, Like<ProbeReport> auto& m) {
+  c.list(m.outcomes, net::kMaxCandidates, [&c](auto& o) {
+    c.flag(o.reached);
+    c.i32(o.rtt_us);
+    c.str(o.interface, kMaxInterfaceName);
+    c.str(o.error, kMaxProbeError);
+  });
+}
+
+template <class C>
+void fields(C&, Like<FactsRequest> auto&) {}
+
+template <class C>
+void fields(C&, Like<Heartbeat> auto&) {}
+
+template <class C>
+void fields(C& c, Like<HostFacts> auto& m) {
+  c.str(m.agent_version, kMaxFactText);
+  c.str(m.os, kMaxFactText);
+  c.str(m.kernel, kMaxFactText);
+  c.i32(m.cpus);
+  c.list(m.gpus, kMaxGpus, [&c](auto& g) {
+    c.str(g.name, kMaxFactText);
+    c.u64(g.memory_bytes);
+    c.u64(g.memory_used_bytes);
+    c.i32(g.utilization_pct);
+    c.str(g.held_by_job, kMaxFactText);
+  });
+  c.str(m.driver_version, kMaxFactText);
+  c.str(m.cuda_version, kMaxFactText);
+  c.i64(m.home_free);
+  c.i64(m.tmp_free);
+  c.i64(m.shm_size);
+  c.i64(m.wall_clock_us);
+  c.str(m.python_version, kMaxFactText);
+  c.str(m.torch_version, kMaxFactText);
+  c.str(m.python_path, kMaxFactText);
+  c.str(m.arch, kMaxFactText);
+  c.str(m.libc, kMaxFactText);
+  c.str(m.agent_arch, kMaxFactText);
+  c.str(m.container_engine, kMaxFactText);
+  c.str(m.image_id, kMaxFactText);
+  c.str(m.git_commit, kMaxFactText);
+}
+
+template <class C>
+void fields(C& c, Like<FileChunk> auto& m) {
+  c.str(m.path, kMaxFilePath);
+  c.u64(m.offset);
+  c.flag(m.restart);
+  c.str(m.data, kMaxFileChunk);
+  c.enumeration(m.set, FileSet::tensorboard, FileSet::checkpoint);
+  c.flag(m.complete);
+}
+
+template <class C>
+void fields(C& c, Like<SyncOffer> auto& m) {
+  c.flag(m.delete_extra);
+  c.strings(m.ignore, kMaxIgnoreLines);
+  c.u32(m.first);
+  c.list(m.entries, kMaxSyncEntriesPerOffer, [&c](auto& e) {
+    c.str(e.path, kMaxFilePath);
+    c.enumeration(e.kind, SyncKind::file, SyncKind::symlink);
+    c.u32(e.mode);
+    c.u64(e.size);
+    c.str(e.sha256, 32);
+    c.str(e.target, kMaxLinkTarget);
+  });
+  c.flag(m.last);
+  c.enumeration(m.into, SyncInto::workdir, SyncInto::image_cache);
+}
+
+template <class C>
+void fields(C& c, Like<SyncWant> auto& m) {
+  c.list(m.indices, kMaxSyncWant, [&c](auto& i) { c.u32(i); });
+  c.flag(m.last);
+}
+
+template <class C>
+void fields(C& c, Like<SyncData> auto& m) {
+  c.u32(m.index);
+  c.u64(m.offset);
+  c.str(m.data, kMaxFileChunk);
+}
+
+template <class C>
+void fields(C& c, Like<SyncDone> auto& m) {
+  c.u64(m.files_written);
+  c.u64(m.bytes_received);
+  c.u64(m.deleted);
+  c.str(m.error, kMaxStopReason);
+}
+
+template <class C>
+void fields(C& c, Like<PeerTest> auto& m) {
+  c.i32(m.round);
+  c.i32(m.duration_ms);
+  c.i32(m.timeout_ms);
+  c.list(m.targets, kMaxPeerTargets, [&c](auto& t) {
+    c.i32(t.node);
+    c.str(t.address, kMaxHostName);
+    c.i32(t.port);
+  });
+}
+
+template <class C>
+void fields(C& c, Like<PeerTestReport> auto& m) {
+  c.i32(m.round);
+  c.list(m.results, kMaxPeerTargets, [&c](auto& p) {
+    c.i32(p.node);
+    c.flag(p.reached);
+    c.i32(p.rtt_us);
+    c.u64(p.bytes);
+    c.i64(p.elapsed_us);
+    c.str(p.error, kMaxProbeError);
+  });
+}
+
+template <class C>
+void fields(C& c, Like<NcclTest> auto& m) {
+  c.str(m.unique_id, kNcclUniqueIdBytes);
+  c.i32(m.nranks);
+  c.i32(m.first_rank);
+  c.i32(m.gpus);
+  c.str(m.socket_ifname, kMaxHostName);
+  c.list(m.sizes, kMaxNcclSizes, [&c](auto& size) { c.i64(size); });
+  c.i32(m.iterations);
+  c.i32(m.warmup);
+}
+
+template <class C>
+void fields(C& c, Like<NcclReport> auto& m) {
+  c.str(m.unique_id, kNcclUniqueIdBytes);
+  c.str(m.version, kMaxFactText);
+  c.str(m.error, kMaxStopReason);
+  c.list(m.timings, kMaxNcclSizes, [&c](auto& t) {
+    c.i64(t.bytes);
+    c.i64(t.time_ns);
+  });
+}
+
+template <class C>
+void fields(C& c, Like<Reject> auto& m) {
+  c.str(m.reason, kMaxStopReason);
 }
 
 bool valid_port(std::int32_t p) {
   return p >= 0 && p <= 65535;
-}
-
-// 0 or 1 only: one encoding per value.
-std::optional<bool> flag(wire::Reader& r) {
-  const auto v = r.u8();
-  if (v > 1) return std::nullopt;
-  return v == 1;
-}
-
-bool get_interfaces(wire::Reader& r, net::Interfaces& out) {
-  const auto count = r.u32();
-  if (!r.ok() || count > kMaxInterfaces) return false;
-  out.resize(count);
-  for (auto& i : out) {
-    i.name = r.str(kMaxInterfaceName);
-    const auto kind = r.u8();
-    if (kind > net::kLastInterfaceKind) return false;
-    i.kind = static_cast<net::InterfaceKind>(kind);
-    i.mtu = r.i32();
-    const auto up = flag(r);
-    const auto addresses = r.u32();
-    if (!up || !r.ok() || addresses > kMaxAddressesPerInterface) return false;
-    i.up = *up;
-    i.addresses.resize(addresses);
-    for (auto& a : i.addresses) {
-      a.address = r.str(kMaxHostName);
-      a.prefix = r.u8();
-      const auto v6 = flag(r);
-      if (!v6 || a.prefix > (*v6 ? 128 : 32)) return false;
-      a.ipv6 = *v6;
-    }
-  }
-  return r.ok();
 }
 
 // A path relative to the synced directory (see relative_path.h), within the
@@ -290,17 +289,8 @@ bool valid_sync_path(std::string_view p) {
   return p.size() <= kMaxFilePath && safe_relative_path(p);
 }
 
-bool get_sync_entry(wire::Reader& r, SyncEntry& e) {
-  e.path = r.str(kMaxFilePath);
-  const auto kind = r.u8();
-  e.mode = r.u32();
-  e.size = r.u64();
-  e.sha256 = r.str(32);
-  e.target = r.str(kMaxLinkTarget);
-  if (!r.ok() || kind > static_cast<std::uint8_t>(SyncKind::symlink) || !valid_sync_path(e.path) ||
-      e.mode > 07777)
-    return false;
-  e.kind = static_cast<SyncKind>(kind);
+bool valid_sync_entry(const SyncEntry& e) {
+  if (!valid_sync_path(e.path) || e.mode > 07777) return false;
   switch (e.kind) {
     case SyncKind::file:
       return e.sha256.size() == 32 && e.target.empty();
@@ -313,339 +303,146 @@ bool get_sync_entry(wire::Reader& r, SyncEntry& e) {
   return false;
 }
 
-std::optional<Message> get(Type type, wire::Reader& r) {
-  switch (type) {
-    case Type::hello: {
-      Hello m;
-      m.magic = r.u32();
-      m.version = r.u16();
-      m.agent_nonce = r.str(kNonceSize);
-      return m;
-    }
-    case Type::challenge: {
-      Challenge m;
-      m.magic = r.u32();
-      m.version = r.u16();
-      m.server_nonce = r.str(kNonceSize);
-      return m;
-    }
-    case Type::join: {
-      Join m;
-      m.proof = r.str(64);
-      m.node_rank = r.i32();
-      m.nproc = r.i32();
-      m.gpus = r.i32();
-      m.host = r.str(kMaxHostName);
-      m.master_port = r.i32();
-      m.pid = r.i64();
-      m.nnodes = r.i32();
-      m.probe_port = r.i32();
-      if (m.nproc < 1 || m.gpus < 0 || m.node_rank < -1 || !valid_port(m.master_port) ||
-          m.nnodes < 0 || !valid_port(m.probe_port) || !get_interfaces(r, m.interfaces)) {
-        return std::nullopt;
-      }
-      m.machine_id = r.str(kMaxMachineId);
-      return m;
-    }
-    case Type::welcome: {
-      Welcome m;
-      m.proof = r.str(64);
-      return m;
-    }
-    case Type::assign: {
-      Assign m;
-      m.job = r.str(1024);
-      m.round = r.i32();
-      m.max_restarts = r.i32();
-      m.node_rank = r.i32();
-      m.nnodes = r.i32();
-      m.rank_offset = r.i32();
-      m.local_world_size = r.i32();
-      m.world_size = r.i32();
-      m.master_addr = r.str(kMaxHostName);
-      m.master_port = r.i32();
-      m.socket_ifname = r.str(kMaxInterfaceName);
-      if (m.nnodes < 1 || m.node_rank < 0 || m.node_rank >= m.nnodes || m.rank_offset < 0 ||
-          m.local_world_size < 1 || m.world_size < 1 ||
-          std::int64_t{m.rank_offset} + m.local_world_size > m.world_size ||
-          !valid_port(m.master_port)) {
-        return std::nullopt;
-      }
-      return m;
-    }
-    case Type::log_line: {
-      LogLine m;
-      m.rank = r.i32();
-      const auto stream = r.u8();
-      if (stream != 1 && stream != 2) return std::nullopt;
-      m.stream = static_cast<Stream>(stream);
-      m.text = r.str(kMaxLogChunk);
-      const auto end = r.u8();
-      if (end > static_cast<std::uint8_t>(LineEnd::partial)) return std::nullopt;
-      m.end = static_cast<LineEnd>(end);
-      return m;
-    }
-    case Type::rank_exit: {
-      RankExit m;
-      m.rank = r.i32();
-      m.exit_code = r.i32();
-      m.signal = r.i32();
-      return m;
-    }
-    case Type::agent_done: {
-      AgentDone m;
-      m.round = r.i32();
-      m.next_master_port = r.i32();
-      if (!valid_port(m.next_master_port)) return std::nullopt;
-      return m;
-    }
-    case Type::stop: {
-      Stop m;
-      m.exit_code = r.i32();
-      const auto restart = r.u8();
-      if (restart > 1) return std::nullopt;  // one encoding per value
-      m.restart = restart == 1;
-      m.grace_s = r.i32();
-      m.reason = r.str(kMaxStopReason);
-      return m;
-    }
-    case Type::probe: {
-      Probe m;
-      m.port = r.i32();
-      m.timeout_ms = r.i32();
-      m.addresses = r.strings(net::kMaxCandidates);
-      if (!valid_port(m.port) || m.port == 0 || m.timeout_ms < 1 || m.timeout_ms > 60'000)
-        return std::nullopt;
-      for (const auto& a : m.addresses) {
-        if (a.empty() || a.size() > kMaxHostName) return std::nullopt;
-      }
-      return m;
-    }
-    case Type::probe_report: {
-      ProbeReport m;
-      const auto count = r.u32();
-      if (!r.ok() || count > net::kMaxCandidates) return std::nullopt;
-      m.outcomes.resize(count);
-      for (auto& o : m.outcomes) {
-        const auto reached = flag(r);
-        if (!reached) return std::nullopt;
-        o.reached = *reached;
-        o.rtt_us = r.i32();
-        o.interface = r.str(kMaxInterfaceName);
-        o.error = r.str(kMaxProbeError);
-        if (o.rtt_us < 0) return std::nullopt;
-      }
-      return m;
-    }
-    case Type::facts_request:
-      return FactsRequest{};
-    case Type::host_facts: {
-      HostFacts m;
-      m.agent_version = r.str(kMaxFactText);
-      m.os = r.str(kMaxFactText);
-      m.kernel = r.str(kMaxFactText);
-      m.cpus = r.i32();
-      const auto gpus = r.u32();
-      if (!r.ok() || gpus > kMaxGpus || m.cpus < 0) return std::nullopt;
-      m.gpus.resize(gpus);
-      for (auto& g : m.gpus) {
-        g.name = r.str(kMaxFactText);
-        g.memory_bytes = r.u64();
-        g.memory_used_bytes = r.u64();
-        g.utilization_pct = r.i32();
-        g.held_by_job = r.str(kMaxFactText);
-        if (g.utilization_pct < -1 || g.utilization_pct > 100) return std::nullopt;
-      }
-      m.driver_version = r.str(kMaxFactText);
-      m.cuda_version = r.str(kMaxFactText);
-      m.home_free = r.i64();
-      m.tmp_free = r.i64();
-      m.shm_size = r.i64();
-      m.wall_clock_us = r.i64();
-      m.python_version = r.str(kMaxFactText);
-      m.torch_version = r.str(kMaxFactText);
-      m.python_path = r.str(kMaxFactText);
-      m.arch = r.str(kMaxFactText);
-      m.libc = r.str(kMaxFactText);
-      m.agent_arch = r.str(kMaxFactText);
-      m.container_engine = r.str(kMaxFactText);
-      m.image_id = r.str(kMaxFactText);
-      m.git_commit = r.str(kMaxFactText);
-      if (m.home_free < -1 || m.tmp_free < -1 || m.shm_size < -1) return std::nullopt;
-      return m;
-    }
-    case Type::file_chunk: {
-      FileChunk m;
-      m.path = r.str(kMaxFilePath);
-      m.offset = r.u64();
-      const auto restart = flag(r);
-      m.data = r.str(kMaxFileChunk);
-      const auto set = r.u8();
-      const auto complete = flag(r);
-      if (!r.ok() || !restart || !complete || m.path.empty() ||
-          set > static_cast<std::uint8_t>(FileSet::checkpoint))
-        return std::nullopt;
-      m.restart = *restart;
-      m.set = static_cast<FileSet>(set);
-      m.complete = *complete;
-      return m;
-    }
-    case Type::sync_offer: {
-      SyncOffer m;
-      const auto delete_extra = flag(r);
-      m.ignore = r.strings(kMaxIgnoreLines);
-      m.first = r.u32();
-      const auto count = r.u32();
-      if (!r.ok() || !delete_extra || count > kMaxSyncEntriesPerOffer ||
-          std::uint64_t{m.first} + count > kMaxSyncEntries)
-        return std::nullopt;
-      m.delete_extra = *delete_extra;
-      for (const auto& l : m.ignore)
-        if (l.empty() || l.size() > kMaxFilePath) return std::nullopt;
-      m.entries.resize(count);
-      for (auto& e : m.entries)
-        if (!get_sync_entry(r, e)) return std::nullopt;
-      const auto last = flag(r);
-      const auto into = r.u8();
-      if (!last || !r.ok() || into > static_cast<std::uint8_t>(SyncInto::image_cache))
-        return std::nullopt;
-      m.last = *last;
-      m.into = static_cast<SyncInto>(into);
-      return m;
-    }
-    case Type::sync_want: {
-      SyncWant m;
-      const auto count = r.u32();
-      if (!r.ok() || count > kMaxSyncWant) return std::nullopt;
-      m.indices.resize(count);
-      for (std::size_t i = 0; i < count; ++i) {
-        m.indices[i] = r.u32();
-        if (!r.ok() || m.indices[i] >= kMaxSyncEntries ||
-            (i > 0 && m.indices[i] <= m.indices[i - 1]))
-          return std::nullopt;
-      }
-      const auto last = flag(r);
-      if (!last) return std::nullopt;
-      m.last = *last;
-      return m;
-    }
-    case Type::sync_data: {
-      SyncData m;
-      m.index = r.u32();
-      m.offset = r.u64();
-      m.data = r.str(kMaxFileChunk);
-      if (!r.ok() || m.index >= kMaxSyncEntries) return std::nullopt;
-      return m;
-    }
-    case Type::sync_done: {
-      SyncDone m;
-      m.files_written = r.u64();
-      m.bytes_received = r.u64();
-      m.deleted = r.u64();
-      m.error = r.str(kMaxStopReason);
-      return m;
-    }
-    case Type::peer_test: {
-      PeerTest m;
-      m.round = r.i32();
-      m.duration_ms = r.i32();
-      m.timeout_ms = r.i32();
-      const auto count = r.u32();
-      if (!r.ok() || count > kMaxPeerTargets || m.round < 0 || m.duration_ms < 0 ||
-          m.duration_ms > kMaxPeerTestMs || m.timeout_ms < 1 || m.timeout_ms > kMaxPeerTestMs)
-        return std::nullopt;
-      m.targets.resize(count);
-      for (auto& t : m.targets) {
-        t.node = r.i32();
-        t.address = r.str(kMaxHostName);
-        t.port = r.i32();
-        if (!r.ok() || t.node < 0 || t.address.empty() || !valid_port(t.port) || t.port == 0)
-          return std::nullopt;
-      }
-      return m;
-    }
-    case Type::peer_test_report: {
-      PeerTestReport m;
-      m.round = r.i32();
-      const auto count = r.u32();
-      if (!r.ok() || count > kMaxPeerTargets || m.round < 0) return std::nullopt;
-      m.results.resize(count);
-      for (auto& p : m.results) {
-        p.node = r.i32();
-        const auto reached = flag(r);
-        if (!reached) return std::nullopt;
-        p.reached = *reached;
-        p.rtt_us = r.i32();
-        p.bytes = r.u64();
-        p.elapsed_us = r.i64();
-        p.error = r.str(kMaxProbeError);
-        if (p.node < 0 || p.rtt_us < 0 || p.elapsed_us < 0) return std::nullopt;
-      }
-      return m;
-    }
-    case Type::nccl_test: {
-      NcclTest m;
-      m.unique_id = r.str(kNcclUniqueIdBytes);
-      m.nranks = r.i32();
-      m.first_rank = r.i32();
-      m.gpus = r.i32();
-      m.socket_ifname = r.str(kMaxHostName);
-      const auto count = r.u32();
-      if (!r.ok() || count > kMaxNcclSizes) return std::nullopt;
-      m.sizes.resize(count);
-      for (auto& size : m.sizes) {
-        size = r.i64();
-        if (size < 0 || size > kMaxNcclBytes) return std::nullopt;
-      }
-      m.iterations = r.i32();
-      m.warmup = r.i32();
-      const bool sized = m.unique_id.empty() || m.unique_id.size() == kNcclUniqueIdBytes;
-      if (!r.ok() || !sized || m.nranks < 0 || m.first_rank < 0 || m.gpus < 0 ||
-          m.gpus > static_cast<std::int32_t>(kMaxGpus) || m.first_rank + m.gpus > m.nranks ||
-          m.iterations < 1 || m.iterations > 10'000 || m.warmup < 0 || m.warmup > 10'000)
-        return std::nullopt;
-      return m;
-    }
-    case Type::nccl_report: {
-      NcclReport m;
-      m.unique_id = r.str(kNcclUniqueIdBytes);
-      m.version = r.str(kMaxFactText);
-      m.error = r.str(kMaxStopReason);
-      const auto count = r.u32();
-      if (!r.ok() || count > kMaxNcclSizes) return std::nullopt;
-      m.timings.resize(count);
-      for (auto& t : m.timings) {
-        t.bytes = r.i64();
-        t.time_ns = r.i64();
-        if (t.bytes < 0 || t.time_ns < 0) return std::nullopt;
-      }
-      return m;
-    }
-    case Type::heartbeat:
-      return Heartbeat{};
-    case Type::reject: {
-      Reject m;
-      m.reason = r.str(kMaxStopReason);
-      return m;
-    }
+// Messages without rules beyond their fields' bounds.
+template <class M>
+bool valid(const M&) {
+  return true;
+}
+
+bool valid(const Join& m) {
+  if (m.nproc < 1 || m.gpus < 0 || m.node_rank < -1 || !valid_port(m.master_port) || m.nnodes < 0 ||
+      !valid_port(m.probe_port))
+    return false;
+  for (const auto& i : m.interfaces)
+    for (const auto& a : i.addresses)
+      if (a.prefix > (a.ipv6 ? 128 : 32)) return false;
+  return true;
+}
+
+bool valid(const Assign& m) {
+  return m.nnodes >= 1 && m.node_rank >= 0 && m.node_rank < m.nnodes && m.rank_offset >= 0 &&
+         m.local_world_size >= 1 && m.world_size >= 1 &&
+         std::int64_t{m.rank_offset} + m.local_world_size <= m.world_size &&
+         valid_port(m.master_port);
+}
+
+bool valid(const AgentDone& m) {
+  return valid_port(m.next_master_port);
+}
+
+bool valid(const Probe& m) {
+  if (!valid_port(m.port) || m.port == 0 || m.timeout_ms < 1 || m.timeout_ms > 60'000) return false;
+  return std::ranges::all_of(m.addresses,
+                             [](const auto& a) { return !a.empty() && a.size() <= kMaxHostName; });
+}
+
+bool valid(const ProbeReport& m) {
+  return std::ranges::all_of(m.outcomes, [](const auto& o) { return o.rtt_us >= 0; });
+}
+
+bool valid(const HostFacts& m) {
+  return m.cpus >= 0 && m.home_free >= -1 && m.tmp_free >= -1 && m.shm_size >= -1 &&
+         std::ranges::all_of(m.gpus, [](const auto& g) {
+           return g.utilization_pct >= -1 && g.utilization_pct <= 100;
+         });
+}
+
+bool valid(const FileChunk& m) {
+  return !m.path.empty();
+}
+
+bool valid(const SyncOffer& m) {
+  return std::uint64_t{m.first} + m.entries.size() <= kMaxSyncEntries &&
+         std::ranges::all_of(
+             m.ignore, [](const auto& l) { return !l.empty() && l.size() <= kMaxFilePath; }) &&
+         std::ranges::all_of(m.entries, valid_sync_entry);
+}
+
+// Indices in the whole offer, strictly increasing.
+bool valid(const SyncWant& m) {
+  for (std::size_t i = 0; i < m.indices.size(); ++i) {
+    if (m.indices[i] >= kMaxSyncEntries || (i > 0 && m.indices[i] <= m.indices[i - 1]))
+      return false;
   }
-  return std::nullopt;
+  return true;
+}
+
+bool valid(const SyncData& m) {
+  return m.index < kMaxSyncEntries;
+}
+
+bool valid(const PeerTest& m) {
+  return m.round >= 0 && m.duration_ms >= 0 && m.duration_ms <= kMaxPeerTestMs &&
+         m.timeout_ms >= 1 && m.timeout_ms <= kMaxPeerTestMs &&
+         std::ranges::all_of(m.targets, [](const auto& t) {
+           return t.node >= 0 && !t.address.empty() && valid_port(t.port) && t.port != 0;
+         });
+}
+
+bool valid(const PeerTestReport& m) {
+  return m.round >= 0 && std::ranges::all_of(m.results, [](const auto& p) {
+           return p.node >= 0 && p.rtt_us >= 0 && p.elapsed_us >= 0;
+         });
+}
+
+bool valid(const NcclTest& m) {
+  const bool sized = m.unique_id.empty() || m.unique_id.size() == kNcclUniqueIdBytes;
+  return sized && m.nranks >= 0 && m.first_rank >= 0 && m.gpus >= 0 &&
+         m.gpus <= static_cast<std::int32_t>(kMaxGpus) &&
+         std::int64_t{m.first_rank} + m.gpus <= m.nranks && m.iterations >= 1 &&
+         m.iterations <= 10'000 && m.warmup >= 0 && m.warmup <= 10'000 &&
+         std::ranges::all_of(m.sizes, [](auto size) { return size >= 0 && size <= kMaxNcclBytes; });
+}
+
+bool valid(const NcclReport& m) {
+  return std::ranges::all_of(m.timings,
+                             [](const auto& t) { return t.bytes >= 0 && t.time_ns >= 0; });
+}
+
+template <class M>
+std::optional<Message> decode_as(wire::Reader& r) {
+  M m;
+  wire::Decoder d(r);
+  fields(d, m);
+  if (d.failed() || !valid(m)) return std::nullopt;
+  return m;
+}
+
+// The message whose wire type is `type`, from the variant's alternatives.
+template <std::size_t... I>
+std::optional<Message> decode_by_type(Type type, wire::Reader& r, std::index_sequence<I...>) {
+  std::optional<Message> out;
+  (void)((std::variant_alternative_t<I, Message>::kType == type
+              ? (out = decode_as<std::variant_alternative_t<I, Message>>(r), true)
+              : false) ||
+         ...);
+  return out;
+}
+
+// Every wire type from 1 up is one alternative's, once.
+template <std::size_t... I>
+constexpr bool types_are_dense(std::index_sequence<I...>) {
+  constexpr std::size_t n = sizeof...(I);
+  std::array<int, n + 1> seen{};
+  for (auto t : {static_cast<std::size_t>(std::variant_alternative_t<I, Message>::kType)...}) {
+    if (t < 1 || t > n || seen[t]++) return false;
+  }
+  return true;
+}
+constexpr auto kAlternatives = std::make_index_sequence<std::variant_size_v<Message>>{};
+static_assert(types_are_dense(kAlternatives));
+static_assert(std::variant_size_v<Message> == static_cast<std::size_t>(Type::nccl_report));
+
+Type type_of(const Message& m) {
+  return std::visit([](const auto& msg) { return std::remove_cvref_t<decltype(msg)>::kType; }, m);
 }
 
 }  // namespace
 
-Probe make_probe(const std::vector<net::Candidate>& candidates, std::int32_t port,
-                 std::int32_t timeout_ms) {
-  Probe probe;
-  probe.port = port;
-  probe.timeout_ms = timeout_ms;
-  for (const auto& c : candidates) probe.addresses.push_back(c.address);
-  return probe;
-}
-
 std::string encode(const Message& m) {
   wire::Writer w;
-  std::visit([&w](const auto& msg) { put(w, msg); }, m);
+  wire::Encoder e(w);
+  std::visit([&e](const auto& msg) { fields(e, msg); }, m);
   return encode_frame(static_cast<std::uint8_t>(type_of(m)), w.bytes());
 }
 
@@ -657,7 +454,9 @@ void append_log_line(std::string& out, std::int32_t rank, Stream stream, std::st
   wire::Writer w(std::move(out));
   w.u32(0);
   w.u8(static_cast<std::uint8_t>(Type::log_line));
-  put_log_line(w, rank, stream, text, end);
+  wire::Encoder e(w);
+  const LogLineView line{rank, stream, text, end};
+  log_line_fields(e, line);
   out = w.take();
   wire::Writer length;
   length.u32(static_cast<std::uint32_t>(out.size() - start - 4));
@@ -670,25 +469,13 @@ std::optional<Message> decode(std::uint8_t type, std::string_view payload) {
     return std::nullopt;
   }
   wire::Reader r(payload);
-  auto m = get(static_cast<Type>(type), r);
+  auto m = decode_by_type(static_cast<Type>(type), r, kAlternatives);
   if (!m || !r.done()) return std::nullopt;
   return m;
 }
 
 std::string_view type_name(const Message& m) {
-  // Indexed by wire type less one, as type_of gives it (not by the variant's
-  // order), and as many as the protocol has types.
-  static constexpr std::string_view names[] = {"hello",        "challenge",        "join",
-                                               "welcome",      "assign",           "log_line",
-                                               "rank_exit",    "agent_done",       "stop",
-                                               "heartbeat",    "reject",           "probe",
-                                               "probe_report", "facts_request",    "host_facts",
-                                               "peer_test",    "peer_test_report", "file_chunk",
-                                               "sync_offer",   "sync_want",        "sync_data",
-                                               "sync_done",    "nccl_test",        "nccl_report"};
-  static_assert(std::size(names) == static_cast<std::size_t>(Type::nccl_report));
-  static_assert(std::size(names) == std::variant_size_v<Message>);
-  return names[static_cast<std::size_t>(type_of(m)) - 1];
+  return std::visit([](const auto& msg) { return std::remove_cvref_t<decltype(msg)>::kName; }, m);
 }
 
 }  // namespace dlaunch::proto

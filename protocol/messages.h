@@ -29,8 +29,7 @@
 #include <variant>
 #include <vector>
 
-#include "net/choice.h"
-#include "net/interface.h"
+#include "protocol/network_facts.h"
 
 namespace dlaunch::proto {
 
@@ -89,6 +88,8 @@ inline constexpr std::size_t kNcclUniqueIdBytes = 128;
 inline constexpr std::size_t kMaxNcclSizes = 64;
 inline constexpr std::int64_t kMaxNcclBytes = 8LL << 30;
 
+// Each message's wire type and its name (for logs) are the kType and kName
+// of its struct below; messages.cpp checks that every type is one struct's.
 enum class Type : std::uint8_t {
   hello = 1,
   challenge = 2,
@@ -117,18 +118,24 @@ enum class Type : std::uint8_t {
 };
 
 struct Hello {
+  static constexpr Type kType = Type::hello;
+  static constexpr std::string_view kName = "hello";
   std::uint32_t magic = kMagic;
   std::uint16_t version = kVersion;
   std::string agent_nonce;
 };
 
 struct Challenge {
+  static constexpr Type kType = Type::challenge;
+  static constexpr std::string_view kName = "challenge";
   std::uint32_t magic = kMagic;
   std::uint16_t version = kVersion;
   std::string server_nonce;
 };
 
 struct Join {
+  static constexpr Type kType = Type::join;
+  static constexpr std::string_view kName = "join";
   std::string proof;
   std::int32_t node_rank = -1;
   std::int32_t nproc = 1;  // already resolved by the agent (GPU count when auto)
@@ -145,10 +152,14 @@ struct Join {
 };
 
 struct Welcome {
+  static constexpr Type kType = Type::welcome;
+  static constexpr std::string_view kName = "welcome";
   std::string proof;
 };
 
 struct Assign {
+  static constexpr Type kType = Type::assign;
+  static constexpr std::string_view kName = "assign";
   std::string job;
   std::int32_t round = 0;  // TORCHELASTIC_RESTART_COUNT
   std::int32_t max_restarts = 0;
@@ -174,6 +185,8 @@ enum class LineEnd : std::uint8_t {
 };
 
 struct LogLine {
+  static constexpr Type kType = Type::log_line;
+  static constexpr std::string_view kName = "log_line";
   std::int32_t rank = 0;
   Stream stream = Stream::out;
   std::string text;  // without its end, at most kMaxLogChunk bytes
@@ -181,17 +194,23 @@ struct LogLine {
 };
 
 struct RankExit {
+  static constexpr Type kType = Type::rank_exit;
+  static constexpr std::string_view kName = "rank_exit";
   std::int32_t rank = 0;
   std::int32_t exit_code = 0;  // valid when signal == 0
   std::int32_t signal = 0;
 };
 
 struct AgentDone {
+  static constexpr Type kType = Type::agent_done;
+  static constexpr std::string_view kName = "agent_done";
   std::int32_t round = 0;
   std::int32_t next_master_port = 0;  // a fresh free port for a restart round
 };
 
 struct Stop {
+  static constexpr Type kType = Type::stop;
+  static constexpr std::string_view kName = "stop";
   std::int32_t exit_code = 0;  // the job's result, for agents that report it locally
   bool restart = false;        // stop this round only; another Assign follows
   std::int32_t grace_s = -1;   // >= 0: overrides the agent's grace (0: kill now)
@@ -200,23 +219,26 @@ struct Stop {
 
 // Try a TCP connection to each address at node 0's probe port.
 struct Probe {
+  static constexpr Type kType = Type::probe;
+  static constexpr std::string_view kName = "probe";
   std::int32_t port = 0;
   std::int32_t timeout_ms = 3000;
   std::vector<std::string> addresses;  // at most net::kMaxCandidates
 };
 
-// The Probe of node 0's candidates, in their order, at its probe port.
-Probe make_probe(const std::vector<net::Candidate>& candidates, std::int32_t port,
-                 std::int32_t timeout_ms);
-
 struct ProbeReport {
+  static constexpr Type kType = Type::probe_report;
+  static constexpr std::string_view kName = "probe_report";
   std::vector<net::ProbeOutcome> outcomes;  // one per Probe address, in order
 };
 
 // dlaunch check: what the host offers a job. The agent collects it before it
 // joins and answers FactsRequest at once, so the coordinator can read the
 // agent's clock against its own with the exchange's round trip as the bound.
-struct FactsRequest {};
+struct FactsRequest {
+  static constexpr Type kType = Type::facts_request;
+  static constexpr std::string_view kName = "facts_request";
+};
 
 struct GpuFact {
   std::string name;
@@ -229,6 +251,8 @@ struct GpuFact {
 };
 
 struct HostFacts {
+  static constexpr Type kType = Type::host_facts;
+  static constexpr std::string_view kName = "host_facts";
   std::string agent_version;
   std::string os;      // PRETTY_NAME of /etc/os-release; empty: unknown
   std::string kernel;  // uname -r
@@ -265,6 +289,8 @@ struct PeerTarget {
 };
 
 struct PeerTest {
+  static constexpr Type kType = Type::peer_test;
+  static constexpr std::string_view kName = "peer_test";
   std::int32_t round = 0;
   std::int32_t duration_ms = 1000;
   std::int32_t timeout_ms = 3000;  // for the connect
@@ -281,6 +307,8 @@ struct PeerResult {
 };
 
 struct PeerTestReport {
+  static constexpr Type kType = Type::peer_test_report;
+  static constexpr std::string_view kName = "peer_test_report";
   std::int32_t round = 0;
   std::vector<PeerResult> results;  // one per target, in order
 };
@@ -296,6 +324,8 @@ enum class FileSet : std::uint8_t { tensorboard = 0, checkpoint = 1 };
 // starts again from offset 0. `complete`: these bytes end the file as it was
 // when read; a checkpoint's copy is put in place only then.
 struct FileChunk {
+  static constexpr Type kType = Type::file_chunk;
+  static constexpr std::string_view kName = "file_chunk";
   std::string path;
   std::uint64_t offset = 0;
   bool restart = false;
@@ -328,6 +358,8 @@ enum class SyncInto : std::uint8_t { workdir = 0, image_cache = 1 };
 // node gets one offer per destination, the next once the last one's SyncDone
 // is in.
 struct SyncOffer {
+  static constexpr Type kType = Type::sync_offer;
+  static constexpr std::string_view kName = "sync_offer";
   bool delete_extra = false;
   std::vector<std::string> ignore = {};
   std::uint32_t first = 0;
@@ -339,6 +371,8 @@ struct SyncOffer {
 // The files the agent lacks or holds with other content, by offer index,
 // increasing; `last`: nothing more is wanted.
 struct SyncWant {
+  static constexpr Type kType = Type::sync_want;
+  static constexpr std::string_view kName = "sync_want";
   std::vector<std::uint32_t> indices = {};
   bool last = false;
 };
@@ -346,12 +380,16 @@ struct SyncWant {
 // A piece of a wanted file; a file's pieces come in order, an empty file as
 // one empty piece. The file is complete once offset + data reaches its size.
 struct SyncData {
+  static constexpr Type kType = Type::sync_data;
+  static constexpr std::string_view kName = "sync_data";
   std::uint32_t index = 0;
   std::uint64_t offset = 0;
   std::string data = {};  // at most kMaxFileChunk bytes
 };
 
 struct SyncDone {
+  static constexpr Type kType = Type::sync_done;
+  static constexpr std::string_view kName = "sync_done";
   std::uint64_t files_written = 0;   // files and symlinks written
   std::uint64_t bytes_received = 0;  // file content received
   std::uint64_t deleted = 0;         // --sync-delete
@@ -363,6 +401,8 @@ struct SyncDone {
 // (and the bootstrap root behind it) and reports it; then to every host with
 // GPUs, each running its GPUs as ranks first_rank..first_rank+gpus-1.
 struct NcclTest {
+  static constexpr Type kType = Type::nccl_test;
+  static constexpr std::string_view kName = "nccl_test";
   std::string unique_id = {};            // ncclUniqueId's bytes; empty: create one
   std::int32_t nranks = 0;               // every GPU of every host
   std::int32_t first_rank = 0;           // this host's first
@@ -379,15 +419,22 @@ struct NcclTiming {
 };
 
 struct NcclReport {
+  static constexpr Type kType = Type::nccl_report;
+  static constexpr std::string_view kName = "nccl_report";
   std::string unique_id = {};            // the answer to a NcclTest without one
   std::string version = {};              // NCCL's, "2.27.3"
   std::string error = {};                // empty: the test ran
   std::vector<NcclTiming> timings = {};  // one per size, in order
 };
 
-struct Heartbeat {};
+struct Heartbeat {
+  static constexpr Type kType = Type::heartbeat;
+  static constexpr std::string_view kName = "heartbeat";
+};
 
 struct Reject {
+  static constexpr Type kType = Type::reject;
+  static constexpr std::string_view kName = "reject";
   std::string reason;
 };
 

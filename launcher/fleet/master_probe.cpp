@@ -3,12 +3,24 @@
 #include <iterator>
 
 namespace dlaunch {
+namespace {
+
+proto::Probe probe_of(const std::vector<net::Candidate>& candidates, std::int32_t port,
+                      std::int32_t timeout_ms) {
+  proto::Probe probe;
+  probe.port = port;
+  probe.timeout_ms = timeout_ms;
+  for (const auto& c : candidates) probe.addresses.push_back(c.address);
+  return probe;
+}
+
+}  // namespace
 
 MasterProbe::MasterProbe(std::vector<net::Candidate> candidates, std::int32_t port,
                          std::int32_t timeout_ms, std::size_t nodes,
                          std::size_t connections_in_flight)
     : candidates_(std::move(candidates)),
-      probe_(proto::make_probe(candidates_, port, timeout_ms)),
+      probe_(probe_of(candidates_, port, timeout_ms)),
       rounds_(nodes, candidates_.size(), connections_in_flight) {}
 
 std::vector<MasterProbe::Send> MasterProbe::sends(
