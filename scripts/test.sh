@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
-# Builds everything with warnings as errors and runs every test, each once:
+# Builds everything with warnings as errors and runs every test once (the SSH
+# tests labelled `threads` twice: also under ThreadSanitizer):
 #   1. a clang build with AddressSanitizer + UBSan, which also carries the
 #      libFuzzer targets and the bench tools: the fuzzers (frame decoder,
 #      hosts-file loader) run for FUZZ_SECONDS (30) side by side, then the
 #      doctest units and every integration test that needs no unsanitized build
 #   2. the threaded code built with ThreadSanitizer: the rendezvous server and
-#      the terminal writer
+#      the terminal writer in thread_tests, and dlaunch itself under the SSH
+#      tests labelled `threads` (a thread per host, jump hosts, reverse forwards)
 #   3. the normal build (GCC, each file alone, so a missing #include shows): the
 #      product, mnist_dist and the aarch64 agent, and the integration tests
 #      labelled `unsanitized` (tests/CMakeLists.txt): real LibTorch ranks, the
@@ -45,10 +47,21 @@ if [[ -z "${DLAUNCH_QUICK:-}" ]]; then
   ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
     ctest --test-dir build-asan --output-on-failure -j "$jobs" -LE unsanitized
 
-  phase "ThreadSanitizer: rendezvous server and terminal writer"
+  phase "ThreadSanitizer: rendezvous server, terminal writer, SSH transport and jump hosts"
   configure build-tsan "${common[@]}" "${sanitized[@]}" -DDLAUNCH_SANITIZE=thread
-  cmake --build build-tsan -j "$jobs" --target thread_tests
+  cmake --build build-tsan -j "$jobs" --target thread_tests dlaunch dlaunch-agent
   TSAN_OPTIONS=halt_on_error=1 ./build-tsan/bin/thread_tests
+  # dlaunch under the SSH tests labelled `threads`. A report also goes to a
+  # file: a test that expects dlaunch to fail would not notice one otherwise.
+  tsan_reports=$(mktemp -d)
+  TSAN_OPTIONS="halt_on_error=1:log_path=$tsan_reports/report" \
+    ctest --test-dir build-tsan --output-on-failure -j "$jobs" -L threads
+  if compgen -G "$tsan_reports/report*" > /dev/null; then
+    cat "$tsan_reports"/report*
+    echo "ThreadSanitizer reported the races above" >&2
+    exit 1
+  fi
+  rm -rf "$tsan_reports"
 fi
 
 phase "build and test"
