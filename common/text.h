@@ -18,4 +18,7 @@ std::string trim(std::string_view text);
 // agent's diagnostics in an error message.
 std::string last_lines(std::string_view text, std::size_t n);
 
+// 20000 -> "20,000": counts of hosts, pairs and files in messages.
+std::string grouped(std::size_t n);
+
 }  // namespace dlaunch

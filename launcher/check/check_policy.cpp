@@ -82,11 +82,25 @@ CheckPolicy::CheckPolicy(Config config)
   }
   if (config_.facts_only) return;
   const int n = static_cast<int>(nodes_.size());
+  if (samples_pairs(config_.matrix_pairs, n)) {
+    result_.sampled_strides = sampled_strides(n);
+    for (const auto& [a, b] : sampled_pairs(n)) {
+      plan_pair(a, b);
+      plan_pair(b, a);
+    }
+    return;
+  }
   for (int a = 0; a < n; ++a) {
     for (int b = 0; b < n; ++b) {
-      if (a != b) result_.pairs.push_back({a, b, false, {}, "not tested"});
+      if (a != b) plan_pair(a, b);
     }
   }
+}
+
+void CheckPolicy::plan_pair(int from, int to) {
+  pair_index_[std::int64_t{from} * static_cast<std::int64_t>(nodes_.size()) + to] =
+      result_.pairs.size();
+  result_.pairs.push_back({from, to, false, {}, "not tested"});
 }
 
 CheckActions CheckPolicy::take() {
@@ -103,10 +117,15 @@ const std::string& CheckPolicy::node_label(int node) const {
   return config_.hosts[static_cast<std::size_t>(node)].name;
 }
 
+PairCheck* CheckPolicy::planned_pair(int from, int to) {
+  const auto it =
+      pair_index_.find(std::int64_t{from} * static_cast<std::int64_t>(nodes_.size()) + to);
+  return it == pair_index_.end() ? nullptr : &result_.pairs[it->second];
+}
+
+// A pair of the rounds, which are made of planned pairs only.
 PairCheck& CheckPolicy::pair(int from, int to) {
-  const int n = static_cast<int>(nodes_.size());
-  // Row-major without the diagonal.
-  return result_.pairs[static_cast<std::size_t>(from * (n - 1) + (to < from ? to : to - 1))];
+  return *planned_pair(from, to);
 }
 
 bool CheckPolicy::up(int node) const {
@@ -221,10 +240,11 @@ void CheckPolicy::on_peer_report(int index, const proto::PeerTestReport& report)
   owed_.erase(index);
   for (const auto& r : report.results) {
     if (r.node < 0 || r.node >= static_cast<int>(nodes_.size()) || r.node == index) continue;
-    auto& p = pair(index, r.node);
-    p.tested = true;
-    p.result = r;
-    p.untested.clear();
+    auto* p = planned_pair(index, r.node);
+    if (p == nullptr) continue;  // not a pair this check asked for
+    p->tested = true;
+    p->result = r;
+    p->untested.clear();
   }
   advance();
 }
@@ -496,7 +516,17 @@ void CheckPolicy::choose_and_plan_matrix() {
     if (!from_ok) p.untested = why(p.from);
     if (from_ok && !to_ok) p.untested = why(p.to);
   }
-  rounds_ = pair_rounds(testable);
+  if (result_.sampled_strides.empty()) {
+    rounds_ = pair_rounds(testable);
+  } else {
+    std::vector<std::pair<int, int>> pairs;
+    for (const auto& p : result_.pairs) {
+      if (p.from < p.to && is_testable[static_cast<std::size_t>(p.from)] &&
+          is_testable[static_cast<std::size_t>(p.to)])
+        pairs.emplace_back(p.from, p.to);
+    }
+    rounds_ = disjoint_rounds(pairs);
+  }
   result_.duration_ms =
       static_cast<std::int32_t>(round_duration(rounds_.size(), config_.matrix_budget,
                                                config_.shortest_round, config_.longest_round)

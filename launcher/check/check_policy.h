@@ -23,6 +23,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <unordered_map>
 #include <variant>
 #include <vector>
 
@@ -89,6 +90,8 @@ class CheckPolicy {
     std::chrono::milliseconds shortest_round{250};
     std::chrono::milliseconds longest_round{1000};
     std::chrono::milliseconds stop_grace{5000};
+    // Every pair, or a sample of them (pair_schedule.h).
+    MatrixPairs matrix_pairs = MatrixPairs::automatic;
     // Each host's facts only, then stop (no probe, no matrix, no pairs).
     bool facts_only = false;
     // --nccl: after the matrix, an all-reduce across every GPU of the hosts.
@@ -151,6 +154,8 @@ class CheckPolicy {
   void stop_all();
   void check_finished();
   PairCheck& pair(int from, int to);
+  PairCheck* planned_pair(int from, int to);  // nullptr: not in the matrix
+  void plan_pair(int from, int to);
   template <class Action>
   void emit(Action action) {
     out_.emplace_back(std::in_place_type<Action>, std::move(action));
@@ -171,6 +176,8 @@ class CheckPolicy {
   std::size_t settled_ = 0;      // hosts with their facts, or down
   std::size_t agents_gone_ = 0;  // hosts whose agent has exited
   std::vector<PairRound> rounds_;
+  // result_.pairs' index of each (from, to), keyed from * hosts + to.
+  std::unordered_map<std::int64_t, std::size_t> pair_index_;
   std::size_t round_ = 0;
   std::set<int> owed_;  // nodes whose report for the current round (or NCCL test) is due
   int nccl_root_ = -1;  // the node holding NCCL rank 0

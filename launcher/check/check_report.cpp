@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "common/json.h"
+#include "common/text.h"
 #include "launcher/check/nccl_report.h"
 
 namespace dlaunch {
@@ -74,6 +75,79 @@ std::string pair_cell(const CheckResult& r, const PairCheck* p) {
   return cell;
 }
 
+// "(connect time, throughput over 0.25 s each way)"
+std::string measured_text(const CheckResult& r) {
+  std::string text = "(connect time";
+  if (r.duration_ms > 0) {
+    char seconds[32];
+    std::snprintf(seconds, sizeof seconds, "%.2f s", r.duration_ms / 1000.0);
+    text += std::string(", throughput over ") + seconds + " each way";
+  }
+  return text + ")";
+}
+
+void format_full_matrix(std::ostringstream& out, const CheckResult& r) {
+  out << "\nmatrix: TCP from each row's host to each column's host on the chosen interfaces "
+      << measured_text(r) << "\n";
+  Table matrix;
+  std::vector<std::string> header{"from \\ to"};
+  for (const auto& h : r.hosts)
+    header.push_back(h.name + (h.test_address.empty() ? "" : " " + h.test_address));
+  matrix.push_back(header);
+  for (std::size_t i = 0; i < r.hosts.size(); ++i) {
+    std::vector<std::string> row{r.hosts[i].name +
+                                 (r.hosts[i].interface.empty() ? "" : " " + r.hosts[i].interface)};
+    for (std::size_t j = 0; j < r.hosts.size(); ++j) {
+      row.push_back(i == j ? "-"
+                           : pair_cell(r, find_pair(r, static_cast<int>(i), static_cast<int>(j))));
+    }
+    matrix.push_back(std::move(row));
+  }
+  print_table(out, matrix);
+}
+
+// Past kAllPairsUpTo hosts a table of every pair would be unreadable and the
+// pairs were sampled: their counts, the slowest, and every one not ok.
+void format_sampled_matrix(std::ostringstream& out, const CheckResult& r) {
+  std::string strides;
+  for (std::size_t i = 0; i < r.sampled_strides.size(); ++i)
+    strides += (i ? ", " : "") + std::to_string(r.sampled_strides[i]);
+  const std::size_t n = r.hosts.size();
+  out << "\nmatrix: TCP between each host and the hosts " << strides
+      << (r.sampled_strides.size() == 1 && r.sampled_strides[0] == 1 ? " place" : " places")
+      << " after it in the host list, both ways, on the chosen interfaces " << measured_text(r)
+      << ": " << grouped(r.pairs.size()) << " of the " << grouped(n * (n - 1))
+      << " ordered pairs (--matrix-pairs all tests every one)\n";
+  std::vector<const PairCheck*> ok, not_ok;
+  for (const auto& p : r.pairs) (p.tested && p.result.reached ? ok : not_ok).push_back(&p);
+  out << "  " << grouped(ok.size()) << " ok, " << grouped(not_ok.size()) << " not\n";
+  const auto row = [&](const PairCheck* p) {
+    return std::vector<std::string>{r.hosts[static_cast<std::size_t>(p->from)].name,
+                                    r.hosts[static_cast<std::size_t>(p->to)].name + " " +
+                                        r.hosts[static_cast<std::size_t>(p->to)].test_address,
+                                    pair_cell(r, p)};
+  };
+  constexpr std::size_t kRows = 20;
+  if (!not_ok.empty()) {
+    Table failed{{"from", "to", "result"}};
+    for (std::size_t i = 0; i < std::min(kRows, not_ok.size()); ++i)
+      failed.push_back(row(not_ok[i]));
+    print_table(out, failed);
+    if (not_ok.size() > kRows) out << "  and " << grouped(not_ok.size() - kRows) << " more\n";
+  }
+  if (ok.empty()) return;
+  // The slowest: by throughput where measured, else by connect time.
+  std::sort(ok.begin(), ok.end(), [&](const PairCheck* a, const PairCheck* b) {
+    const double ta = throughput_bps(a->result), tb = throughput_bps(b->result);
+    if (ta != tb) return ta < tb;
+    return a->result.rtt_us > b->result.rtt_us;
+  });
+  out << "  the slowest:\n";
+  Table slow{{"from", "to", "result"}};
+  for (std::size_t i = 0; i < std::min<std::size_t>(5, ok.size()); ++i) slow.push_back(row(ok[i]));
+  print_table(out, slow);
+}
+
 }  // namespace
 
 std::string format_check_text(const CheckResult& r) {
@@ -126,29 +200,11 @@ std::string format_check_text(const CheckResult& r) {
   }
   out << "\n" << r.master_report;
   if (!r.master_report.empty() && r.master_report.back() != '\n') out << "\n";
-  out << "\nmatrix: TCP from each row's host to each column's host on the chosen interfaces "
-      << "(connect time";
-  if (r.duration_ms > 0) {
-    char seconds[32];
-    std::snprintf(seconds, sizeof seconds, "%.2f s", r.duration_ms / 1000.0);
-    out << ", throughput over " << seconds << " each way";
+  if (!r.sampled_strides.empty()) {
+    format_sampled_matrix(out, r);
+  } else {
+    format_full_matrix(out, r);
   }
-  out << ")\n";
-  Table matrix;
-  std::vector<std::string> header{"from \\ to"};
-  for (const auto& h : r.hosts)
-    header.push_back(h.name + (h.test_address.empty() ? "" : " " + h.test_address));
-  matrix.push_back(header);
-  for (std::size_t i = 0; i < r.hosts.size(); ++i) {
-    std::vector<std::string> row{r.hosts[i].name +
-                                 (r.hosts[i].interface.empty() ? "" : " " + r.hosts[i].interface)};
-    for (std::size_t j = 0; j < r.hosts.size(); ++j) {
-      row.push_back(i == j ? "-"
-                           : pair_cell(r, find_pair(r, static_cast<int>(i), static_cast<int>(j))));
-    }
-    matrix.push_back(std::move(row));
-  }
-  print_table(out, matrix);
   if (r.nccl.requested) out << "\n" << format_nccl_text(r.nccl);
   const auto problems = launch_problems(r);
   if (problems.empty()) {
@@ -234,6 +290,14 @@ std::string format_check_json(const CheckResult& r) {
   j.key("report").value(r.master_report);
   j.end_object();
   j.key("transfer_ms").value(r.duration_ms);
+  // "all", or "sampled" with the strides (--matrix-pairs); "matrix" holds the
+  // pairs tested either way.
+  j.key("matrix_pairs").value(r.sampled_strides.empty() ? "all" : "sampled");
+  if (!r.sampled_strides.empty()) {
+    j.key("matrix_strides").begin_array();
+    for (int stride : r.sampled_strides) j.value(static_cast<std::int64_t>(stride));
+    j.end_array();
+  }
   j.key("matrix").begin_array();
   for (const auto& p : r.pairs) {
     j.begin_object();

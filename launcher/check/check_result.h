@@ -61,7 +61,10 @@ struct CheckResult {
   std::string master_addr;
   std::string master_report;  // net::choose_master's report, or why it did not run
   std::vector<std::string> master_warnings;
-  std::vector<PairCheck> pairs;  // both directions of each pair of hosts
+  std::vector<PairCheck> pairs;  // both directions of each pair of hosts tested
+  // Past kAllPairsUpTo hosts, a sample of the pairs: each host with the hosts
+  // these many places after it in the hosts file (pair_schedule.h).
+  std::vector<int> sampled_strides = {};
   std::int32_t duration_ms = 0;  // of each bulk transfer
   NcclCheck nccl = {};
   bool interrupted = false;

@@ -1,6 +1,7 @@
 #include "launcher/check/pair_schedule.h"
 
 #include <algorithm>
+#include <set>
 
 namespace dlaunch {
 
@@ -23,6 +24,47 @@ std::vector<PairRound> pair_rounds(const std::vector<int>& nodes) {
     rounds.push_back(std::move(round));
     // Keep the first position, rotate the others by one.
     std::rotate(at.begin() + 1, at.end() - 1, at.end());
+  }
+  return rounds;
+}
+
+bool samples_pairs(MatrixPairs choice, int hosts) {
+  return choice == MatrixPairs::sampled ||
+         (choice == MatrixPairs::automatic && hosts > kAllPairsUpTo);
+}
+
+std::vector<int> sampled_strides(int n) {
+  std::vector<int> strides;
+  for (int s = 1; s <= n / 2; s *= 2) strides.push_back(s);
+  return strides;
+}
+
+std::vector<std::pair<int, int>> sampled_pairs(int n) {
+  std::vector<std::pair<int, int>> pairs;
+  std::set<std::pair<int, int>> seen;  // stride n/2 of an even n meets each pair twice
+  for (int s : sampled_strides(n)) {
+    for (int i = 0; i < n; ++i) {
+      const int j = (i + s) % n;
+      const auto pair = std::minmax(i, j);
+      if (seen.insert(pair).second) pairs.emplace_back(pair.first, pair.second);
+    }
+  }
+  return pairs;
+}
+
+std::vector<PairRound> disjoint_rounds(const std::vector<std::pair<int, int>>& pairs) {
+  std::vector<PairRound> rounds;
+  std::vector<std::set<int>> busy;  // per round, its hosts
+  for (const auto& [a, b] : pairs) {
+    std::size_t r = 0;
+    while (r < rounds.size() && (busy[r].contains(a) || busy[r].contains(b))) ++r;
+    if (r == rounds.size()) {
+      rounds.emplace_back();
+      busy.emplace_back();
+    }
+    rounds[r].emplace_back(a, b);
+    busy[r].insert(a);
+    busy[r].insert(b);
   }
   return rounds;
 }

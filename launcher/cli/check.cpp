@@ -12,6 +12,7 @@
 #include "common/posix.h"
 #include "launcher/check/check_report.h"
 #include "launcher/check/nccl_report.h"
+#include "launcher/check/pair_schedule.h"
 #include "launcher/cli/check_agents.h"
 #include "launcher/cli/commands.h"
 #include "launcher/cli/log_backend.h"
@@ -41,6 +42,13 @@ int check_command(int argc, const char* const* argv) {
                  "about how long the pairwise throughput tests take in all (each pair gets "
                  "0.25 to 1 s)")
       ->check(CLI::Range(0, 600))
+      ->capture_default_str();
+  std::string matrix_pairs = "auto";
+  app.add_option("--matrix-pairs", matrix_pairs,
+                 "which pairs of hosts the matrix tests: all, sampled (each host with the hosts "
+                 "1, 2, 4, 8, ... places after it in the host list), or auto (all up to " +
+                     std::to_string(kAllPairsUpTo) + " hosts, else sampled)")
+      ->check(CLI::IsMember({"auto", "all", "sampled"}))
       ->capture_default_str();
   app.add_option("--master-addr", o.master_addr, "the MASTER_ADDR to try first, as for a job");
   app.add_option("--python", o.python,
@@ -103,6 +111,9 @@ int check_command(int argc, const char* const* argv) {
   CheckPolicy::Config policy;
   policy.join_timeout = std::chrono::seconds(timeout_s);
   policy.matrix_budget = std::chrono::seconds(matrix_s);
+  policy.matrix_pairs = matrix_pairs == "all"       ? MatrixPairs::all
+                        : matrix_pairs == "sampled" ? MatrixPairs::sampled
+                                                    : MatrixPairs::automatic;
   if (matrix_s == 0) policy.shortest_round = policy.longest_round = std::chrono::milliseconds(0);
   policy.nccl = nccl;
   policy.nccl_sizes = nccl_test_sizes();

@@ -2,17 +2,9 @@
 
 #include <algorithm>
 
+#include "common/text.h"
+
 namespace dlaunch {
-namespace {
-
-std::string grouped(std::size_t n) {
-  std::string digits = std::to_string(n);
-  for (int i = static_cast<int>(digits.size()) - 3; i > 0; i -= 3)
-    digits.insert(static_cast<std::size_t>(i), ",");
-  return digits;
-}
-
-}  // namespace
 
 DescriptorNeeds descriptor_needs(const Plan& plan, bool srun) {
   DescriptorNeeds needs;

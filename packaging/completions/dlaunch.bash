@@ -91,6 +91,7 @@ _dlaunch_value() {
       --interval | --timeout | --matrix-seconds | --nccl-timeout)
       COMPREPLY=()
       ;;
+    --matrix-pairs) COMPREPLY=($(compgen -W "auto all sampled" -- "$cur")) ;;
     *) return 1 ;;
   esac
   return 0
@@ -150,7 +151,7 @@ _dlaunch() {
       fi
       ;;
     check)
-      opts="--hosts --json -v --verbose --timeout --matrix-seconds --nccl --nccl-timeout
+      opts="--hosts --json -v --verbose --timeout --matrix-seconds --matrix-pairs --nccl --nccl-timeout
         --master-addr --ssh-timeout --ssh-parallel --accept-new-host-keys --rdzv-via-ssh -h --help"
       ;;
   esac

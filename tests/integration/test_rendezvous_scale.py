@@ -191,6 +191,36 @@ class RendezvousScaleTest(DlaunchTestCase):
         self.assertTrue(report["ok"])
         self.assertNoRelayLeft()
 
+    def test_a_check_of_more_than_64_hosts_tests_a_sample_of_the_pairs(self):
+        # Every pair of 70 hosts would be 69 rounds and 4,830 tests; past 64
+        # hosts each host is tested against those 1, 2, 4, ... 32 places away.
+        n = 70
+        hosts = self.write("sampled-hosts.toml", "".join(
+            f'[[host]]\nname = "s{i}"\naddress = "127.0.1.{i + 1}"\ntransport = "local"\n'
+            for i in range(n)))
+        p = self.start_dlaunch(["check", "--hosts", hosts, "--json", "--matrix-seconds", "0"])
+        out, err = p.communicate(timeout=240)
+        self.assertNoCrash(p.returncode, err)
+        self.assertEqual(p.returncode, 0, f"stderr:\n{err[-3000:]}\nstdout:\n{out[-3000:]}")
+        report = json.loads(out)
+        self.assertTrue(report["ok"])
+        self.assertEqual(report["matrix_pairs"], "sampled")
+        self.assertEqual(report["matrix_strides"], [1, 2, 4, 8, 16, 32])
+        tested = {(int(m["from"][1:]), int(m["to"][1:])) for m in report["matrix"]
+                  if m["tested"] and m["reached"]}
+        expected = {(i, (i + d) % n) for i in range(n) for s in (1, 2, 4, 8, 16, 32)
+                    for d in (s, n - s)}
+        self.assertEqual(len(report["matrix"]), len(expected))
+        self.assertEqual(tested, expected)
+        # The text report says so, and shows no table of every pair.
+        p = self.start_dlaunch(["check", "--hosts", hosts, "--matrix-seconds", "0"])
+        out, err = p.communicate(timeout=240)
+        self.assertEqual(p.returncode, 0, f"stderr:\n{err[-3000:]}")
+        self.assertIn("the hosts 1, 2, 4, 8, 16, 32 places after it", out)
+        self.assertIn(f"{len(expected):,} of the {n * (n - 1):,} ordered pairs", out)
+        self.assertIn(f"{len(expected):,} ok, 0 not", out)
+        self.assertNotIn("from \\ to", out)
+
     def assertNoRelayLeft(self):
         self.assertEqual(relay_pids(), [], "relay processes outlived the job")
 

@@ -172,6 +172,31 @@ TEST_CASE("json report: the same content, machine-readable") {
   CHECK(json.find("\"problems\":[]") != std::string::npos);
 }
 
+TEST_CASE(
+    "text report of a sampled matrix: the strides, the counts, every pair not ok, the "
+    "slowest; json says sampled") {
+  auto r = healthy();
+  r.sampled_strides = {1};
+  r.pairs[2].result = {0, false, 0, 0, 0, "timed out"};  // h1 -> h0
+  r.pairs[4].result.bytes = 1'000'000;                   // h2 -> h0: 8 Mb/s, the slowest
+  const auto text = format_check_text(r);
+  CHECK(text.find("matrix: TCP between each host and the hosts 1 place after it") !=
+        std::string::npos);
+  CHECK(text.find("6 of the 6 ordered pairs (--matrix-pairs all tests every one)") !=
+        std::string::npos);
+  CHECK(text.find("5 ok, 1 not") != std::string::npos);
+  CHECK(text.find("h1    h0 198.18.1.10  BLOCKED (timed out)") != std::string::npos);
+  // The slowest first: h2 -> h0 at 8 Mb/s.
+  const auto slowest = text.find("the slowest:");
+  REQUIRE(slowest != std::string::npos);
+  CHECK(text.find("h2    h0 198.18.1.10  ok 0.4 ms 8 Mb/s", slowest) != std::string::npos);
+  // No table of every pair.
+  CHECK(text.find("from \\ to") == std::string::npos);
+  const auto json = format_check_json(r);
+  CHECK(json.find("\"matrix_pairs\":\"sampled\",\"matrix_strides\":[1]") != std::string::npos);
+  CHECK(format_check_json(healthy()).find("\"matrix_pairs\":\"all\"") != std::string::npos);
+}
+
 TEST_CASE("sizes, rates and clock skews as the table shows them") {
   CHECK(bytes_text(64LL << 20) == "64 MiB");
   CHECK(bytes_text(3LL << 29) == "1.5 GiB");

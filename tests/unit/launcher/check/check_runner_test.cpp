@@ -22,6 +22,9 @@ class FakeAgents : public dlaunch::testing::FakeAgentService {
              std::set<int> silent)
       : FakeAgentService(io, std::move(callbacks)), transport_(transport), silent_(silent) {}
 
+  // Each round's tests: (from, to).
+  std::map<std::int32_t, std::vector<std::pair<int, int>>> tests_by_round;
+
   // Every agent but the silent ones joins.
   void join_all(int nodes) {
     for (int n = 0; n < nodes; ++n)
@@ -40,6 +43,8 @@ class FakeAgents : public dlaunch::testing::FakeAgentService {
     } else if (const auto* probe = std::get_if<proto::Probe>(&message)) {
       reach_all(id, *probe);
     } else if (const auto* test = std::get_if<proto::PeerTest>(&message)) {
+      for (const auto& t : test->targets)
+        tests_by_round[test->round].emplace_back(node(id), t.node);
       proto::PeerTestReport report;
       report.round = test->round;
       for (const auto& t : test->targets)
@@ -56,7 +61,8 @@ class FakeAgents : public dlaunch::testing::FakeAgentService {
 };
 
 struct RunnerCheck {
-  explicit RunnerCheck(int nodes, bool facts_only = false, std::set<int> silent = {})
+  explicit RunnerCheck(int nodes, bool facts_only = false, std::set<int> silent = {},
+                       MatrixPairs pairs = MatrixPairs::automatic)
       : transports(dlaunch::testing::fake_remote_transports(fake)) {
     CheckRunner::Settings s;
     s.plan = dlaunch::testing::remote_hosts_plan(nodes, "check");
@@ -64,6 +70,7 @@ struct RunnerCheck {
       s.policy.hosts.push_back({planned.host.name, planned.host.address});
     s.policy.master_sources.node0_address = s.plan.node0_address;
     s.policy.facts_only = facts_only;
+    s.policy.matrix_pairs = pairs;
     s.policy.join_timeout = std::chrono::seconds(5);
     s.policy.matrix_budget = std::chrono::milliseconds(0);
     s.policy.shortest_round = s.policy.longest_round = std::chrono::milliseconds(0);
@@ -88,7 +95,7 @@ struct RunnerCheck {
 
 TEST_CASE("check runner: 300 hosts, every one up, the probe in rounds, every pair, nothing left") {
   const int n = 300;
-  RunnerCheck c(n);
+  RunnerCheck c(n, false, {}, MatrixPairs::all);
   REQUIRE(c.runner->run());
   REQUIRE(c.fake != nullptr);
   CHECK(c.fake->started() == static_cast<std::size_t>(n));
@@ -109,6 +116,42 @@ TEST_CASE("check runner: 300 hosts, every one up, the probe in rounds, every pai
   // Every agent was told to stop and exited; the service was stopped.
   CHECK(c.agents->sent_of<proto::Stop>() == n);
   for (int i = 0; i < n; ++i) CHECK(c.fake->agent(static_cast<std::size_t>(i)).exited);
+  CHECK(c.agents->stopped);
+}
+
+TEST_CASE(
+    "check runner: 2,000 hosts, the matrix sampled: every host tested near and far, "
+    "each once per round, in a few dozen rounds") {
+  const int n = 2000;
+  RunnerCheck c(n);
+  REQUIRE(c.runner->run());
+  const auto& r = c.runner->result();
+  CHECK(r.master_chosen);
+  CHECK(r.sampled_strides == std::vector<int>{1, 2, 4, 8, 16, 32, 64, 128, 256, 512});
+  // Both directions of each sampled pair, every one tested and reached.
+  const auto planned = sampled_pairs(n);
+  CHECK(r.pairs.size() == 2 * planned.size());
+  std::map<int, std::set<int>> partners;
+  for (const auto& p : r.pairs) {
+    CHECK(p.tested);
+    CHECK(p.result.reached);
+    partners[p.from].insert(p.to);
+  }
+  // Each host with the 10 after it and the 10 before it, so 20 others.
+  REQUIRE(partners.size() == static_cast<std::size_t>(n));
+  for (const auto& [host, others] : partners) CHECK(others.size() == 20);
+  CHECK(c.agents->sent_of<proto::PeerTest>() == static_cast<int>(r.pairs.size()));
+  // Rounds of disjoint pairs, both ways at once: no host tests or is tested
+  // twice in one round; at most 2 * 20 - 1 rounds, against 1,999 for every pair.
+  for (const auto& [round, tests] : c.agents->tests_by_round) {
+    std::set<int> from, to;
+    for (const auto& [a, b] : tests) {
+      CHECK(from.insert(a).second);
+      CHECK(to.insert(b).second);
+    }
+  }
+  CHECK(c.agents->tests_by_round.size() <= 39);
+  CHECK(launch_problems(r).empty());
   CHECK(c.agents->stopped);
 }
 
