@@ -44,6 +44,7 @@ COUNTER, KEY = "joined", "complete"
 PER_PROCESS = 2500   # clients per process: 4 descriptors each (2 sockets, a pipe)
 THREADS = 32         # threads per client process
 PROGRESS_S = 0.5     # how often a client process reports its counts
+STATS_S = 10         # for the server's figures after the barrier; a stuck server gives none
 
 
 def raise_nofile():
@@ -297,7 +298,9 @@ def drive(args):
             "--total", str(n), "--timeout", str(args.timeout)]) for i, k in enumerate(counts)]
         children += workers
         ready, done, errors = set(), {}, []
-        why = wait_lines(workers, lambda: len(ready) == procs,
+        # The server too: one that dies while the clients import torch is
+        # noticed now, not after --start-timeout.
+        why = wait_lines([server] + workers, lambda: len(ready) == procs,
                          time.monotonic() + args.start_timeout,
                          lambda c, line: ready.add(c.name) if line.get("ready") else None)
         if why:
@@ -323,6 +326,10 @@ def drive(args):
         failed = bool(errors or why)
         if failed:
             result["elapsed_s"] = time.monotonic() - start
+            # Clients left waiting on a dead or stuck server retry in a loop
+            # (about half a core each): they go before anything else is asked.
+            for w in workers:
+                w.stop()
             # A client's reset is often the server going: give its death a moment to show.
             settle = time.monotonic() + 1.0
             while server.why_dead() is None and time.monotonic() < settle:
@@ -333,7 +340,7 @@ def drive(args):
         stats = {}
         if server.why_dead() is None:
             server.send("stats\n")
-            wait_lines([server], lambda: "cpu_s" in stats, time.monotonic() + 30,
+            wait_lines([server], lambda: "cpu_s" in stats, time.monotonic() + STATS_S,
                        lambda c, line: stats.update(line))
         if stats:
             result.update(server_cpu_s=stats["cpu_s"], server_hwm_kib=stats["hwm_kib"],
