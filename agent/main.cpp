@@ -31,22 +31,19 @@ int main(int argc, char** argv) {
   if (const char* debug = std::getenv("DLAUNCH_AGENT_DEBUG"); debug && *debug) {
     dlaunch::log::set_level(dlaunch::log::Level::debug);
   }
-  std::string error;
-  std::optional<dlaunch::LaunchSpec> spec;
-  if (argc > 1 && std::strcmp(argv[1], "--slurm") == 0) {
-    const char* node = std::getenv("SLURMD_NODENAME");
-    if (node == nullptr || *node == '\0') {
-      std::fprintf(stderr, "dlaunch-agent: --slurm needs SLURMD_NODENAME (srun sets it)\n");
-      return 2;
-    }
-    spec = dlaunch::read_slurm_launch_spec(0, node, &error);
+  const bool slurm = argc > 1 && std::strcmp(argv[1], "--slurm") == 0;
+  const char* node = slurm ? std::getenv("SLURMD_NODENAME") : nullptr;
+  if (slurm && (node == nullptr || *node == '\0')) {
+    std::fprintf(stderr, "dlaunch-agent: --slurm needs SLURMD_NODENAME (srun sets it)\n");
+    return 2;
+  }
+  auto spec = slurm ? dlaunch::read_slurm_launch_spec(0, node) : dlaunch::read_launch_spec(0);
+  if (slurm) {
     if (spec) spec->slurm_task = true;
     dlaunch::forget_slurm_task_variables();
-  } else {
-    spec = dlaunch::read_launch_spec(0, &error);
   }
   if (!spec) {
-    std::fprintf(stderr, "dlaunch-agent: %s\n", error.c_str());
+    std::fprintf(stderr, "dlaunch-agent: %s\n", spec.error().c_str());
     return 2;
   }
   // Info lines too: which container engine `auto` found is worth a line.

@@ -10,7 +10,6 @@
 // watch skips them on its way to the end-of-file that tells it to stop.
 #pragma once
 
-#include <optional>
 #include <string>
 #include <string_view>
 
@@ -19,10 +18,9 @@
 namespace dlaunch {
 
 // Reads launch specs from `fd` until one is `node_name`'s, at most as many as
-// the first spec's node count. An error (in `error`) when the stream is bad or
-// ends first, or none of those specs names this node.
-std::optional<LaunchSpec> read_slurm_launch_spec(int fd, std::string_view node_name,
-                                                 std::string* error);
+// the first spec's node count. An error when the stream is bad or ends
+// first, or none of those specs names this node.
+Result<LaunchSpec> read_slurm_launch_spec(int fd, std::string_view node_name);
 
 // The agent's own task and step variables (SLURM_PROCID, SLURM_NTASKS, ...)
 // describe one task per node, not the ranks: a library that reads them (e.g.

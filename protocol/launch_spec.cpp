@@ -89,31 +89,20 @@ std::optional<LaunchSpec> decode_launch_spec_body(std::string_view body) {
   return s;
 }
 
-std::optional<LaunchSpec> read_launch_spec(int fd, std::string* error) {
+Result<LaunchSpec> read_launch_spec(int fd) {
   char header[8];
-  if (!read_exact(fd, header, sizeof header)) {
-    *error = "no launch spec on standard input (dlaunch-agent is started by dlaunch)";
-    return std::nullopt;
-  }
+  if (!read_exact(fd, header, sizeof header))
+    return fail("no launch spec on standard input (dlaunch-agent is started by dlaunch)");
   wire::Reader h(std::string_view(header, sizeof header));
   const std::uint32_t magic = h.u32();
   const std::uint32_t length = h.u32();
-  if (magic != kSpecMagic) {
-    *error = "standard input does not start with a dlaunch launch spec";
-    return std::nullopt;
-  }
-  if (length > kMaxSpec) {
-    *error = "launch spec too large";
-    return std::nullopt;
-  }
+  if (magic != kSpecMagic) return fail("standard input does not start with a dlaunch launch spec");
+  if (length > kMaxSpec) return fail("launch spec too large");
   std::string body(length, '\0');
-  if (!read_exact(fd, body.data(), length)) {
-    *error = "launch spec cut short";
-    return std::nullopt;
-  }
+  if (!read_exact(fd, body.data(), length)) return fail("launch spec cut short");
   auto spec = decode_launch_spec_body(body);
-  if (!spec) *error = "malformed launch spec";
-  return spec;
+  if (!spec) return fail("malformed launch spec");
+  return std::move(*spec);
 }
 
 }  // namespace dlaunch

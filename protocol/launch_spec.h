@@ -11,6 +11,8 @@
 #include <string_view>
 #include <vector>
 
+#include "common/result.h"
+
 namespace dlaunch {
 
 // --image: each rank runs in a container of this image on its host. Which
@@ -101,7 +103,7 @@ std::string in_workdir(const LaunchSpec& spec, const std::string& dir);
 
 // Reads exactly one launch spec from a file descriptor (blocking). Returns an
 // error message in `error` on a short read, a bad magic or a malformed field.
-std::optional<LaunchSpec> read_launch_spec(int fd, std::string* error);
+Result<LaunchSpec> read_launch_spec(int fd);
 std::optional<LaunchSpec> decode_launch_spec_body(std::string_view body);
 
 }  // namespace dlaunch

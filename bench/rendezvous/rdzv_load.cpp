@@ -123,13 +123,12 @@ int main(int argc, char** argv) {
   if (!options) return exit_code;
   dlaunch::raise_descriptor_limit();
   std::signal(SIGPIPE, SIG_IGN);
-  std::string error;
-  std::string warning;
-  const auto secret = dlaunch::read_secret_file(options->secret_file, &error, &warning);
-  if (!secret) {
-    std::fprintf(stderr, "dlaunch-rdzv-load: %s\n", error.c_str());
+  const auto read = dlaunch::read_secret_file(options->secret_file);
+  if (!read) {
+    std::fprintf(stderr, "dlaunch-rdzv-load: %s\n", read.error().c_str());
     return 2;
   }
+  const std::string* secret = &read->secret;
   if (options->worker) {
     const Summary s =
         dlaunch::load::Worker(*options, *secret, *dlaunch::load::parse_node_range(options->nodes))

@@ -98,8 +98,8 @@ int check_command(int argc, const char* const* argv) {
   };
   if (!sync_git.empty()) {
     auto source = parse_git_source(sync_git);
-    if (auto* error = std::get_if<std::string>(&source)) return usage_error(*error);
-    o.git_url = std::get<GitSource>(source).url;
+    if (!source) return usage_error(source.error());
+    o.git_url = source->url;
   }
   if (auto error = resolve_host_source(o, true)) return usage_error(*error);
   if (o.host_source == HostSource::none) {

@@ -82,11 +82,11 @@ std::optional<std::string> manual_secret(const Options& o, std::optional<std::st
   in.secret_env = std::move(secret_env);
   in.insecure_no_secret = o.insecure_no_secret;
   auto chosen = choose_manual_secret(in);
-  if (auto* error = std::get_if<std::string>(&chosen)) {
-    console().error(*error);
+  if (!chosen) {
+    console().error(chosen.error());
     return std::nullopt;
   }
-  auto& secret = std::get<ManualSecret>(chosen);
+  auto& secret = *chosen;
   if (!secret.warning.empty()) log::warn(secret.warning);
   if (o.insecure_no_secret && o.nnodes > 1) {
     log::warn("--insecure-no-secret: any host that reaches rendezvous port ", o.rdzv_port,
@@ -343,21 +343,21 @@ int run_command(int argc, const char* const* argv) {
   std::shared_ptr<const SyncManifest> sync;
   if (!o.sync_dir.empty()) {
     auto built = build_sync_manifest(o.sync_dir, !o.dry_run);
-    if (auto* error = std::get_if<std::string>(&built)) {
-      console().error(*error);
+    if (!built) {
+      console().error(built.error());
       return kExitUsage;
     }
-    sync = std::make_shared<const SyncManifest>(std::move(std::get<SyncManifest>(built)));
+    sync = std::make_shared<const SyncManifest>(std::move(*built));
   }
   // --image-file: hashed once, named by its digest in every host's cache.
   std::shared_ptr<const SyncManifest> image;
   if (!o.image_file.empty()) {
     auto read = read_image_file(o.image_file, !o.dry_run);
-    if (auto* error = std::get_if<std::string>(&read)) {
-      console().error(*error);
+    if (!read) {
+      console().error(read.error());
       return kExitUsage;
     }
-    const auto& file = std::get<ImageFile>(read);
+    const auto& file = *read;
     if (!o.dry_run) o.image_file_name = image_cache_name(file);
     image = std::make_shared<const SyncManifest>(image_file_manifest(file));
   }

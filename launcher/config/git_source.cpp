@@ -19,7 +19,7 @@ std::size_t path_start(std::string_view text) {
 
 }  // namespace
 
-std::variant<GitSource, std::string> parse_git_source(std::string_view text) {
+Result<GitSource> parse_git_source(std::string_view text) {
   const std::string given = "--sync-git " + std::string(text);
   GitSource source;
   const auto at = text.rfind('@');
@@ -27,14 +27,14 @@ std::variant<GitSource, std::string> parse_git_source(std::string_view text) {
     source.url = std::string(text.substr(0, at));
     source.ref = std::string(text.substr(at + 1));
     if (source.ref.empty())
-      return given + ": nothing after '@' (expected URL@BRANCH, TAG or COMMIT)";
+      return fail(given + ": nothing after '@' (expected URL@BRANCH, TAG or COMMIT)");
   } else {
     source.url = std::string(text);
   }
-  if (source.url.empty()) return given + ": no repository (expected URL[@REF])";
-  if (source.url.starts_with('-')) return given + ": a repository may not start with '-'";
+  if (source.url.empty()) return fail(given + ": no repository (expected URL[@REF])");
+  if (source.url.starts_with('-')) return fail(given + ": a repository may not start with '-'");
   if (git_repository_name(source.url).empty())
-    return given + ": no repository name at the end of the URL";
+    return fail(given + ": no repository name at the end of the URL");
   return source;
 }
 

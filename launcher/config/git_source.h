@@ -7,7 +7,8 @@
 
 #include <string>
 #include <string_view>
-#include <variant>
+
+#include "common/result.h"
 
 namespace dlaunch {
 
@@ -17,7 +18,7 @@ struct GitSource {
 };
 
 // The source, or the error to print (naming --sync-git and the text).
-std::variant<GitSource, std::string> parse_git_source(std::string_view text);
+Result<GitSource> parse_git_source(std::string_view text);
 
 // The checkout's directory name under <workdir>/code: the URL's last path
 // component without ".git" (Arena's and git clone's choice).

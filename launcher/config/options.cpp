@@ -551,8 +551,8 @@ ParseResult parse_options(int argc, const char* const* argv,
   python.run_path = torchrun.run_path;
   const std::size_t words = o.command.size();
   auto command = python_command(std::move(o.command), python);
-  if (auto* error = std::get_if<std::string>(&command)) return usage_error(*error);
-  o.command = std::move(std::get<std::vector<std::string>>(command));
+  if (!command) return usage_error(command.error());
+  o.command = std::move(*command);
   o.python_program = o.command.size() > words;
   o.python = python.python;
   o.python_env = python.python_env.value_or("");
@@ -587,9 +587,9 @@ ParseResult parse_options(int argc, const char* const* argv,
   }
   if (!o.sync_git.empty()) {
     auto source = parse_git_source(o.sync_git);
-    if (auto* error = std::get_if<std::string>(&source)) return usage_error(*error);
-    o.git_url = std::get<GitSource>(source).url;
-    o.git_ref = std::get<GitSource>(source).ref;
+    if (!source) return usage_error(source.error());
+    o.git_url = source->url;
+    o.git_ref = source->ref;
   }
   if (auto error = apply_torchrun_flags(torchrun, o)) return usage_error(*error);
   if (auto error = apply_deepspeed_flags(deepspeed, o)) return usage_error(*error);

@@ -14,10 +14,10 @@ const std::string& python_target(const std::vector<std::string>& command) {
   return command[command[2] == "-m" ? 3 : 2];
 }
 
-std::variant<std::vector<std::string>, std::string> python_command(std::vector<std::string> command,
-                                                                   const PythonChoice& choice) {
+Result<std::vector<std::string>> python_command(std::vector<std::string> command,
+                                                const PythonChoice& choice) {
   if (choice.module && choice.no_python)
-    return std::string("-m/--module and --no-python cannot be combined: a module needs Python");
+    return fail("-m/--module and --no-python cannot be combined: a module needs Python");
   // torchrun: --run-path wins over --no-python.
   if (command.empty() || (choice.no_python && !choice.run_path)) return command;
   const bool script = command.front().ends_with(".py");

@@ -8,8 +8,9 @@
 
 #include <optional>
 #include <string>
-#include <variant>
 #include <vector>
+
+#include "common/result.h"
 
 namespace dlaunch {
 
@@ -36,7 +37,7 @@ PythonFor choose_python(const std::string& flag, const std::string& host_key,
 const std::string& python_target(const std::vector<std::string>& command);
 
 // The command each rank runs; an error names the flags that conflict.
-std::variant<std::vector<std::string>, std::string> python_command(std::vector<std::string> command,
-                                                                   const PythonChoice& choice);
+Result<std::vector<std::string>> python_command(std::vector<std::string> command,
+                                                const PythonChoice& choice);
 
 }  // namespace dlaunch

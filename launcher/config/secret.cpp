@@ -28,49 +28,40 @@ std::string shell_word(const std::string& word) {
 
 }  // namespace
 
-std::optional<std::string> read_secret_file(const std::string& path, std::string* error,
-                                            std::string* warning) {
+Result<ManualSecret> read_secret_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    *error = "cannot read secret file " + path + ": " + std::strerror(errno);
-    return std::nullopt;
-  }
+  if (!in) return fail("cannot read secret file " + path + ": " + std::strerror(errno));
   std::ostringstream content;
   content << in.rdbuf();
   std::string secret = trimmed(content.str());
   if (secret.empty()) {
-    *error =
-        "secret file " + path + " is empty (e.g. head -c 32 /dev/urandom | base64 > " + path + ")";
-    return std::nullopt;
+    return fail("secret file " + path + " is empty (e.g. head -c 32 /dev/urandom | base64 > " +
+                path + ")");
   }
+  std::string warning;
   struct stat st {};
-  if (::stat(path.c_str(), &st) == 0 && (st.st_mode & 077) != 0) {
-    *warning = "secret file " + path + " is readable by other users (chmod 600 " + path + ")";
-  }
-  return secret;
+  if (::stat(path.c_str(), &st) == 0 && (st.st_mode & 077) != 0)
+    warning = "secret file " + path + " is readable by other users (chmod 600 " + path + ")";
+  return ManualSecret{secret, false, warning};
 }
 
-std::variant<ManualSecret, std::string> choose_manual_secret(const ManualSecretInputs& in) {
-  if (!in.secret_file.empty()) {
-    std::string error, warning;
-    auto secret = read_secret_file(in.secret_file, &error, &warning);
-    if (!secret) return error;
-    return ManualSecret{*secret, false, warning};
-  }
+Result<ManualSecret> choose_manual_secret(const ManualSecretInputs& in) {
+  if (!in.secret_file.empty()) return read_secret_file(in.secret_file);
   if (in.secret_env) {
     std::string secret = trimmed(*in.secret_env);
-    if (secret.empty()) return std::string(kSecretEnv) + " is set but empty";
+    if (secret.empty()) return fail(std::string(kSecretEnv) + " is set but empty");
     return ManualSecret{secret, false, ""};
   }
   if (in.insecure_no_secret) return ManualSecret{};
   // Alone, nobody else needs to know it; node 0 makes it and tells the others.
   if (in.nnodes <= 1 || in.node_rank == 0)
     return ManualSecret{auth::to_hex(auth::random_bytes(auth::kSecretSize)), in.nnodes > 1, ""};
-  return (in.node_rank < 0 ? std::string("this node") : "node " + std::to_string(in.node_rank)) +
-         " needs the job's secret: start it with the DLAUNCH_SECRET=... line that node 0 "
-         "printed, or give every node the same --secret-file FILE (or DLAUNCH_SECRET_FILE); "
-         "--insecure-no-secret on every node runs the job open to any host that reaches the "
-         "rendezvous port";
+  return fail(
+      (in.node_rank < 0 ? std::string("this node") : "node " + std::to_string(in.node_rank)) +
+      " needs the job's secret: start it with the DLAUNCH_SECRET=... line that node 0 "
+      "printed, or give every node the same --secret-file FILE (or DLAUNCH_SECRET_FILE); "
+      "--insecure-no-secret on every node runs the job open to any host that reaches the "
+      "rendezvous port");
 }
 
 std::string other_nodes_command(const std::vector<std::string>& argv, const std::string& secret) {

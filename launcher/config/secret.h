@@ -6,16 +6,11 @@
 
 #include <optional>
 #include <string>
-#include <variant>
 #include <vector>
 
-namespace dlaunch {
+#include "common/result.h"
 
-// Reads a secret file (trailing whitespace dropped). Returns nullopt and sets
-// `error` when it is missing, unreadable or empty; sets `warning` when others
-// can read it.
-std::optional<std::string> read_secret_file(const std::string& path, std::string* error,
-                                            std::string* warning);
+namespace dlaunch {
 
 // The environment variable that carries a manual job's secret to a node: a
 // process's environment is readable only by its user, its argv by everyone.
@@ -35,11 +30,15 @@ struct ManualSecret {
   std::string warning;     // e.g. a secret file that others can read
 };
 
+// A secret file's secret (trailing whitespace dropped), with a warning when
+// others can read it; an error when it is missing, unreadable or empty.
+Result<ManualSecret> read_secret_file(const std::string& path);
+
 // Which secret a manual-mode node uses: --secret-file, else $DLAUNCH_SECRET,
 // else (with --insecure-no-secret) none, else node 0 makes one. A node other
 // than 0 with none of these gets the error that says where its secret comes from.
 // Reads the secret file; the error names it.
-std::variant<ManualSecret, std::string> choose_manual_secret(const ManualSecretInputs& in);
+Result<ManualSecret> choose_manual_secret(const ManualSecretInputs& in);
 
 // The line node 0 prints for the other nodes: "DLAUNCH_SECRET=<secret>" and
 // node 0's own command line, quoted for a shell, with its node rank (in any

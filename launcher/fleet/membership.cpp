@@ -42,8 +42,8 @@ void Membership::set_roster(std::vector<int> roster) {
     node_rank_of_[index(roster_[rank])] = static_cast<int>(rank);
 }
 
-std::variant<Membership::Round, std::string> Membership::first_round(
-    const std::vector<bool>& ready, const std::vector<std::string>& labels) {
+Result<Membership::Round> Membership::first_round(const std::vector<bool>& ready,
+                                                  const std::vector<std::string>& labels) {
   set_roster({});
   std::vector<int> roster;
   for (int host : preference_) {
@@ -51,8 +51,8 @@ std::variant<Membership::Round, std::string> Membership::first_round(
     if (can_take(host, ready)) roster.push_back(host);
   }
   if (roster.size() < config_.min_nodes) {
-    return std::to_string(roster.size()) + " of the " + std::to_string(config_.min_nodes) +
-           " nodes needed joined" + describe_loss(labels);
+    return fail(std::to_string(roster.size()) + " of the " + std::to_string(config_.min_nodes) +
+                " nodes needed joined" + describe_loss(labels));
   }
   Round round;
   for (std::size_t rank = 0; rank < roster.size(); ++rank) {
@@ -65,8 +65,8 @@ std::variant<Membership::Round, std::string> Membership::first_round(
   return round;
 }
 
-std::variant<Membership::Round, std::string> Membership::next_round(
-    const std::vector<bool>& ready, const std::vector<std::string>& labels) {
+Result<Membership::Round> Membership::next_round(const std::vector<bool>& ready,
+                                                 const std::vector<std::string>& labels) {
   std::vector<int> kept = roster_;
   // Members that cannot go on leave for good: a host that comes back is not
   // taken again (its GPU or link failed once; trusting it costs a round).
@@ -107,8 +107,8 @@ std::variant<Membership::Round, std::string> Membership::next_round(
   }
   for (int host : roster) node_rank_of_[index(host)] = -1;
   if (roster.size() < config_.min_nodes) {
-    return std::to_string(roster.size()) + " nodes are left, fewer than the " +
-           std::to_string(config_.min_nodes) + " the job needs" + describe_loss(labels);
+    return fail(std::to_string(roster.size()) + " nodes are left, fewer than the " +
+                std::to_string(config_.min_nodes) + " the job needs" + describe_loss(labels));
   }
   set_roster(roster);
   round.roster = roster_;

@@ -20,8 +20,9 @@
 
 #include <cstddef>
 #include <string>
-#include <variant>
 #include <vector>
+
+#include "common/result.h"
 
 namespace dlaunch {
 
@@ -43,11 +44,9 @@ class Membership {
 
   // The first roster from the hosts that are `ready` (by host index), or the
   // error when fewer than min_nodes are.
-  std::variant<Round, std::string> first_round(const std::vector<bool>& ready,
-                                               const std::vector<std::string>& labels);
+  Result<Round> first_round(const std::vector<bool>& ready, const std::vector<std::string>& labels);
   // The next round's roster, from the current one and the hosts ready now.
-  std::variant<Round, std::string> next_round(const std::vector<bool>& ready,
-                                              const std::vector<std::string>& labels);
+  Result<Round> next_round(const std::vector<bool>& ready, const std::vector<std::string>& labels);
 
   // Takes `host` out of this job for good; `why` is said when its place is
   // filled or the job ends for want of it. A second call keeps the first why.

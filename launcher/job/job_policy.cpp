@@ -312,13 +312,14 @@ void JobPolicy::maybe_choose_roster() {
     joined[i] = n.conn && !n.conn_closed && !n.agent_gone;
   }
   auto first = membership_.first_round(joined, labels());
-  if (const auto* error = std::get_if<std::string>(&first)) {
+  if (!first) {
     if (coming) return;
     if (unreachable_ > 0) return;  // fail_if_none_is_coming names each with its error
-    fail(kExitFailure, "cannot start: " + *error + "; missing: " + missing_nodes(50), -1, {});
+    fail(kExitFailure, "cannot start: " + first.error() + "; missing: " + missing_nodes(50), -1,
+         {});
     return;
   }
-  auto& round = std::get<Membership::Round>(first);
+  auto& round = *first;
   roster_chosen_ = true;
   emit(job_action::CancelTimer{JobTimer::join});
   rendezvous_.set_roster(round.roster);
@@ -628,13 +629,13 @@ void JobPolicy::start_next_round() {
   if (phase_ != Phase::restarting) return;
   if (elastic()) {
     auto next = membership_.next_round(ready_hosts(), labels());
-    if (const auto* error = std::get_if<std::string>(&next)) {
-      const std::string what = "cannot go on: " + *error;
+    if (!next) {
+      const std::string what = "cannot go on: " + next.error();
       history_.emplace_back(rendezvous_.round(), what);
       fail(kExitFailure, what, -1, {});  // between rounds: the job ends
       return;
     }
-    auto& round = std::get<Membership::Round>(next);
+    auto& round = *next;
     const int next_round = rendezvous_.round() + 1;
     for (auto& change : round.changes) {
       history_.emplace_back(next_round, change);

@@ -21,7 +21,7 @@ bool has_at(std::string_view head, std::size_t offset, std::string_view magic) {
 
 }  // namespace
 
-std::variant<ImageFormat, std::string> sniff_image_format(std::string_view head) {
+Result<ImageFormat> sniff_image_format(std::string_view head) {
   // A tar header's magic sits at byte 257; engines also load compressed
   // archives (gzip, xz, zstd, bzip2), found by their own magic.
   if (has_at(head, 257, "ustar")) return ImageFormat::archive;
@@ -34,13 +34,15 @@ std::variant<ImageFormat, std::string> sniff_image_format(std::string_view head)
   // A SIF file starts with a 32-byte launch script, then its magic.
   if (has_at(head, 32, "SIF_MAGIC")) return ImageFormat::sif;
   if (has_at(head, 0, "hsqs")) return ImageFormat::squashfs;
-  return std::string(
+  return fail(
       "is not a container image: expected an archive of `podman save` or `docker save` (tar, "
       "maybe compressed), a .sif or a squashfs (.sqsh)");
 }
 
-std::variant<ImageFile, std::string> read_image_file(const std::string& path, bool hash) {
-  const auto failed = [&](const std::string& why) { return "--image-file " + path + ": " + why; };
+Result<ImageFile> read_image_file(const std::string& path, bool hash) {
+  const auto failed = [&](const std::string& why) {
+    return fail("--image-file " + path + ": " + why);
+  };
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return failed(std::strerror(errno));
   struct stat st {};
@@ -54,8 +56,8 @@ std::variant<ImageFile, std::string> read_image_file(const std::string& path, bo
   if (n < 0) return failed(std::strerror(errno));
   head.resize(static_cast<std::size_t>(n));
   auto format = sniff_image_format(head);
-  if (auto* why = std::get_if<std::string>(&format)) return failed(*why);
-  ImageFile image{path, std::get<ImageFormat>(format), static_cast<std::uint64_t>(st.st_size)};
+  if (!format) return failed(format.error());
+  ImageFile image{path, *format, static_cast<std::uint64_t>(st.st_size)};
   if (!hash) return image;
   // Gigabytes take seconds to hash: a file unchanged since the last job is not read again.
   auto digest = file_digest(path, st);

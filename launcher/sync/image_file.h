@@ -8,7 +8,6 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
-#include <variant>
 
 #include "launcher/sync/sync_manifest.h"
 
@@ -29,9 +28,9 @@ struct ImageFile {
 
 // Reads the format from the file's first bytes; `hash`: also its SHA-256. An
 // error names the file and says what is wrong.
-std::variant<ImageFile, std::string> read_image_file(const std::string& path, bool hash = true);
+Result<ImageFile> read_image_file(const std::string& path, bool hash = true);
 // The format from a file's first bytes (at least 262 of them where there are).
-std::variant<ImageFormat, std::string> sniff_image_format(std::string_view head);
+Result<ImageFormat> sniff_image_format(std::string_view head);
 
 std::string_view image_format_name(ImageFormat format);  // "archive", "sif", "squashfs"
 // The name in the hosts' cache: "<sha256 hex>.tar", ".sif" or ".sqsh".

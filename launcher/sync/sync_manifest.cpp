@@ -100,13 +100,13 @@ struct Walker {
 
 }  // namespace
 
-std::variant<SyncManifest, std::string> build_sync_manifest(const std::string& dir, bool hash) {
+Result<SyncManifest> build_sync_manifest(const std::string& dir, bool hash) {
   std::error_code ec;
   auto abs = std::filesystem::absolute(dir, ec).lexically_normal().string();
   while (abs.size() > 1 && abs.back() == '/') abs.pop_back();
   struct stat st {};
-  if (::stat(abs.c_str(), &st) != 0) return "--sync " + dir + ": " + std::strerror(errno);
-  if (!S_ISDIR(st.st_mode)) return "--sync " + dir + ": not a directory";
+  if (::stat(abs.c_str(), &st) != 0) return fail("--sync " + dir + ": " + std::strerror(errno));
+  if (!S_ISDIR(st.st_mode)) return fail("--sync " + dir + ": not a directory");
   std::string text;
   {
     std::ifstream in(abs + "/" + std::string(kIgnoreFileName), std::ios::binary);
@@ -118,18 +118,18 @@ std::variant<SyncManifest, std::string> build_sync_manifest(const std::string& d
   }
   const IgnoreRules rules = IgnoreRules::parse(text);
   if (rules.lines().size() > proto::kMaxIgnoreLines)
-    return abs + "/" + std::string(kIgnoreFileName) + ": more than " +
-           std::to_string(proto::kMaxIgnoreLines) + " patterns";
+    return fail(abs + "/" + std::string(kIgnoreFileName) + ": more than " +
+                std::to_string(proto::kMaxIgnoreLines) + " patterns");
   for (const auto& l : rules.lines()) {
     if (l.size() > proto::kMaxFilePath)
-      return abs + "/" + std::string(kIgnoreFileName) + ": a pattern longer than " +
-             std::to_string(proto::kMaxFilePath) + " bytes";
+      return fail(abs + "/" + std::string(kIgnoreFileName) + ": a pattern longer than " +
+                  std::to_string(proto::kMaxFilePath) + " bytes");
   }
   SyncManifest manifest;
   manifest.root = abs;
   manifest.ignore = rules.lines();
   Walker walker{abs == "/" ? std::string() : abs, rules, hash, manifest, {}};
-  if (!walker.walk("")) return "--sync " + dir + ": " + walker.error;
+  if (!walker.walk("")) return fail("--sync " + dir + ": " + walker.error);
   return manifest;
 }
 

@@ -9,9 +9,9 @@
 
 #include <cstdint>
 #include <string>
-#include <variant>
 #include <vector>
 
+#include "common/result.h"
 #include "protocol/messages.h"
 
 namespace dlaunch {
@@ -31,8 +31,7 @@ struct SyncManifest {
 
 // `hash`: false leaves sha256 empty (--dry-run only counts). An error names
 // the path and the reason.
-std::variant<SyncManifest, std::string> build_sync_manifest(const std::string& dir,
-                                                            bool hash = true);
+Result<SyncManifest> build_sync_manifest(const std::string& dir, bool hash = true);
 
 // "12 files, 3 symlinks, 4 directories, 1.5 MiB; 7 ignored"
 std::string describe_manifest(const SyncManifest& manifest);

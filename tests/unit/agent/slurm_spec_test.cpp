@@ -53,10 +53,8 @@ TEST_CASE("each node keeps its own spec from the stream of all of them") {
     // stdin stays open after the specs, as under srun: the read must not
     // wait for more than it needs.
     Pipe pipe(stream(specs), true);
-    std::string error;
-    auto spec =
-        read_slurm_launch_spec(pipe.fds[0], specs[static_cast<std::size_t>(i)].host_name, &error);
-    REQUIRE_MESSAGE(spec, error);
+    auto spec = read_slurm_launch_spec(pipe.fds[0], specs[static_cast<std::size_t>(i)].host_name);
+    REQUIRE_MESSAGE(spec, (spec ? "" : spec.error()));
     CHECK(spec->node_rank == i);
     CHECK(spec->host_name == specs[static_cast<std::size_t>(i)].host_name);
     CHECK(spec->argv == specs[0].argv);
@@ -65,22 +63,23 @@ TEST_CASE("each node keeps its own spec from the stream of all of them") {
 
 TEST_CASE("a node missing from the stream is an error naming it and the nodes given") {
   Pipe pipe(stream({spec_for("n1", 0, 2), spec_for("n2", 1, 2)}), true);
-  std::string error;
-  CHECK_FALSE(read_slurm_launch_spec(pipe.fds[0], "n9", &error));
-  CHECK(error.find("'n9'") != std::string::npos);
-  CHECK(error.find("among the 2 given (n1, n2)") != std::string::npos);
+  const auto spec = read_slurm_launch_spec(pipe.fds[0], "n9");
+  REQUIRE_FALSE(spec);
+  CHECK(spec.error().find("'n9'") != std::string::npos);
+  CHECK(spec.error().find("among the 2 given (n1, n2)") != std::string::npos);
 }
 
 TEST_CASE("a stream cut short or not of launch specs is an error") {
-  std::string error;
   {
     Pipe pipe(stream({spec_for("n1", 0, 3)}));
-    CHECK_FALSE(read_slurm_launch_spec(pipe.fds[0], "n3", &error));
-    CHECK(error.find("after 1 launch specs") != std::string::npos);
+    const auto spec = read_slurm_launch_spec(pipe.fds[0], "n3");
+    REQUIRE_FALSE(spec);
+    CHECK(spec.error().find("after 1 launch specs") != std::string::npos);
   }
   {
     Pipe pipe("hello, world");
-    CHECK_FALSE(read_slurm_launch_spec(pipe.fds[0], "n1", &error));
-    CHECK(error.find("does not start with a dlaunch launch spec") != std::string::npos);
+    const auto spec = read_slurm_launch_spec(pipe.fds[0], "n1");
+    REQUIRE_FALSE(spec);
+    CHECK(spec.error().find("does not start with a dlaunch launch spec") != std::string::npos);
   }
 }

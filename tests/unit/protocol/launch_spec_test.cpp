@@ -15,10 +15,10 @@ std::optional<LaunchSpec> through_a_pipe(const LaunchSpec& s) {
   const std::string bytes = encode_launch_spec(s);
   REQUIRE(::write(fds[1], bytes.data(), bytes.size()) == static_cast<ssize_t>(bytes.size()));
   ::close(fds[1]);
-  std::string error;
-  auto back = read_launch_spec(fds[0], &error);
+  auto back = read_launch_spec(fds[0]);
   ::close(fds[0]);
-  return back;
+  if (!back) return std::nullopt;
+  return std::move(*back);
 }
 }  // namespace
 
@@ -70,9 +70,9 @@ TEST_CASE("a truncated or foreign launch spec is refused with a message") {
   REQUIRE(::pipe(fds) == 0);
   REQUIRE(::write(fds[1], "hello world\n", 12) == 12);
   ::close(fds[1]);
-  std::string error;
-  CHECK_FALSE(read_launch_spec(fds[0], &error).has_value());
-  CHECK(error.find("launch spec") != std::string::npos);
+  const auto spec = read_launch_spec(fds[0]);
+  REQUIRE_FALSE(spec);
+  CHECK(spec.error().find("launch spec") != std::string::npos);
   ::close(fds[0]);
 }
 

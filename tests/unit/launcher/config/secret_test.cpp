@@ -12,14 +12,14 @@ namespace {
 
 ManualSecret chosen(const ManualSecretInputs& in) {
   auto result = choose_manual_secret(in);
-  REQUIRE(std::holds_alternative<ManualSecret>(result));
-  return std::get<ManualSecret>(result);
+  REQUIRE(result.ok());
+  return *result;
 }
 
 std::string error_of(const ManualSecretInputs& in) {
   auto result = choose_manual_secret(in);
-  REQUIRE(std::holds_alternative<std::string>(result));
-  return std::get<std::string>(result);
+  REQUIRE_FALSE(result.ok());
+  return result.error();
 }
 
 }  // namespace

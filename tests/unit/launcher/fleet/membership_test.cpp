@@ -15,9 +15,9 @@ std::vector<std::string> host_labels(std::size_t n) {
   return labels;
 }
 
-Membership::Round round_of(std::variant<Membership::Round, std::string> r) {
-  if (const auto* error = std::get_if<std::string>(&r)) FAIL("no round: " << *error);
-  return std::get<Membership::Round>(std::move(r));
+Membership::Round round_of(Result<Membership::Round> r) {
+  if (!r) FAIL("no round: " << r.error());
+  return std::move(r).value();
 }
 
 }  // namespace
@@ -43,8 +43,8 @@ TEST_CASE("membership: 3 hosts and a spare; the spare takes the lost node's rank
   // No spare left: with MIN = MAX = 3 the job cannot go on, and says whom it lost.
   m.retire(0, "link down");
   const auto third = m.next_round({false, true, true, true}, labels);
-  REQUIRE(std::holds_alternative<std::string>(third));
-  const auto& error = std::get<std::string>(third);
+  REQUIRE_FALSE(third.ok());
+  const auto& error = third.error();
   CHECK(error.find("2 nodes are left, fewer than the 3 the job needs") == 0);
   CHECK(error.find("h0 (link down)") != std::string::npos);
   CHECK(error.find("h1 (agent lost)") != std::string::npos);
@@ -54,8 +54,8 @@ TEST_CASE("membership: MIN:MAX starts with what joined and goes on above MIN") {
   Membership m({{false, false, false}, 2, 3, 2});
   const auto labels = host_labels(3);
   CHECK(round_of(m.first_round({true, false, true}, labels)).roster == std::vector<int>{0, 2});
-  CHECK(std::holds_alternative<std::string>(
-      Membership({{false, false, false}, 2, 3, 2}).first_round({false, false, true}, labels)));
+  CHECK_FALSE(
+      Membership({{false, false, false}, 2, 3, 2}).first_round({false, false, true}, labels).ok());
   // Node 0 lost: the rest move up, in host-list order.
   m.retire(0, "lost");
   const auto next = m.next_round({false, true, true}, labels);
@@ -75,7 +75,7 @@ TEST_CASE("membership: a node whose ranks fail in --node-fail-limit rounds is re
   CHECK(r.changes.at(0) == "h2 takes node 1 of h1 (its ranks failed in 2 rounds)");
   // Back and ready, but retired: never taken again.
   m.retire(0, "lost");
-  CHECK(std::holds_alternative<std::string>(m.next_round({true, true, true}, labels)));
+  CHECK_FALSE(m.next_round({true, true, true}, labels).ok());
 }
 
 TEST_CASE("membership: random losses and returns keep the roster's invariants") {
@@ -93,16 +93,16 @@ TEST_CASE("membership: random losses and returns keep the roster's invariants") 
     std::set<int> retired;
     auto result = m.first_round(ready, labels);
     for (int round = 0; round < 20; ++round) {
-      if (const auto* error = std::get_if<std::string>(&result)) {
+      if (!result) {
         // Only for want of hosts: fewer than MIN could take a place.
         std::size_t could = 0;
         for (std::size_t i = 0; i < hosts; ++i)
           could += ready[i] && !retired.count(static_cast<int>(i)) ? 1 : 0;
         CHECK(could < min);
-        CHECK(error->find("the") != std::string::npos);
+        CHECK(result.error().find("the") != std::string::npos);
         break;
       }
-      const auto& roster = std::get<Membership::Round>(result).roster;
+      const auto& roster = result->roster;
       CHECK(roster.size() >= min);
       CHECK(roster.size() <= max);
       std::set<int> seen;

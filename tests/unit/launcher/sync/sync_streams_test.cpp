@@ -60,8 +60,8 @@ struct Streams {
   explicit Streams(const std::string& dir, std::shared_ptr<const SyncManifest> image_manifest = {})
       : image(std::move(image_manifest)) {
     auto built = build_sync_manifest(dir);
-    REQUIRE(std::holds_alternative<SyncManifest>(built));
-    manifest = std::make_shared<const SyncManifest>(std::get<SyncManifest>(std::move(built)));
+    REQUIRE(built.ok());
+    manifest = std::make_shared<const SyncManifest>(std::move(*built));
     SyncStreams::Settings settings;
     if (image)
       settings.transfers.push_back({image, proto::SyncInto::image_cache, false, "--image-file"});
