@@ -15,7 +15,7 @@ the lines the rank says it wrote (numbered, each stream in order, each line of
 the length written). Reports the coordinator's RSS at the end of warm-up and at
 the end, the least-squares slope of its RSS in KiB/min over the samples after
 warm-up and that of each minute's lowest sample (the floor under the sawtooth
-of freed memory between two returns), RSS by 10 minutes, its peak RSS, and
+of freed memory between two returns), RSS by 5 minutes, its peak RSS, and
 CPU seconds per million lines of the coordinator and of each agent; prints the
 markdown table and writes it, with the CSV's path, to --out. --terminal-stall S pipes dlaunch's stdout through a reader here that
 stops reading for S seconds at --stall-at minutes. Everything runs at nice 10
@@ -135,12 +135,14 @@ def minute_lows(points):
     return [(m * 60 + 30, v) for m, v in sorted(lows.items())]
 
 
-def by_ten_minutes(rows):
-    """[(first minute, last minute, coordinator RSS samples)] per 10 minutes."""
+def by_five_minutes(points, end_s):
+    """[(first minute, last minute, values)] per 5 minutes of (seconds, value)
+    points, up to end_s (a sample after the ranks' end is no span of its own)."""
     spans = {}
-    for r in rows:
-        spans.setdefault(int(r["time_s"] // 600), []).append(r["coordinator_rss_kib"])
-    return [(k * 10, k * 10 + 10, v) for k, v in sorted(spans.items())]
+    for t, v in points:
+        if t < end_s:
+            spans.setdefault(int(t // 300), []).append(v)
+    return [(k * 5, k * 5 + 5, v) for k, v in sorted(spans.items())]
 
 
 class TerminalReader(threading.Thread):
@@ -479,7 +481,7 @@ def main():
     out.append("")
     out.append("| minutes | median RSS KiB | lowest | highest |")
     out.append("| --- | ---: | ---: | ---: |")
-    for lo, hi, values in by_ten_minutes(rows):
+    for lo, hi, values in by_five_minutes(after, args.minutes * 60):
         values = sorted(values)
         out.append(f"| {lo}-{hi} | {values[len(values) // 2]:,} | {values[0]:,} | {values[-1]:,} |")
     table = "\n".join(out)
