@@ -45,6 +45,7 @@ PER_PROCESS = 2500   # clients per process: 4 descriptors each (2 sockets, a pip
 THREADS = 32         # threads per client process
 PROGRESS_S = 0.5     # how often a client process reports its counts
 STATS_S = 10         # for the server's figures after the barrier; a stuck server gives none
+STALL_S = 15         # no client connected, added or got through the wait for this long: given up
 
 
 def raise_nofile():
@@ -245,9 +246,10 @@ class Child:
                 pass
 
 
-def wait_lines(children, until, deadline, on_line):
+def wait_lines(children, until, deadline, on_line, stalled=lambda: None):
     """Reads every child's lines until `until()` is true (returns None) or a
-    child dies (returns why) or the deadline passes (returns "timeout")."""
+    child dies (returns why) or the deadline passes (returns "timeout") or
+    `stalled()` says why it will not get there (returns that)."""
     sel = selectors.DefaultSelector()
     for c in children:
         os.set_blocking(c.proc.stdout.fileno(), False)
@@ -265,6 +267,9 @@ def wait_lines(children, until, deadline, on_line):
             left = deadline - time.monotonic()
             if left <= 0:
                 return "timeout"
+            stuck = stalled()
+            if stuck:
+                return stuck
             for key, _ in sel.select(min(left, 0.1)):
                 for line in key.data.lines():
                     on_line(key.data, line)
@@ -316,8 +321,23 @@ def drive(args):
         start = time.monotonic()
         for w in workers:
             w.send("go\n")
+        # A server stuck out of descriptors answers nothing while thousands of
+        # client threads retry (a load average in the thousands): the barrier
+        # is given up once the clients' counts stop moving.
+        moved = {"counts": None, "at": start}
+
+        def stalled():
+            now = time.monotonic()
+            counts = tuple(sum((done.get(w.name) or w.last).get(k, 0) for w in workers)
+                           for k in ("connected", "joined", "waited"))
+            if counts != moved["counts"]:
+                moved.update(counts=counts, at=now)
+            elif now - moved["at"] > STALL_S:
+                return "stalled"
+            return None
+
         why = wait_lines([server] + workers, lambda: len(done) == procs or errors,
-                         start + args.timeout + 15, on_line)
+                         start + args.timeout + 15, on_line, stalled)
         progress = [done.get(w.name) or w.last for w in workers]
         for k in ("connected", "joined", "waited"):
             result[k] = sum(p.get(k, 0) for p in progress)
@@ -351,6 +371,8 @@ def drive(args):
                 reasons.append(f"{'first client error' if reasons else 'a client'}: {errors[0]}")
             elif why == "timeout":
                 reasons.append(f"no barrier within {args.timeout + 15:.0f} s")
+            elif why == "stalled":
+                reasons.append(f"no client got further for {STALL_S} s")
             elif why not in reasons:
                 reasons.append(why)
             if any("Too many open files" in r for r in reasons):
