@@ -207,11 +207,11 @@ std::string find_agent_binary() {
 
 std::optional<HostsFile> load_hosts_or_report(const Options& o) {
   auto loaded = load_host_source(o);
-  if (auto* diags = std::get_if<std::vector<Diagnostic>>(&loaded)) {
-    for (const auto& d : *diags) console().error(d.to_string());
+  if (!loaded) {
+    for (const auto& d : loaded.error()) console().error(d.to_string());
     return std::nullopt;
   }
-  auto hosts = std::get<HostsFile>(std::move(loaded));
+  auto hosts = std::move(*loaded);
   for (const auto& w : hosts.warnings) log::warn(w.to_string());
   return hosts;
 }
@@ -245,19 +245,19 @@ bool add_environment(Plan& plan, const Options& o) {
   EnvVars command_line;
   if (!o.env_file.empty()) {
     auto loaded = load_env_file(o.env_file);
-    if (auto* errors = std::get_if<std::vector<Diagnostic>>(&loaded)) {
-      for (const auto& e : *errors) console().error(e.to_string());
+    if (!loaded) {
+      for (const auto& e : loaded.error()) console().error(e.to_string());
       return false;
     }
-    command_line = std::get<EnvVars>(std::move(loaded));
+    command_line = std::move(*loaded);
   }
   auto assigned = parse_env_assignments(o.env);
-  if (auto* errors = std::get_if<std::vector<Diagnostic>>(&assigned)) {
-    for (const auto& e : *errors) console().error(e.to_string());
+  if (!assigned) {
+    for (const auto& e : assigned.error()) console().error(e.to_string());
     return false;
   }
   for (const auto& [k, v] : command_line) plan.env_file_names.insert(k);
-  for (auto& [k, v] : std::get<EnvVars>(assigned)) {
+  for (auto& [k, v] : *assigned) {
     command_line[k] = v;  // --env wins
     plan.env_file_names.erase(k);
   }

@@ -54,8 +54,8 @@ EnvVars forwarded_environment(const EnvVars& coordinator, bool defaults,
   return out;
 }
 
-std::variant<EnvVars, std::vector<Diagnostic>> parse_env_file(const std::string& text,
-                                                              const std::string& path) {
+Result<EnvVars, std::vector<Diagnostic>> parse_env_file(const std::string& text,
+                                                        const std::string& path) {
   EnvVars vars;
   std::vector<Diagnostic> errors;
   int number = 0;
@@ -86,17 +86,17 @@ std::variant<EnvVars, std::vector<Diagnostic>> parse_env_file(const std::string&
     }
     vars[name] = value;
   }
-  if (!errors.empty()) return errors;
+  if (!errors.empty()) return fail(std::move(errors));
   return vars;
 }
 
-std::variant<EnvVars, std::vector<Diagnostic>> load_env_file(const std::string& path) {
+Result<EnvVars, std::vector<Diagnostic>> load_env_file(const std::string& path) {
   auto text = read_host_list_file(path);
-  if (auto* d = std::get_if<Diagnostic>(&text)) return std::vector<Diagnostic>{*d};
-  return parse_env_file(std::get<std::string>(text), path);
+  if (!text) return fail(std::vector<Diagnostic>{text.error()});
+  return parse_env_file(*text, path);
 }
 
-std::variant<EnvVars, std::vector<Diagnostic>> parse_env_assignments(
+Result<EnvVars, std::vector<Diagnostic>> parse_env_assignments(
     const std::vector<std::string>& items) {
   EnvVars vars;
   std::vector<Diagnostic> errors;
@@ -111,7 +111,7 @@ std::variant<EnvVars, std::vector<Diagnostic>> parse_env_assignments(
       vars[name] = item.substr(eq + 1);
     }
   }
-  if (!errors.empty()) return errors;
+  if (!errors.empty()) return fail(std::move(errors));
   return vars;
 }
 

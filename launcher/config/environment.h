@@ -7,7 +7,6 @@
 #include <map>
 #include <string>
 #include <string_view>
-#include <variant>
 #include <vector>
 
 #include "launcher/config/hosts_file.h"
@@ -34,12 +33,12 @@ EnvVars forwarded_environment(const EnvVars& coordinator, bool defaults,
 // KEY=VALUE lines: blank lines and # comments skipped, an `export ` prefix
 // and one pair of surrounding quotes ('...' or "...") taken off the value.
 // Errors name `path`:line.
-std::variant<EnvVars, std::vector<Diagnostic>> parse_env_file(const std::string& text,
-                                                              const std::string& path);
-std::variant<EnvVars, std::vector<Diagnostic>> load_env_file(const std::string& path);
+Result<EnvVars, std::vector<Diagnostic>> parse_env_file(const std::string& text,
+                                                        const std::string& path);
+Result<EnvVars, std::vector<Diagnostic>> load_env_file(const std::string& path);
 
 // --env K=V items (later ones win); errors name the item.
-std::variant<EnvVars, std::vector<Diagnostic>> parse_env_assignments(
+Result<EnvVars, std::vector<Diagnostic>> parse_env_assignments(
     const std::vector<std::string>& items);
 
 // Where a rank's variable came from, for --dry-run.

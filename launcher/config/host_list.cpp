@@ -209,10 +209,10 @@ HostsFileResult parse_hostfile(const std::string& text, const std::string& path)
     }
     file.hosts.push_back(std::move(entry));
   }
-  if (!diags.empty()) return diags;
+  if (!diags.empty()) return fail(std::move(diags));
   if (file.hosts.empty()) {
-    return std::vector<Diagnostic>{
-        {path, 0, 0, "no hosts: write one line per host, as in 'worker-1 slots=4'"}};
+    return fail(std::vector<Diagnostic>{
+        {path, 0, 0, "no hosts: write one line per host, as in 'worker-1 slots=4'"}});
   }
   if (!max_slots_lines.empty()) {
     std::string message = "max_slots is ignored: dlaunch starts slots=N ranks on a host";
@@ -231,14 +231,15 @@ HostsFileResult parse_hostfile(const std::string& text, const std::string& path)
 
 HostsFileResult load_hostfile(const std::string& path) {
   auto text = read_host_list_file(path);
-  if (auto* error = std::get_if<Diagnostic>(&text)) return std::vector<Diagnostic>{*error};
-  return parse_hostfile(std::get<std::string>(text), path);
+  if (!text) return fail(std::vector<Diagnostic>{text.error()});
+  return parse_hostfile(*text, path);
 }
 
 HostsFileResult parse_host_arg(std::string_view text) {
   const std::string source = "-H";
-  const auto fail = [&](std::string_view item, const std::string& why) {
-    return std::vector<Diagnostic>{{source, 0, 0, "bad host " + echo_quoted(item) + ": " + why}};
+  const auto bad = [&](std::string_view item, const std::string& why) {
+    return fail(
+        std::vector<Diagnostic>{{source, 0, 0, "bad host " + echo_quoted(item) + ": " + why}});
   };
   HostsFile file;
   file.path = source;
@@ -251,33 +252,34 @@ HostsFileResult parse_host_arg(std::string_view text) {
     start = comma + 1;
     ++position;
     if (item.empty()) {
-      return std::vector<Diagnostic>{{source, 0, 0,
-                                      "empty host at position " + std::to_string(position) +
-                                          " of " + echo_quoted(text) + ": write host1:4,host2:4"}};
+      return fail(
+          std::vector<Diagnostic>{{source, 0, 0,
+                                   "empty host at position " + std::to_string(position) + " of " +
+                                       echo_quoted(text) + ": write host1:4,host2:4"}});
     }
     const std::size_t colon = item.find(':');
     if (colon != std::string_view::npos && item.find(':', colon + 1) != std::string_view::npos) {
-      return fail(item, "more than one ':' (IPv6 addresses go in a hosts file)");
+      return bad(item, "more than one ':' (IPv6 addresses go in a hosts file)");
     }
     const std::string_view host = item.substr(0, colon);
-    if (auto why = unsafe_word_reason(host); !why.empty()) return fail(item, "the name " + why);
+    if (auto why = unsafe_word_reason(host); !why.empty()) return bad(item, "the name " + why);
     HostEntry entry;
     entry.name = entry.address = std::string(host);
     entry.line = position;
     if (colon != std::string_view::npos) {
       entry.slots = parse_count(item.substr(colon + 1), 1, kMaxSlots);
-      if (!entry.slots) return fail(item, "slots must be " + count_range(1, kMaxSlots));
+      if (!entry.slots) return bad(item, "slots must be " + count_range(1, kMaxSlots));
     }
-    if (!seen.insert(host).second) return fail(item, echo_quoted(host) + " is named twice");
+    if (!seen.insert(host).second) return bad(item, echo_quoted(host) + " is named twice");
     file.hosts.push_back(std::move(entry));
   }
   return file;
 }
 
-std::variant<std::vector<HostFilterItem>, Diagnostic> parse_host_filter(std::string_view text,
-                                                                        std::string_view flag) {
-  const auto fail = [&](std::string why) {
-    return Diagnostic{std::string(flag), 0, 0, std::move(why)};
+Result<std::vector<HostFilterItem>, Diagnostic> parse_host_filter(std::string_view text,
+                                                                  std::string_view flag) {
+  const auto bad = [&](std::string why) {
+    return fail(Diagnostic{std::string(flag), 0, 0, std::move(why)});
   };
   std::vector<HostFilterItem> items;
   std::size_t start = 0;
@@ -286,12 +288,12 @@ std::variant<std::vector<HostFilterItem>, Diagnostic> parse_host_filter(std::str
     const std::string_view item = text.substr(start, at - start);
     start = at + 1;
     if (item.empty()) {
-      return fail("empty host in " + echo_quoted(text) + ": write host1:0,1@host2");
+      return bad("empty host in " + echo_quoted(text) + ": write host1:0,1@host2");
     }
     const std::size_t colon = item.find(':');
     HostFilterItem parsed;
     parsed.host = std::string(item.substr(0, colon));
-    if (parsed.host.empty()) return fail(echo_quoted(item) + " names no host before ':'");
+    if (parsed.host.empty()) return bad(echo_quoted(item) + " names no host before ':'");
     if (colon != std::string_view::npos) {
       const std::string_view list = item.substr(colon + 1);
       std::size_t from = 0;
@@ -301,11 +303,11 @@ std::variant<std::vector<HostFilterItem>, Diagnostic> parse_host_filter(std::str
         from = comma + 1;
         const auto gpu = parse_count(index, 0, kMaxSlots - 1);
         if (!gpu) {
-          return fail(echo_quoted(item) + ": " + echo_quoted(index) + " is not a GPU index (" +
-                      count_range(0, kMaxSlots - 1) + ")");
+          return bad(echo_quoted(item) + ": " + echo_quoted(index) + " is not a GPU index (" +
+                     count_range(0, kMaxSlots - 1) + ")");
         }
         if (std::ranges::find(parsed.gpus, *gpu) != parsed.gpus.end()) {
-          return fail(echo_quoted(item) + ": GPU " + std::to_string(*gpu) + " is named twice");
+          return bad(echo_quoted(item) + ": GPU " + std::to_string(*gpu) + " is named twice");
         }
         parsed.gpus.push_back(*gpu);
       }
@@ -318,15 +320,16 @@ std::variant<std::vector<HostFilterItem>, Diagnostic> parse_host_filter(std::str
 HostsFileResult filter_hosts(HostsFile hosts, std::string_view include, std::string_view exclude) {
   if (include.empty() && exclude.empty()) return hosts;
   if (!include.empty() && !exclude.empty()) {
-    return std::vector<Diagnostic>{
-        {"--include", 0, 0, "cannot be combined with --exclude: give one of them"}};
+    return fail(std::vector<Diagnostic>{
+        {"--include", 0, 0, "cannot be combined with --exclude: give one of them"}});
   }
   const bool including = !include.empty();
   const std::string_view flag = including ? "--include" : "--exclude";
   auto parsed = parse_host_filter(including ? include : exclude, flag);
-  if (auto* error = std::get_if<Diagnostic>(&parsed)) return std::vector<Diagnostic>{*error};
-  const auto& items = std::get<std::vector<HostFilterItem>>(parsed);
-  if (auto error = check_filter_names(hosts, items, flag)) return std::vector<Diagnostic>{*error};
+  if (!parsed) return fail(std::vector<Diagnostic>{parsed.error()});
+  const auto& items = *parsed;
+  if (auto error = check_filter_names(hosts, items, flag))
+    return fail(std::vector<Diagnostic>{*error});
 
   std::vector<HostEntry> kept;
   for (HostEntry& host : hosts.hosts) {
@@ -340,16 +343,16 @@ HostsFileResult filter_hosts(HostsFile hosts, std::string_view include, std::str
       if (including) kept.push_back(std::move(host));
       continue;
     }
-    if (auto error = check_indices(host, *item, flag)) return std::vector<Diagnostic>{*error};
+    if (auto error = check_indices(host, *item, flag)) return fail(std::vector<Diagnostic>{*error});
     std::vector<int> visible = item->gpus;
     if (!including) {
       const auto count = gpu_count(host);
       if (!count) {
-        return std::vector<Diagnostic>{
+        return fail(std::vector<Diagnostic>{
             {std::string(flag), 0, 0,
              "host " + echo_quoted(host.name) +
                  " has no known GPU count to exclude GPUs from: give " +
-                 "it slots=N in a hostfile (or gpus = N in a hosts file)"}};
+                 "it slots=N in a hostfile (or gpus = N in a hosts file)"}});
       }
       visible.clear();
       for (int gpu = 0; gpu < *count; ++gpu) {
@@ -357,12 +360,13 @@ HostsFileResult filter_hosts(HostsFile hosts, std::string_view include, std::str
       }
       if (visible.empty()) continue;
     }
-    if (auto error = restrict_gpus(host, visible, flag)) return std::vector<Diagnostic>{*error};
+    if (auto error = restrict_gpus(host, visible, flag))
+      return fail(std::vector<Diagnostic>{*error});
     kept.push_back(std::move(host));
   }
   if (kept.empty()) {
-    return std::vector<Diagnostic>{
-        {std::string(flag), 0, 0, "leaves no host of " + hosts.path + " to run on"}};
+    return fail(std::vector<Diagnostic>{
+        {std::string(flag), 0, 0, "leaves no host of " + hosts.path + " to run on"}});
   }
   hosts.hosts = std::move(kept);
   return hosts;

@@ -31,7 +31,6 @@
 
 #include <string>
 #include <string_view>
-#include <variant>
 #include <vector>
 
 #include "launcher/config/hosts_file.h"
@@ -58,8 +57,8 @@ struct HostFilterItem {
 
 // "host1:0,1@host2" -> {host1, {0, 1}}, {host2, {}}; `flag` ("--include")
 // names the diagnostics' source.
-std::variant<std::vector<HostFilterItem>, Diagnostic> parse_host_filter(std::string_view text,
-                                                                        std::string_view flag);
+Result<std::vector<HostFilterItem>, Diagnostic> parse_host_filter(std::string_view text,
+                                                                  std::string_view flag);
 
 // Applies --include or --exclude, whichever is not empty, to `hosts`, keeping
 // the hosts' order. Giving both is an error, as it is for DeepSpeed; so is a

@@ -7,44 +7,49 @@
 
 namespace dlaunch {
 
-HostsFileResult load_host_source(const Options& o, const Environment& env) {
-  HostsFileResult loaded;
+namespace {
+
+// The hosts as the source lists them, before --include/--exclude.
+HostsFileResult load_listed(const Options& o, const Environment& env) {
   switch (o.host_source) {
     case HostSource::hosts_file:
-      loaded = load_hosts_file(o.hosts_file);
-      break;
+      return load_hosts_file(o.hosts_file);
     case HostSource::hostfile:
-      loaded = load_hostfile(o.hostfile);
-      break;
+      return load_hostfile(o.hostfile);
     case HostSource::host_list:
-      loaded = parse_host_arg(o.host_list);
-      break;
-    case HostSource::slurm:
-      loaded = slurm_hosts(env);
-      if (auto* hosts = std::get_if<HostsFile>(&loaded); hosts && o.nproc_per_node) {
-        for (auto& host : hosts->hosts) host.slots.reset();
+      return parse_host_arg(o.host_list);
+    case HostSource::slurm: {
+      auto loaded = slurm_hosts(env);
+      if (loaded && o.nproc_per_node) {
+        for (auto& host : loaded->hosts) host.slots.reset();
       }
-      break;
+      return loaded;
+    }
     case HostSource::none:
-      return std::vector<Diagnostic>{{"dlaunch", 0, 0, "no host list was given"}};
+      break;
   }
-  auto* hosts = std::get_if<HostsFile>(&loaded);
-  if (hosts == nullptr) return loaded;
-  std::vector<Diagnostic> warnings = std::move(hosts->warnings);
-  auto filtered = filter_hosts(std::move(*hosts), o.include, o.exclude);
-  auto* kept = std::get_if<HostsFile>(&filtered);
-  if (kept == nullptr) return filtered;
-  kept->warnings = std::move(warnings);
-  return apply_deepspeed_counts(std::move(*kept), o);
+  return fail(std::vector<Diagnostic>{{"dlaunch", 0, 0, "no host list was given"}});
+}
+
+}  // namespace
+
+HostsFileResult load_host_source(const Options& o, const Environment& env) {
+  auto loaded = load_listed(o, env);
+  if (!loaded) return loaded;
+  std::vector<Diagnostic> warnings = std::move(loaded->warnings);
+  auto filtered = filter_hosts(std::move(*loaded), o.include, o.exclude);
+  if (!filtered) return filtered;
+  filtered->warnings = std::move(warnings);
+  return apply_deepspeed_counts(std::move(*filtered), o);
 }
 
 HostsFileResult apply_deepspeed_counts(HostsFile hosts, const Options& o) {
   if (o.num_nodes > 0) {
     if (hosts.hosts.size() < static_cast<std::size_t>(o.num_nodes)) {
-      return std::vector<Diagnostic>{{"--num_nodes", 0, 0,
-                                      std::to_string(o.num_nodes) + " nodes asked for, but " +
-                                          hosts.path + " gives " +
-                                          std::to_string(hosts.hosts.size())}};
+      return fail(std::vector<Diagnostic>{{"--num_nodes", 0, 0,
+                                           std::to_string(o.num_nodes) + " nodes asked for, but " +
+                                               hosts.path + " gives " +
+                                               std::to_string(hosts.hosts.size())}});
     }
     hosts.hosts.resize(static_cast<std::size_t>(o.num_nodes));
   }

@@ -572,7 +572,7 @@ std::string Diagnostic::to_string() const {
 HostsFileResult parse_hosts_file(const std::string& text, const std::string& path) {
   Diagnostics diags{path, {}};
   auto root = parse_toml(text, diags);
-  if (!root) return std::move(diags.list);
+  if (!root) return fail(std::move(diags.list));
 
   check_top_level_keys(*root, diags);
   const Defaults defaults = read_defaults(*root, diags);
@@ -585,7 +585,7 @@ HostsFileResult parse_hosts_file(const std::string& text, const std::string& pat
     std::stable_sort(diags.list.begin(), diags.list.end(), [](const auto& a, const auto& b) {
       return std::tie(a.line, a.column) < std::tie(b.line, b.column);
     });
-    return std::move(diags.list);
+    return fail(std::move(diags.list));
   }
   HostsFile file;
   file.path = path;
@@ -594,29 +594,29 @@ HostsFileResult parse_hosts_file(const std::string& text, const std::string& pat
   return file;
 }
 
-std::variant<std::string, Diagnostic> read_host_list_file(const std::string& path) {
-  const auto fail = [&](const std::string& why) { return Diagnostic{path, 0, 0, why}; };
+Result<std::string, Diagnostic> read_host_list_file(const std::string& path) {
+  const auto failed = [&](const std::string& why) { return fail(Diagnostic{path, 0, 0, why}); };
   std::unique_ptr<std::FILE, int (*)(std::FILE*)> file(std::fopen(path.c_str(), "rb"),
                                                        &std::fclose);
-  if (!file) return fail(std::string("cannot open: ") + std::strerror(errno));
+  if (!file) return failed(std::string("cannot open: ") + std::strerror(errno));
   std::string text;
   char buffer[64 * 1024];
   for (;;) {
     const std::size_t n = std::fread(buffer, 1, sizeof buffer, file.get());
     text.append(buffer, n);
     if (text.size() > kMaxFileSize) {
-      return fail("larger than " + std::to_string(kMaxFileSize >> 20) + " MiB; not a hosts file");
+      return failed("larger than " + std::to_string(kMaxFileSize >> 20) + " MiB; not a hosts file");
     }
     if (n < sizeof buffer) break;
   }
-  if (std::ferror(file.get())) return fail(std::string("cannot read: ") + std::strerror(errno));
+  if (std::ferror(file.get())) return failed(std::string("cannot read: ") + std::strerror(errno));
   return text;
 }
 
 HostsFileResult load_hosts_file(const std::string& path) {
   auto text = read_host_list_file(path);
-  if (auto* error = std::get_if<Diagnostic>(&text)) return std::vector<Diagnostic>{*error};
-  return parse_hosts_file(std::get<std::string>(text), path);
+  if (!text) return fail(std::vector<Diagnostic>{text.error()});
+  return parse_hosts_file(*text, path);
 }
 
 bool is_local_host(const HostEntry& host) {

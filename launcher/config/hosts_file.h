@@ -9,8 +9,9 @@
 #include <span>
 #include <string>
 #include <string_view>
-#include <variant>
 #include <vector>
+
+#include "common/result.h"
 
 namespace dlaunch {
 
@@ -102,7 +103,8 @@ struct HostsFile {
   std::vector<Diagnostic> warnings = {};
 };
 
-using HostsFileResult = std::variant<HostsFile, std::vector<Diagnostic>>;
+// A host list, or every problem found in it (common/result.h).
+using HostsFileResult = Result<HostsFile, std::vector<Diagnostic>>;
 
 // Far above any real machine, low enough that a typo (slots = 80000) is an
 // error instead of a fork storm on the host. Every host source keeps to it.
@@ -120,7 +122,7 @@ std::string echo_quoted(std::string_view text);
 
 // The text of a host-list file (TOML or not); a missing, unreadable or
 // oversized file is one diagnostic naming it.
-std::variant<std::string, Diagnostic> read_host_list_file(const std::string& path);
+Result<std::string, Diagnostic> read_host_list_file(const std::string& path);
 
 // Parses the text of a hosts file; `path` is used in diagnostics only.
 HostsFileResult parse_hosts_file(const std::string& text, const std::string& path);

@@ -256,7 +256,7 @@ HostsFileResult slurm_hosts(const Environment& env) {
     return it == env.end() || it->second.empty() ? nullptr : &it->second;
   };
   const auto error = [](std::string_view variable, std::string message) {
-    return std::vector<Diagnostic>{{std::string(variable), 0, 0, std::move(message)}};
+    return fail(std::vector<Diagnostic>{{std::string(variable), 0, 0, std::move(message)}});
   };
   constexpr std::string_view kNodelist = "SLURM_JOB_NODELIST";
   const std::string* nodelist = get(kNodelist);

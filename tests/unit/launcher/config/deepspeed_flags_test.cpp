@@ -90,18 +90,18 @@ TEST_CASE("--num_nodes, --num_gpus and --ssh_port shape the host list") {
   o.num_gpus = 4;
   o.ssh_port = 2200;
   auto result = apply_deepspeed_counts(three_hosts(), o);
-  auto* hosts = std::get_if<HostsFile>(&result);
-  REQUIRE(hosts);
+  REQUIRE(result.ok());
+  const auto* hosts = &*result;
   REQUIRE(hosts->hosts.size() == 2);
   CHECK(hosts->hosts[0].slots == 4);
   CHECK(hosts->hosts[0].port == 2200);
   CHECK(hosts->hosts[1].port == 2222);  // a host's own port stays
   o.num_nodes = 0;
   result = apply_deepspeed_counts(three_hosts(), o);
-  CHECK_FALSE(std::get<HostsFile>(result).hosts[2].port.has_value());  // loopback: no SSH
+  CHECK_FALSE(result->hosts[2].port.has_value());  // loopback: no SSH
   o.num_nodes = 4;
   result = apply_deepspeed_counts(three_hosts(), o);
-  auto* errors = std::get_if<std::vector<Diagnostic>>(&result);
-  REQUIRE(errors);
-  CHECK(errors->front().to_string() == "--num_nodes: 4 nodes asked for, but hostfile gives 3");
+  REQUIRE_FALSE(result.ok());
+  CHECK(result.error().front().to_string() ==
+        "--num_nodes: 4 nodes asked for, but hostfile gives 3");
 }

@@ -16,17 +16,17 @@ namespace {
 
 HostsFile parse_ok(const std::string& text) {
   auto result = parse_hosts_file(text, "hosts.toml");
-  if (auto* diags = std::get_if<std::vector<Diagnostic>>(&result)) {
-    for (const auto& d : *diags) MESSAGE(d.to_string());
+  if (!result) {
+    for (const auto& d : result.error()) MESSAGE(d.to_string());
     FAIL("expected the file to parse");
   }
-  return std::get<HostsFile>(std::move(result));
+  return std::move(*result);
 }
 
 std::vector<Diagnostic> parse_errors(const std::string& text) {
   auto result = parse_hosts_file(text, "hosts.toml");
-  REQUIRE_MESSAGE(std::holds_alternative<std::vector<Diagnostic>>(result), "expected diagnostics");
-  auto diags = std::get<std::vector<Diagnostic>>(std::move(result));
+  REQUIRE_MESSAGE(!result.ok(), "expected diagnostics");
+  auto diags = result.error();
   REQUIRE_FALSE(diags.empty());
   return diags;
 }
@@ -452,8 +452,8 @@ TEST_CASE("hosts file: load_hosts_file") {
   SUBCASE("a missing file is one diagnostic naming it") {
     const std::string path = (dir / "dlaunch-no-such-hosts-file.toml").string();
     auto result = load_hosts_file(path);
-    REQUIRE(std::holds_alternative<std::vector<Diagnostic>>(result));
-    const auto& diags = std::get<std::vector<Diagnostic>>(result);
+    REQUIRE_FALSE(result.ok());
+    const auto& diags = result.error();
     REQUIRE(diags.size() == 1);
     CHECK(diags[0].file == path);
     CHECK(diags[0].line == 0);
@@ -461,8 +461,8 @@ TEST_CASE("hosts file: load_hosts_file") {
   }
   SUBCASE("a directory is one diagnostic") {
     auto result = load_hosts_file(dir.string());
-    REQUIRE(std::holds_alternative<std::vector<Diagnostic>>(result));
-    const auto& diags = std::get<std::vector<Diagnostic>>(result);
+    REQUIRE_FALSE(result.ok());
+    const auto& diags = result.error();
     REQUIRE(diags.size() == 1);
     CHECK(diags[0].message == "cannot read: Is a directory");
   }
@@ -474,8 +474,8 @@ TEST_CASE("hosts file: load_hosts_file") {
     }
     auto result = load_hosts_file(path);
     std::remove(path.c_str());
-    REQUIRE(std::holds_alternative<std::vector<Diagnostic>>(result));
-    const auto& diags = std::get<std::vector<Diagnostic>>(result);
+    REQUIRE_FALSE(result.ok());
+    const auto& diags = result.error();
     REQUIRE(diags.size() == 1);
     CHECK(diags[0].to_string().rfind(path + ":3:9: ", 0) == 0);
   }
@@ -484,11 +484,11 @@ TEST_CASE("hosts file: load_hosts_file") {
 TEST_CASE("hosts file: hosts.example.toml parses to the two-node local demo") {
   const auto path = (std::filesystem::path(DLAUNCH_SOURCE_DIR) / "hosts.example.toml").string();
   auto result = load_hosts_file(path);
-  if (auto* diags = std::get_if<std::vector<Diagnostic>>(&result)) {
-    for (const auto& d : *diags) MESSAGE(d.to_string());
+  if (!result) {
+    for (const auto& d : result.error()) MESSAGE(d.to_string());
     FAIL("hosts.example.toml does not parse");
   }
-  const auto& file = std::get<HostsFile>(result);
+  const auto& file = *result;
   REQUIRE(file.hosts.size() == 2);
   CHECK(file.hosts[0].name == "node0");
   CHECK(file.hosts[0].address == "127.0.0.1");

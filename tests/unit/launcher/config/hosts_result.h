@@ -13,11 +13,11 @@
 namespace dlaunch::testing {
 
 inline HostsFile ok(HostsFileResult result) {
-  if (auto* diags = std::get_if<std::vector<Diagnostic>>(&result)) {
-    for (const auto& d : *diags) MESSAGE(d.to_string());
+  if (!result) {
+    for (const auto& d : result.error()) MESSAGE(d.to_string());
     FAIL("expected hosts");
   }
-  return std::get<HostsFile>(std::move(result));
+  return std::move(*result);
 }
 
 }  // namespace dlaunch::testing

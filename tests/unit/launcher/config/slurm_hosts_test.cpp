@@ -36,19 +36,19 @@ std::vector<int> counts_ok(const std::string& text) {
 
 HostsFile slurm_ok(const Environment& env) {
   auto result = slurm_hosts(env);
-  if (auto* diags = std::get_if<std::vector<Diagnostic>>(&result)) {
-    for (const auto& d : *diags) MESSAGE(d.to_string());
+  if (!result) {
+    for (const auto& d : result.error()) MESSAGE(d.to_string());
     FAIL("expected Slurm's variables to give hosts");
   }
-  return std::get<HostsFile>(std::move(result));
+  return std::move(*result);
 }
 
 // The one diagnostic of `env`, which must name `variable` and contain `part`.
 void check_slurm_error(const Environment& env, const std::string& variable,
                        const std::string& part) {
   auto result = slurm_hosts(env);
-  REQUIRE(std::holds_alternative<std::vector<Diagnostic>>(result));
-  const auto& diags = std::get<std::vector<Diagnostic>>(result);
+  REQUIRE_FALSE(result.ok());
+  const auto& diags = result.error();
   REQUIRE(diags.size() == 1);
   CHECK(diags[0].file == variable);
   CHECK(diags[0].to_string().rfind(variable + ": ", 0) == 0);
