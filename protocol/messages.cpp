@@ -46,7 +46,6 @@ void interface_fields(C& c, I& i) {
     c.flag(a.ipv6);
   });
 }
-static_assert(static_cast<std::uint8_t>(net::InterfaceKind::other) == net::kLastInterfaceKind);
 
 template <class C>
 void fields(C& c, Like<Join> auto& m) {

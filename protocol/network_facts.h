@@ -26,7 +26,6 @@ enum class InterfaceKind : std::uint8_t {
   loopback = 8,
   other = 9,
 };
-inline constexpr std::uint8_t kLastInterfaceKind = 9;
 
 struct InterfaceAddress {
   std::string address;  // numeric, no scope suffix

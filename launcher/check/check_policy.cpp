@@ -82,25 +82,26 @@ CheckPolicy::CheckPolicy(Config config)
   }
   if (config_.facts_only) return;
   const int n = static_cast<int>(nodes_.size());
+  const auto plan = [this](int from, int to) {
+    result_.pairs.push_back({from, to, false, {}, "not tested"});
+  };
   if (samples_pairs(config_.matrix_pairs, n)) {
     result_.sampled_strides = sampled_strides(n);
     for (const auto& [a, b] : sampled_pairs(n)) {
-      plan_pair(a, b);
-      plan_pair(b, a);
+      plan(a, b);
+      plan(b, a);
     }
+    // In find_pair's order, as every pair's loop below gives it.
+    std::ranges::sort(result_.pairs, {}, [](const PairCheck& p) {
+      return std::pair{p.from, p.to};
+    });
     return;
   }
   for (int a = 0; a < n; ++a) {
     for (int b = 0; b < n; ++b) {
-      if (a != b) plan_pair(a, b);
+      if (a != b) plan(a, b);
     }
   }
-}
-
-void CheckPolicy::plan_pair(int from, int to) {
-  pair_index_[std::int64_t{from} * static_cast<std::int64_t>(nodes_.size()) + to] =
-      result_.pairs.size();
-  result_.pairs.push_back({from, to, false, {}, "not tested"});
 }
 
 CheckActions CheckPolicy::take() {
@@ -117,15 +118,9 @@ const std::string& CheckPolicy::node_label(int node) const {
   return config_.hosts[static_cast<std::size_t>(node)].name;
 }
 
-PairCheck* CheckPolicy::planned_pair(int from, int to) {
-  const auto it =
-      pair_index_.find(std::int64_t{from} * static_cast<std::int64_t>(nodes_.size()) + to);
-  return it == pair_index_.end() ? nullptr : &result_.pairs[it->second];
-}
-
 // A pair of the rounds, which are made of planned pairs only.
 PairCheck& CheckPolicy::pair(int from, int to) {
-  return *planned_pair(from, to);
+  return *find_pair(result_, from, to);
 }
 
 bool CheckPolicy::up(int node) const {
@@ -240,7 +235,7 @@ void CheckPolicy::on_peer_report(int index, const proto::PeerTestReport& report)
   owed_.erase(index);
   for (const auto& r : report.results) {
     if (r.node < 0 || r.node >= static_cast<int>(nodes_.size()) || r.node == index) continue;
-    auto* p = planned_pair(index, r.node);
+    auto* p = find_pair(result_, index, r.node);
     if (p == nullptr) continue;  // not a pair this check asked for
     p->tested = true;
     p->result = r;

@@ -23,7 +23,6 @@
 #include <optional>
 #include <set>
 #include <string>
-#include <unordered_map>
 #include <variant>
 #include <vector>
 
@@ -154,8 +153,6 @@ class CheckPolicy {
   void stop_all();
   void check_finished();
   PairCheck& pair(int from, int to);
-  PairCheck* planned_pair(int from, int to);  // nullptr: not in the matrix
-  void plan_pair(int from, int to);
   template <class Action>
   void emit(Action action) {
     out_.emplace_back(std::in_place_type<Action>, std::move(action));
@@ -176,8 +173,6 @@ class CheckPolicy {
   std::size_t settled_ = 0;      // hosts with their facts, or down
   std::size_t agents_gone_ = 0;  // hosts whose agent has exited
   std::vector<PairRound> rounds_;
-  // result_.pairs' index of each (from, to), keyed from * hosts + to.
-  std::unordered_map<std::int64_t, std::size_t> pair_index_;
   std::size_t round_ = 0;
   std::set<int> owed_;  // nodes whose report for the current round (or NCCL test) is due
   int nccl_root_ = -1;  // the node holding NCCL rank 0

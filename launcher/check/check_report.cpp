@@ -54,13 +54,6 @@ std::string none_if_empty(const std::string& s) {
   return s.empty() ? "none" : s;
 }
 
-const PairCheck* find_pair(const CheckResult& r, int from, int to) {
-  for (const auto& p : r.pairs) {
-    if (p.from == from && p.to == to) return &p;
-  }
-  return nullptr;
-}
-
 std::string pair_cell(const CheckResult& r, const PairCheck* p) {
   if (p == nullptr) return "-";
   if (!p->tested) return "untested";

@@ -1,9 +1,11 @@
 #include "launcher/check/check_result.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <map>
 #include <set>
+#include <utility>
 
 namespace dlaunch {
 namespace {
@@ -76,6 +78,18 @@ std::string skew_text(std::int64_t skew_us, std::int64_t uncertainty_us) {
   };
   return (skew_us >= 0 ? "+" : "-") + ms(skew_us >= 0 ? skew_us : -skew_us) + " +-" +
          ms(uncertainty_us);
+}
+
+const PairCheck* find_pair(const CheckResult& result, int from, int to) {
+  const auto it = std::lower_bound(result.pairs.begin(), result.pairs.end(), std::pair{from, to},
+                                   [](const PairCheck& p, const std::pair<int, int>& key) {
+                                     return std::pair{p.from, p.to} < key;
+                                   });
+  return it != result.pairs.end() && it->from == from && it->to == to ? &*it : nullptr;
+}
+
+PairCheck* find_pair(CheckResult& result, int from, int to) {
+  return const_cast<PairCheck*>(find_pair(std::as_const(result), from, to));
 }
 
 std::vector<CheckWarning> check_warnings(const CheckResult& result) {

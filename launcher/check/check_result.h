@@ -61,7 +61,9 @@ struct CheckResult {
   std::string master_addr;
   std::string master_report;  // net::choose_master's report, or why it did not run
   std::vector<std::string> master_warnings;
-  std::vector<PairCheck> pairs;  // both directions of each pair of hosts tested
+  // Both directions of each pair of hosts the matrix covers, sorted by from,
+  // then to (find_pair).
+  std::vector<PairCheck> pairs;
   // Past kAllPairsUpTo hosts, a sample of the pairs: each host with the hosts
   // these many places after it in the hosts file (pair_schedule.h).
   std::vector<int> sampled_strides = {};
@@ -74,6 +76,10 @@ struct CheckWarning {
   std::string host;  // empty: about several hosts
   std::string text;
 };
+
+// The pair from -> to in result.pairs; nullptr when the matrix does not cover it.
+const PairCheck* find_pair(const CheckResult& result, int from, int to);
+PairCheck* find_pair(CheckResult& result, int from, int to);
 
 std::vector<CheckWarning> check_warnings(const CheckResult& result);
 

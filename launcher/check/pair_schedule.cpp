@@ -41,12 +41,15 @@ std::vector<int> sampled_strides(int n) {
 
 std::vector<std::pair<int, int>> sampled_pairs(int n) {
   std::vector<std::pair<int, int>> pairs;
-  std::set<std::pair<int, int>> seen;  // stride n/2 of an even n meets each pair twice
+  // Stride s pairs hosts s apart around the list, and no other stride does
+  // (s <= n/2): each pair comes once, except that half the list away (s = n/2)
+  // the second half of the hosts meets the first half again.
   for (int s : sampled_strides(n)) {
-    for (int i = 0; i < n; ++i) {
+    const int hosts = 2 * s == n ? s : n;
+    for (int i = 0; i < hosts; ++i) {
       const int j = (i + s) % n;
-      const auto pair = std::minmax(i, j);
-      if (seen.insert(pair).second) pairs.emplace_back(pair.first, pair.second);
+      const auto [a, b] = std::minmax(i, j);
+      pairs.emplace_back(a, b);
     }
   }
   return pairs;
