@@ -45,6 +45,7 @@ void OutputOrder::pass(proto::Stream stream, std::string_view text, proto::LineE
 void OutputOrder::release(const Sink& sink) {
   // Held pieces are all of one stream, in order; one of them may start a long
   // line of its own, which the rest (same stream) simply continue.
+  if (held_.empty()) return;  // the usual case: no empty deque to build per line
   std::deque<Piece> pieces = std::exchange(held_, {});
   held_bytes_ = 0;
   for (auto& piece : pieces) pass(piece.stream, piece.text, piece.end, sink);

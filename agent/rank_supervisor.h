@@ -94,6 +94,9 @@ class RankSupervisor {
   Timer sweep_timer_;
   std::vector<std::unique_ptr<Rank>> ranks_;
   bool paused_ = false;
+  // What every pipe is read into (see read_stream), made on the first read.
+  static constexpr std::size_t kPipeRead = 64 * 1024;
+  std::unique_ptr<char[]> read_buffer_;
 };
 
 }  // namespace dlaunch

@@ -4,6 +4,7 @@
 #include <pthread.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <csignal>
@@ -15,10 +16,18 @@ namespace dlaunch {
 namespace {
 constexpr auto kLinger = std::chrono::milliseconds(1);
 constexpr std::size_t kLingerBelow = 64 * 1024;
+// A queued chunk holds up to this many bytes (the most one write() takes), or
+// a sixteenth of the bound, whichever is less, so that its room, counted in
+// full, never eats the bound. Its room is set aside when it starts, and the
+// writer hands the room of what it wrote back for the next chunk: a flood
+// pays no allocation, reallocation or fresh page per line or per chunk.
+constexpr std::size_t kChunk = 256 * 1024;
 }  // namespace
 
 TerminalWriter::TerminalWriter(Settings settings)
-    : settings_(settings), thread_([this] { run(); }) {}
+    : settings_(settings),
+      chunk_(std::clamp<std::size_t>(settings.max_buffered / 16, 4096, kChunk)),
+      thread_([this] { run(); }) {}
 
 TerminalWriter::~TerminalWriter() {
   {
@@ -39,30 +48,47 @@ std::size_t TerminalWriter::memory_cost(const std::string& bytes) {
   return sizeof(Chunk) + heap;
 }
 
-bool TerminalWriter::offer(Stream stream, std::string bytes) {
+bool TerminalWriter::queue(Stream stream, Parts bytes) {
+  std::size_t size = 0;
+  for (const auto part : bytes) size += part.size();
+  if (queue_.empty() || queue_.back().stream != stream ||
+      queue_.back().bytes.size() + size > chunk_) {
+    Chunk chunk{stream, {}, 0};
+    if (spare_.capacity() >= size) {
+      chunk.bytes = std::move(spare_);
+      spare_ = std::string();
+    } else {
+      chunk.bytes.reserve(std::max(size, chunk_));
+    }
+    queue_.push_back(std::move(chunk));
+  }
+  Chunk& last = queue_.back();
+  for (const auto part : bytes) last.bytes.append(part);
+  buffered_ -= last.cost;
+  last.cost = memory_cost(last.bytes);
+  buffered_ += last.cost;
+  return sleeping_;  // awake, it takes these bytes with the others
+}
+
+bool TerminalWriter::offer(Stream stream, Parts bytes) {
   {
     std::lock_guard lock(mutex_);
     if (buffered_ >= settings_.max_buffered) {
       was_over_ = true;
       return false;
     }
-    const std::size_t cost = memory_cost(bytes);
-    buffered_ += cost;
-    queue_.push_back({stream, std::move(bytes), cost});
-    if (!sleeping_) return true;  // awake: it takes this line with the others
+    if (!queue(stream, bytes)) return true;
   }
   wake_.notify_one();
   return true;
 }
 
-void TerminalWriter::write(Stream stream, std::string bytes) {
+void TerminalWriter::write(Stream stream, Parts bytes) {
   {
     std::lock_guard lock(mutex_);
-    const std::size_t cost = memory_cost(bytes);
-    buffered_ += cost;
+    const bool wake = queue(stream, bytes);
     if (buffered_ >= settings_.max_buffered) was_over_ = true;
-    queue_.push_back({stream, std::move(bytes), cost});
-    if (!sleeping_) return;
+    if (!wake) return;
   }
   wake_.notify_one();
 }
@@ -102,14 +128,14 @@ void TerminalWriter::run() {
     // of the coordinator's CPU in a flood. So a short queue gets a millisecond
     // to grow (offers meanwhile wake no one), and a flood costs one wake-up
     // and one write per batch.
-    if (!stopping_ && buffered_ < kLingerBelow)
+    if (!stopping_ && queue_.size() == 1 && queue_.front().bytes.size() < kLingerBelow)
       wake_.wait_for(lock, kLinger, [this] { return stopping_; });
     // Take everything queued for one stream in a row: one write per batch.
     const Stream stream = queue_.front().stream;
     std::size_t cost = queue_.front().cost;
     std::string batch = std::move(queue_.front().bytes);
     queue_.pop_front();
-    while (!queue_.empty() && queue_.front().stream == stream && batch.size() < 256 * 1024) {
+    while (!queue_.empty() && queue_.front().stream == stream && batch.size() < chunk_) {
       batch += queue_.front().bytes;
       cost += queue_.front().cost;
       queue_.pop_front();
@@ -120,6 +146,10 @@ void TerminalWriter::run() {
     lock.lock();
     writing_ = false;
     buffered_ -= cost;
+    if (spare_.capacity() == 0 && batch.capacity() <= 2 * chunk_) {
+      batch.clear();
+      spare_ = std::move(batch);
+    }
     std::function<void()> space;
     if (was_over_ && buffered_ <= settings_.max_buffered / 2) {
       was_over_ = false;
@@ -138,6 +168,7 @@ void TerminalWriter::run() {
       // keeps for reuse; give them back, or a stall's memory stays for good.
       trim_after_backlog_ = false;
       batch = std::string();
+      spare_ = std::string();
       writing_ = true;  // drain() waits for the trim too
       lock.unlock();
       return_free_heap();

@@ -12,8 +12,10 @@
 #include <cstddef>
 #include <deque>
 #include <functional>
+#include <initializer_list>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <thread>
 
 namespace dlaunch {
@@ -37,12 +39,18 @@ class TerminalWriter {
   TerminalWriter(const TerminalWriter&) = delete;
   TerminalWriter& operator=(const TerminalWriter&) = delete;
 
+  // The pieces of one write, joined on the way into the queue: a rank's line
+  // goes in as its prefix, its text and "\n" with no string built for it.
+  using Parts = std::initializer_list<std::string_view>;
+
   // Queues `bytes` unless the buffer already holds max_buffered; false (and
   // nothing queued) then. The caller decides: skip the line, or hold back.
-  bool offer(Stream stream, std::string bytes);
+  bool offer(Stream stream, Parts bytes);
+  bool offer(Stream stream, std::string_view bytes) { return offer(stream, Parts{bytes}); }
   // Queues `bytes` whatever the buffer holds: dlaunch's own notes, markers,
   // and output the user asked never to skip.
-  void write(Stream stream, std::string bytes);
+  void write(Stream stream, Parts bytes);
+  void write(Stream stream, std::string_view bytes) { write(stream, Parts{bytes}); }
 
   // Memory held by what is queued (see Settings::max_buffered).
   std::size_t buffered() const;
@@ -62,14 +70,20 @@ class TerminalWriter {
     std::size_t cost;  // memory_cost(bytes) when queued
   };
   static std::size_t memory_cost(const std::string& bytes);
+  // Appends to the last chunk when it is of the same stream and has room, so
+  // that a flood of lines costs no allocation and no queue slot per line.
+  // Called with mutex_ held; true when the writer must be woken.
+  bool queue(Stream stream, Parts bytes);
   void run();
   void write_fd(Stream stream, const std::string& bytes);
 
   Settings settings_;
+  std::size_t chunk_;  // the most bytes one queued chunk holds
   mutable std::mutex mutex_;
   std::condition_variable wake_;
   std::condition_variable drained_;
   std::deque<Chunk> queue_;
+  std::string spare_;  // the room of a chunk written, for the next one
   std::size_t buffered_ = 0;
   bool writing_ = false;
   bool was_over_ = false;

@@ -33,7 +33,7 @@ FrameDecoder::Result FrameDecoder::next() {
   if (avail.size() < 4 + static_cast<std::size_t>(length)) return {Status::need_more, {}, {}};
   Frame frame;
   frame.type = static_cast<std::uint8_t>(avail[4]);
-  frame.payload.assign(avail.substr(5, length - 1));
+  frame.payload = avail.substr(5, length - 1);
   start_ += 4 + length;
   if (start_ == buffer_.size()) {
     buffer_.clear();

@@ -15,9 +15,12 @@ inline constexpr std::size_t kMaxPreAuthFrame = 4 * 1024;
 // After it: room for one 64 KiB log line chunk plus headers, and the assignment.
 inline constexpr std::size_t kMaxFrame = 1024 * 1024;
 
+// A frame as the decoder hands it out: the payload points into the decoder's
+// buffer (no copy per frame, which the busiest path, log lines, would pay
+// for every line), valid until the decoder's next feed() or next().
 struct Frame {
   std::uint8_t type = 0;
-  std::string payload;
+  std::string_view payload;
 };
 
 std::string encode_frame(std::uint8_t type, std::string_view payload);

@@ -62,29 +62,73 @@ def _verdict(r):
     return {True: "**met**", False: "**not met**", None: "**not judged**"}[r.met]
 
 
-def write(path, results, machine, versions, command, runs, warmup):
-    """RESULTS.md at `path`; plot links relative to its directory."""
+def _kept_sections(path, names):
+    """From an earlier RESULTS.md at `path`: {name: (summary row, section text)}
+    for each of `names` it holds. A section written before sections said which
+    run made them gets its file's "Written by" line."""
+    if not os.path.exists(path):
+        return {}
+    with open(path) as f:
+        text = f.read()
+    written = next((line for line in text.splitlines() if line.startswith("Written by ")), "")
+    provenance = written.split(". Peers run")[0].replace("Written by", "Run by", 1)
+    kept = {}
+    for name in names:
+        anchor = f'<a id="{name}"></a>'
+        start = text.find(anchor)
+        row = next((line for line in text.splitlines() if line.startswith(f"| [{name}](#{name})")),
+                   None)
+        if start < 0 or row is None:
+            continue
+        end = text.find('<a id="', start + len(anchor))
+        section = text[start:end if end >= 0 else len(text)].rstrip() + "\n"
+        if "\nRun by `" not in section and provenance:
+            head, _, rest = section.partition("\n\n")   # the anchor and the title
+            section = f"{head}\n\n{provenance}.\n\n{rest}"
+        kept[name] = (row, section)
+    return kept
+
+
+def write(path, results, machine, versions, command, runs, warmup, order=()):
+    """RESULTS.md at `path`; plot links relative to its directory. `order`: every
+    scenario's name in the suite's order; those not in `results` keep their
+    summary row and section from the RESULTS.md already at `path`, if any, so
+    that `--only X` brings X's figures up to date and leaves the rest."""
     base = os.path.dirname(os.path.abspath(path))
+    now = time.strftime('%Y-%m-%d %H:%M %Z')
+    ran = {r.name: r for r in results}
+    kept = _kept_sections(path, [n for n in order if n not in ran])
+    names = [n for n in order if n in ran or n in kept] or [r.name for r in results]
     lines = ["# dlaunch benchmark suite: results\n",
-             f"Written by `{command}` on {time.strftime('%Y-%m-%d %H:%M %Z')}. Peers run "
+             f"Written by `{command}` on {now}. Peers run "
              f"interleaved (A B A B ...), {warmup} warm-up round{'s' if warmup != 1 else ''}, then {runs} measured "
-             f"run{'s' if runs != 1 else ''} each; times are wall clock from spawn to reap.\n",
-             "## Summary\n",
-             "| scenario | goal | result |", "| --- | --- | --- |"]
-    lines += [f"| [{r.name}](#{r.name}) | {r.goal} | {_verdict(r)}: {r.verdict} |" for r in results]
+             f"run{'s' if runs != 1 else ''} each; times are wall clock from spawn to reap.",
+             ""]
+    if kept:
+        lines += [f"Kept from earlier runs, each section saying which: {', '.join(kept)}.", ""]
+    lines += ["## Summary\n", "| scenario | goal | result |", "| --- | --- | --- |"]
+    for n in names:
+        r = ran.get(n)
+        lines.append(f"| [{r.name}](#{r.name}) | {r.goal} | {_verdict(r)}: {r.verdict} |" if r
+                     else kept[n][0])
     lines += ["", "## Machine\n"]
     lines += [f"- {k}: {v}" for k, v in machine.items()]
     lines += ["", "## Versions\n"]
     lines += [f"- {k}: `{v}`" for k, v in versions.items()]
     lines.append("")
-    for r in results:
-        lines += [f'<a id="{r.name}"></a>', f"## {r.name}: {r.title}\n", r.what + "\n",
+    for n in names:
+        r = ran.get(n)
+        if not r:
+            lines.append(kept[n][1])
+            continue
+        lines += [f'<a id="{r.name}"></a>', f"## {r.name}: {r.title}\n",
+                  f"Run by `{command}` on {now}.\n", r.what + "\n",
                   f"Goal: {r.goal}. {_verdict(r)}: {r.verdict}\n"]
         for t in r.tables:
             lines.append(_table(t))
         for caption, plot in r.plots:
             lines.append(f"![{caption}]({os.path.relpath(plot, base)})\n")
-        lines += [f"- {n}" for n in r.notes]
+        lines += [f"- {note}" for note in r.notes]
         lines.append("")
     os.makedirs(base, exist_ok=True)
     with open(path, "w") as f:

@@ -99,7 +99,8 @@ def main():
                                              verdict=f"the scenario failed: `{e!r}`"))
             ctx.log(f"{name}: done in {time.monotonic() - start:.0f} s")
         command = "scripts/bench.sh " + " ".join(sys.argv[1:])
-        report.write(out, results, facts, versions, command.strip(), runs, warmup)
+        report.write(out, results, facts, versions, command.strip(), runs, warmup,
+                     order=list(SCENARIOS))
         print(f"wrote {out}")
     except cleanup.Interrupted as e:
         print(f"run.py: interrupted ({e}); stopping everything it started", file=sys.stderr)

@@ -34,7 +34,7 @@ LogSink::LogSink(Settings settings)
 
 LogSink::~LogSink() {
   show_due_progress(true);  // the final state of every bar
-  put(proto::Stream::out, progress_line_.close(), -1);
+  put(proto::Stream::out, {progress_line_.close()}, -1);
   if (skipping_) {
     terminal_.drain();
     note_skipped_if_caught_up();
@@ -52,9 +52,8 @@ void LogSink::line(int rank, const std::string& host, proto::Stream stream, std:
                                                          : "");
   // The empty segment before a bar's first "\r" shows nothing.
   if (text.empty() && end != proto::LineEnd::newline) return;
-  auto& tail = tails_[rank];
-  tail.emplace_back(text);
-  if (tail.size() > settings_.tail_lines) tail.pop_front();
+  RankOutput& out = output_of(rank);
+  keep_in_tail(out, text);
   if (settings_.quiet) return;
   if (!settings_.filter.shows(rank, local_rank < 0 ? rank : local_rank, stream)) return;
   // Text without a newline is a display that moves (a "\r" progress bar, whose
@@ -63,24 +62,26 @@ void LogSink::line(int rank, const std::string& host, proto::Stream stream, std:
   const bool moving = end == proto::LineEnd::carriage_return || end == proto::LineEnd::partial;
   if (!moving) {
     // A line supersedes the progress it follows (tqdm ends its bar with one).
-    if (auto it = progress_.find(rank); it != progress_.end()) it->second.waiting = false;
-    show(rank, host, stream, text);
+    if (!progress_.empty()) {
+      if (auto it = progress_.find(rank); it != progress_.end()) it->second.waiting = false;
+    }
+    show(out, rank, host, stream, text);
     return;
   }
   if (settings_.terminal_is_tty) {
     if (progress_line_.claims(rank)) {
-      draw_in_place(rank, host, stream, text);
+      draw_in_place(out, rank, host, stream, text);
       return;
     }
     // A second rank draws progress: bars become lines for everyone.
-    if (progress_line_.drawn()) put(stream, progress_line_.close(), -1);
+    if (progress_line_.drawn()) put(stream, {progress_line_.close()}, -1);
   }
   auto& p = progress_[rank];
   const auto now = std::chrono::steady_clock::now();
   if (now - p.last_shown >= std::chrono::seconds(1)) {
     p.last_shown = now;
     p.waiting = false;
-    show(rank, host, stream, text);
+    show(out, rank, host, stream, text);
     return;
   }
   p.host = host;
@@ -89,53 +90,87 @@ void LogSink::line(int rank, const std::string& host, proto::Stream stream, std:
   p.waiting = true;
 }
 
+void LogSink::keep_in_tail(RankOutput& out, std::string_view text) {
+  if (settings_.tail_lines == 0) return;
+  if (out.tail.size() < settings_.tail_lines) {
+    out.tail.emplace_back(text);
+    return;
+  }
+  std::string& slot = out.tail[out.tail_next];
+  out.tail_next = (out.tail_next + 1) % out.tail.size();
+  // A slot that once held a long line gives its room back for a short one,
+  // or every rank would keep tail_lines of its longest lines' worth.
+  if (slot.capacity() > 1024 && text.size() < slot.capacity() / 4) {
+    slot = std::string(text);
+  } else {
+    slot.assign(text);
+  }
+}
+
 void LogSink::show_due_progress(bool all) {
   const auto now = std::chrono::steady_clock::now();
   for (auto& [rank, p] : progress_) {
     if (!p.waiting || (!all && now - p.last_shown < std::chrono::seconds(1))) continue;
     p.waiting = false;
     p.last_shown = now;
-    show(rank, p.host, p.stream, p.text);
+    show(output_of(rank), rank, p.host, p.stream, p.text);
   }
 }
 
-std::string LogSink::prefixed(int rank, const std::string& host, proto::Stream stream,
-                              std::string_view text) {
-  const bool with_host = settings_.host_in_prefix && !host.empty();
-  std::string prefix = "[";
-  if (with_host) prefix += host + ":";
-  prefix += std::to_string(rank) + "]";
-  const bool color = stream == proto::Stream::err ? settings_.color_err : settings_.color_out;
-  if (with_host && color) {
-    const auto index = host_index_.emplace(host, host_index_.size()).first->second;
-    prefix = colored(prefix, index);
+const std::string& LogSink::prefix(RankOutput& out, int rank, const std::string& host,
+                                   proto::Stream stream) {
+  if (!out.has_prefix || out.prefix_host != host) {
+    const bool with_host = settings_.host_in_prefix && !host.empty();
+    const std::string plain =
+        "[" + (with_host ? host + ":" : std::string()) + std::to_string(rank) + "]";
+    for (const auto s : {proto::Stream::out, proto::Stream::err}) {
+      const bool color = s == proto::Stream::err ? settings_.color_err : settings_.color_out;
+      std::string p = plain;
+      if (with_host && color) {
+        const auto index = host_index_.emplace(host, host_index_.size()).first->second;
+        p = colored(p, index);
+      }
+      out.prefix[s == proto::Stream::err] = p + " ";
+    }
+    out.prefix_host = host;
+    out.has_prefix = true;
   }
-  return prefix + " " + std::string(text);
+  return out.prefix[stream == proto::Stream::err];
 }
 
-void LogSink::show(int rank, const std::string& host, proto::Stream stream, std::string_view text) {
-  std::string line = prefixed(rank, host, stream, text) + "\n";
-  if (settings_.terminal_is_tty) line = progress_line_.line(rank, line);
-  put(stream, std::move(line), rank);
+void LogSink::show(RankOutput& out, int rank, const std::string& host, proto::Stream stream,
+                   std::string_view text) {
+  const std::string& before = prefix(out, rank, host, stream);
+  if (!settings_.terminal_is_tty) {
+    put(stream, {before, text, "\n"}, rank);
+    return;
+  }
+  std::string line = before;
+  line.append(text).append("\n");
+  put(stream, {progress_line_.line(rank, line)}, rank);
 }
 
-void LogSink::draw_in_place(int rank, const std::string& host, proto::Stream stream,
-                            std::string_view text) {
-  put(stream, progress_line_.draw(prefixed(rank, host, stream, text)), rank);
+void LogSink::draw_in_place(RankOutput& out, int rank, const std::string& host,
+                            proto::Stream stream, std::string_view text) {
+  std::string bar = prefix(out, rank, host, stream);
+  bar.append(text);
+  put(stream, {progress_line_.draw(bar)}, rank);
 }
 
 // To the terminal, unless it is too far behind (then counted as skipped for
 // `rank`; rank -1 is never skipped).
-void LogSink::put(proto::Stream stream, std::string bytes, int rank) {
-  if (bytes.empty()) return;
+void LogSink::put(proto::Stream stream, TerminalWriter::Parts bytes, int rank) {
+  std::size_t size = 0;
+  for (const auto part : bytes) size += part.size();
+  if (size == 0) return;
   const auto where =
       stream == proto::Stream::err ? TerminalWriter::Stream::err : TerminalWriter::Stream::out;
   if (settings_.no_skip || rank < 0) {
-    terminal_.write(where, std::move(bytes));
+    terminal_.write(where, bytes);
     return;
   }
   if (skipping_) note_skipped_if_caught_up();
-  if (skipping_ || !terminal_.offer(where, std::move(bytes))) {
+  if (skipping_ || !terminal_.offer(where, bytes)) {
     skipping_ = true;
     ++skipped_[rank];
   }
@@ -155,9 +190,14 @@ void LogSink::note_skipped_if_caught_up() {
 }
 
 std::vector<std::string> LogSink::tail(int rank) const {
-  auto it = tails_.find(rank);
-  if (it == tails_.end()) return {};
-  return {it->second.begin(), it->second.end()};
+  auto it = ranks_.find(rank);
+  if (it == ranks_.end()) return {};
+  const RankOutput& out = it->second;
+  std::vector<std::string> lines;
+  lines.reserve(out.tail.size());
+  for (std::size_t i = 0; i < out.tail.size(); ++i)
+    lines.push_back(out.tail[(out.tail_next + i) % out.tail.size()]);
+  return lines;
 }
 
 void LogSink::flush() {
@@ -168,7 +208,10 @@ void LogSink::flush() {
 
 void LogSink::mark_round(int round) {
   files_.start_round(round);
-  for (auto& [rank, tail] : tails_) tail.clear();
+  for (auto& [rank, out] : ranks_) {
+    out.tail.clear();
+    out.tail_next = 0;
+  }
 }
 
 }  // namespace dlaunch

@@ -11,11 +11,11 @@
 #pragma once
 
 #include <chrono>
-#include <deque>
 #include <map>
 #include <set>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "common/terminal_writer.h"
@@ -87,13 +87,27 @@ class LogSink {
   std::vector<std::string> losses() const { return files_.losses(); }
 
  private:
+  // What the sink keeps per rank, found with one lookup per line.
+  struct RankOutput {
+    // The last lines, a ring whose slots are reused: a flood of lines costs
+    // no allocation per line here.
+    std::vector<std::string> tail;
+    std::size_t tail_next = 0;  // the oldest slot once the ring is full
+    // "[host:R] " per stream (colors differ), made once per host.
+    std::string prefix_host;
+    std::string prefix[2];
+    bool has_prefix = false;
+  };
+  RankOutput& output_of(int rank) { return ranks_[rank]; }
+  void keep_in_tail(RankOutput& out, std::string_view text);
+  const std::string& prefix(RankOutput& out, int rank, const std::string& host,
+                            proto::Stream stream);
   void note_skipped_if_caught_up();
-  void show(int rank, const std::string& host, proto::Stream stream, std::string_view text);
-  void draw_in_place(int rank, const std::string& host, proto::Stream stream,
+  void show(RankOutput& out, int rank, const std::string& host, proto::Stream stream,
+            std::string_view text);
+  void draw_in_place(RankOutput& out, int rank, const std::string& host, proto::Stream stream,
                      std::string_view text);
-  void put(proto::Stream stream, std::string bytes, int rank);
-  std::string prefixed(int rank, const std::string& host, proto::Stream stream,
-                       std::string_view text);
+  void put(proto::Stream stream, TerminalWriter::Parts bytes, int rank);
   void show_due_progress(bool all);
 
   // The latest "\r" segment of a rank not yet shown, and when it may be.
@@ -108,7 +122,7 @@ class LogSink {
   Settings settings_;
   RankLogFiles files_;
   TerminalWriter terminal_;
-  std::map<int, std::deque<std::string>> tails_;
+  std::unordered_map<int, RankOutput> ranks_;
   bool skipping_ = false;
   std::map<int, std::uint64_t> skipped_;  // rank -> lines skipped on the terminal
   std::map<int, Progress> progress_;

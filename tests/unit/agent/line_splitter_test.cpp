@@ -109,3 +109,24 @@ TEST_CASE("whatever the reads, the log gets back the exact bytes") {
     CHECK(rejoin(split(chunks, 5)) == bytes);
   }
 }
+
+TEST_CASE("whatever the reads, the pieces are the same: whole lines in one read or byte by byte") {
+  std::mt19937 rng(11);
+  const std::string alphabet = "abc\r\n";
+  for (int round = 0; round < 300; ++round) {
+    std::string bytes;
+    for (int i = 0; i < 400; ++i) bytes += alphabet[rng() % alphabet.size()];
+    std::vector<std::string> chunks, single;
+    for (std::size_t at = 0; at < bytes.size();) {
+      const std::size_t n = 1 + rng() % 40;
+      chunks.push_back(bytes.substr(at, n));
+      at += n;
+    }
+    for (char c : bytes) single.emplace_back(1, c);
+    for (std::size_t max : {3, 8, 1000}) {
+      const auto by_byte = split(single, max);
+      CHECK(split({bytes}, max) == by_byte);
+      CHECK(split(chunks, max) == by_byte);
+    }
+  }
+}

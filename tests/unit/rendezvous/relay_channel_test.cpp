@@ -34,9 +34,9 @@ struct ChannelPair {
 TEST_CASE("relay channel: thousands of frames arrive whole and in order, both ways") {
   ChannelPair p;
   std::vector<std::string> at_a, at_b;
-  p.a->start({[&](Frame&& f) { at_a.push_back(f.payload); }, [](const std::string&) {}, {}});
+  p.a->start({[&](Frame&& f) { at_a.emplace_back(f.payload); }, [](const std::string&) {}, {}});
   p.b->start({[&](Frame&& f) {
-                at_b.push_back(f.payload);
+                at_b.emplace_back(f.payload);
                 if (at_b.size() == 5000) p.b->send(encode_frame(1, "done"));
               },
               [](const std::string&) {},

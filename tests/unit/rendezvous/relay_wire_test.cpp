@@ -10,8 +10,8 @@ using namespace dlaunch;
 
 namespace {
 
-Frame decode_one(const std::string& bytes) {
-  FrameDecoder decoder(kMaxRelayFrame);
+// The frame points into `decoder`'s buffer.
+Frame decode_one(FrameDecoder& decoder, const std::string& bytes) {
   decoder.feed(bytes);
   auto result = decoder.next();
   REQUIRE(result.status == FrameDecoder::Status::ok);
@@ -27,7 +27,8 @@ TEST_CASE("relay frames carry their kind, connection and body") {
                     RelayKind::space, RelayKind::send, RelayKind::close, RelayKind::pause_reading,
                     RelayKind::resume_reading, RelayKind::heartbeat}) {
     const std::string body = kind == RelayKind::full ? "" : std::string("a\0b", 3);
-    const Frame frame = decode_one(encode_relay(kind, conn, body));
+    FrameDecoder decoder(kMaxRelayFrame);
+    const Frame frame = decode_one(decoder, encode_relay(kind, conn, body));
     auto relayed = decode_relay(frame);
     REQUIRE(relayed);
     CHECK(relayed->kind == kind);

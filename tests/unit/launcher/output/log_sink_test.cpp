@@ -114,3 +114,33 @@ TEST_CASE("log_sink: lines the filter hides still reach the rank log") {
   CHECK(log == "kept\nredirected\n");
   std::filesystem::remove_all(dir);
 }
+
+TEST_CASE("log_sink: the failure summary's tail holds a rank's last lines, oldest first") {
+  LogSink::Settings s;
+  s.quiet = true;
+  s.tail_lines = 5;
+  LogSink sink(s);
+  CHECK(sink.tail(0).empty());
+  sink.line(0, "h1", proto::Stream::out, std::string(70'000, 'x'));  // a long one, then short
+  for (int i = 0; i < 12; ++i)
+    sink.line(i % 2 ? 1 : 0, "h1", proto::Stream::err, "line " + std::to_string(i));
+  CHECK(sink.tail(0) ==
+        std::vector<std::string>{"line 2", "line 4", "line 6", "line 8", "line 10"});
+  CHECK(sink.tail(1) ==
+        std::vector<std::string>{"line 3", "line 5", "line 7", "line 9", "line 11"});
+  // A new restart round starts with an empty tail.
+  sink.mark_round(1);
+  CHECK(sink.tail(0).empty());
+  sink.line(0, "h1", proto::Stream::out, "after");
+  CHECK(sink.tail(0) == std::vector<std::string>{"after"});
+}
+
+TEST_CASE("log_sink: a rank's prefix follows its host when the host changes") {
+  LogSink::Settings s;
+  s.host_in_prefix = true;
+  CHECK(terminal_output(s, [](LogSink& sink) {
+          sink.line(0, "h1", proto::Stream::out, "a");
+          sink.line(0, "h1", proto::Stream::err, "b");
+          sink.line(0, "h2", proto::Stream::out, "c");  // rank 0 restarted on another host
+        }) == "[h1:0] a\n[h1:0] b\n[h2:0] c\n");
+}
