@@ -449,6 +449,9 @@ std::string encode(const Message& m);
 // the agents' hot path, with no copy of the line and no buffer of its own.
 void append_log_line(std::string& out, std::int32_t rank, Stream stream, std::string_view text,
                      LineEnd end);
+// The bytes append_log_line adds besides the text: the frame's header (length,
+// type), rank, stream, the text's length and how it ended.
+inline constexpr std::size_t kLogLineOverhead = 4 + 1 + 4 + 1 + 4 + 1;
 // Decodes one frame's payload; nullopt when it is malformed for its type.
 std::optional<Message> decode(std::uint8_t type, std::string_view payload);
 std::string_view type_name(const Message& m);

@@ -1,5 +1,7 @@
 #include "rendezvous/connection.h"
 
+#include <utility>
+
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sys/socket.h>
@@ -66,7 +68,15 @@ void Connection::send_frame(std::string frame) {
 void Connection::send_log_line(std::int32_t rank, proto::Stream stream, std::string_view text,
                                proto::LineEnd end) {
   if (closed_ || closing_after_flush_) return;
-  if (ordered_.empty() || ordered_.back().size() >= kCoalesce) ordered_.emplace_back();
+  // A line goes onto the last buffer while it has room for it; a new buffer
+  // gets its room at once (the room of the last write, if that is free), so
+  // that a flood neither grows buffers step by step nor allocates per buffer.
+  const std::size_t frame = text.size() + proto::kLogLineOverhead;
+  if (ordered_.empty() || ordered_.back().size() + frame > ordered_.back().capacity()) {
+    std::string next = spare_.capacity() >= frame ? std::exchange(spare_, {}) : std::string();
+    next.reserve(std::max(frame, kCoalesce));
+    ordered_.push_back(std::move(next));
+  }
   std::string& buffer = ordered_.back();
   const std::size_t before = buffer.size();
   proto::append_log_line(buffer, rank, stream, text, end);
@@ -88,6 +98,12 @@ void Connection::ordered_grew(std::size_t bytes) {
 // Moves the next frames into in_flight_: priority first, then ordered, up to
 // kMaxWriteBatch bytes (at least one frame).
 void Connection::take_batch() {
+  // The last write's buffer becomes the next lines' buffer (take_write_batch
+  // would free it by moving a queued one into its place).
+  if (spare_.capacity() == 0 && in_flight_.capacity() <= 2 * kMaxWriteBatch) {
+    in_flight_.clear();
+    spare_ = std::exchange(in_flight_, {});
+  }
   in_flight_.clear();
   take_write_batch(priority_, in_flight_);
   output_bytes_ -= take_write_batch(ordered_, in_flight_);

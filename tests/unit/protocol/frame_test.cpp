@@ -21,6 +21,7 @@ TEST_CASE("append_log_line writes encode(LogLine)'s bytes after what the buffer 
     const std::string expected = buffer + proto::encode(line);
     proto::append_log_line(buffer, line.rank, line.stream, line.text, line.end);
     CHECK(buffer == expected);
+    CHECK(proto::encode(line).size() == text.size() + proto::kLogLineOverhead);
   }
 }
 
