@@ -187,6 +187,17 @@ def describe_load(load):
     return f"cpp ({binary})" if kind == "cpp" else "py (tests/integration/rdzv_load.py)"
 
 
+def agent_jitter(nodes):
+    """dlaunch-agent's first-connect jitter at `nodes` nodes, in seconds
+    (RendezvousClient::jitter_for; its few probe scouts, which connect at once,
+    are left out)."""
+    return 0.0 if nodes <= 1000 else min(nodes // 20, 5000) / 1000
+
+
+def jitter_for(arg, nodes):
+    return agent_jitter(nodes) if arg == "agent" else float(arg)
+
+
 def run_one(bin_dir, nodes, procs, timeout, jitter, perf_out=None, verbose=False, storm=False,
             node0_cpus=None, load_cpus=None, load_kind=("py", None), blind_nodes="", keep=None,
             node0_args=()):
@@ -277,6 +288,7 @@ def run_one(bin_dir, nodes, procs, timeout, jitter, perf_out=None, verbose=False
     row = {
         "nodes": nodes,
         "scenario": "fail+close" if storm else "ok",
+        "jitter_s": jitter,
         "result": result,
         "seconds": elapsed,
         "assigned_s": (last_assign - start_wall) if last_assign else None,
@@ -342,8 +354,11 @@ def main():
                     "while node 0 writes Stop; the expected result is exit 3")
     ap.add_argument("--procs", type=int, default=rdzv_load.default_procs(),
                     help="load processes")
-    ap.add_argument("--jitter", type=float, default=0.0,
-                    help="load agents' random delay before their first connect, seconds")
+    ap.add_argument("--jitter", default="agent",
+                    help="load agents' random delay before their first connect: seconds, or "
+                    "'agent' (the default): what dlaunch-agent waits at that many nodes, "
+                    "uniform in [0, N/20 ms] above 1,000 nodes, at most 5 s; 0 is a storm "
+                    "no real fleet of agents makes")
     ap.add_argument("--timeout", type=float, default=60.0, help="per run (also --rdzv-timeout)")
     ap.add_argument("--perf", help="record node 0 with perf into this file (one run only)")
     ap.add_argument("--write", help="write the table as markdown into this file")
@@ -382,7 +397,8 @@ def main():
         for name, bin_dir in builds:
             for _ in range(args.repeat):
                 keep = f"{args.keep}-{len(rows) + 1}" if args.keep else None
-                r = run_one(bin_dir, n, args.procs, args.timeout, args.jitter, args.perf,
+                r = run_one(bin_dir, n, args.procs, args.timeout, jitter_for(args.jitter, n),
+                            args.perf,
                             verbose=True, storm=args.storm, node0_cpus=node0_cpus,
                             load_cpus=load_cpus, load_kind=loads[name],
                             blind_nodes=args.blind_node, keep=keep, node0_args=args.node0_arg)

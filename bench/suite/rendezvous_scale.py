@@ -10,6 +10,7 @@ import os
 import resource
 import statistics
 import subprocess
+import sys
 
 import cleanup
 import measure
@@ -24,9 +25,14 @@ TIME_GOAL_S, TIME_GOAL_AGENTS = 2.0, 10000
 RSS_GOAL_MIB = 1024
 LINEAR_BASE = 1000     # per-agent time at the largest size over the one at this size
 DLAUNCH, TCPSTORE = "dlaunch", "TCPStore"
+# dlaunch against load agents that all connect at once, without the wait
+# dlaunch-agent makes above 1,000 nodes: a storm no fleet of agents makes.
+STORM = "dlaunch, no jitter (storm)"
 PYTHON = "/usr/bin/python3"   # Debian's, with python3-torch
 SCALE = os.path.join(cleanup.ROOT, "bench", "rendezvous", "scale.py")
 PEER = os.path.join(cleanup.ROOT, "bench", "suite", "tcpstore_peer.py")
+sys.path.insert(0, os.path.dirname(SCALE))
+import scale  # noqa: E402  (bench/rendezvous: the agent's first-connect jitter)
 LOAD_PROCS = max(1, min(8, os.cpu_count() or 1))   # scale.py's default --procs
 STORE_TIMEOUT_S = 60   # TCPStore's timeout (connect, wait); scale.py's --timeout is 60 too
 GOAL = (f"{TIME_GOAL_AGENTS:,} agents joined and assigned in under {TIME_GOAL_S:.0f} s on 2 cores; "
@@ -66,8 +72,10 @@ def load_json(out, what, pick=lambda doc: doc):
         raise measure.RunFailed(f"{what} wrote no figures: {e!r}")
 
 
-def dlaunch_peer(ctx, n, log):
-    out, before = json_output(ctx, f"scale-{n}.json")
+def dlaunch_peer(ctx, n, log, name=DLAUNCH, jitter="agent"):
+    """dlaunch with the load's agents waiting `jitter` before their first
+    connect: by default what dlaunch-agent waits at n nodes; "0" is the storm."""
+    out, before = json_output(ctx, f"scale-{n}-{jitter}.json")
 
     def after(sample):
         row = load_json(out, "scale.py", lambda rows: rows[0])
@@ -78,13 +86,14 @@ def dlaunch_peer(ctx, n, log):
         sample.figures = {"s": row["assigned_s"], "exit_s": row["seconds"], "cpu_s": row["cpu_s"],
                           "rss_mib": row["hwm_mib"], "load_cpu_s": row["load_cpu_s"],
                           "fd_limit": row["fd_limit"]}
-        log(f"    {DLAUNCH} {n:,}: last Assign {row['assigned_s']:.2f} s, exit "
+        log(f"    {name} {n:,}: last Assign {row['assigned_s']:.2f} s, exit "
             f"{row['seconds']:.2f} s, node 0 CPU {row['cpu_s']:.2f} s, peak RSS "
             f"{row['hwm_mib']:.0f} MiB, reconnects {row['reconnects']:,}")
 
-    return measure.Peer(DLAUNCH, [PYTHON, SCALE, "--build", f"dlaunch={ctx.bin_dir}", "--nodes",
-                                  str(n), "--repeat", "1", "--timeout", str(STORE_TIMEOUT_S),
-                                  "--json", out], dict(os.environ), before=before, after=after)
+    return measure.Peer(name, [PYTHON, SCALE, "--build", f"dlaunch={ctx.bin_dir}", "--nodes",
+                               str(n), "--repeat", "1", "--timeout", str(STORE_TIMEOUT_S),
+                               "--jitter", jitter, "--json", out], dict(os.environ),
+                        before=before, after=after)
 
 
 def tcpstore_peer(ctx, n, log):
@@ -189,6 +198,8 @@ def run(ctx):
         runs = min(ctx.runs, BIG_RUNS) if big else ctx.runs
         warmup = 0 if big else ctx.warmup
         ps = [dlaunch_peer(ctx, n, ctx.log)]
+        if scale.agent_jitter(n) > 0:  # and the storm no fleet of dlaunch-agents makes
+            ps.append(dlaunch_peer(ctx, n, ctx.log, STORM, "0"))
         if not no_torch:
             ps.append(tcpstore_peer(ctx, n, ctx.log))
         ctx.log(f"{NAME}: {n:,} agents, {', '.join(p.name for p in ps)}, {warmup} warm-up, "
@@ -197,8 +208,10 @@ def run(ctx):
 
     rows, per_agent, series = [], [], {}
     for n in sizes:
-        for name in [DLAUNCH] + ([] if no_torch else [TCPSTORE]):
+        for name in [DLAUNCH, STORM] + ([] if no_torch else [TCPSTORE]):
             s, failed = by_size[n].get(name), failures[n].get(name)
+            if name == STORM and not (s or failed):
+                continue  # not run at this size
             if not s:
                 rows.append([f"{n:,}", name, f"failed: {first_line(failed or 'no run', 300)}",
                              "0"] + ["-"] * 7)
@@ -206,16 +219,16 @@ def run(ctx):
             result = "ok" if not failed else \
                 f"ok in {len(s.samples)}, then failed: {first_line(failed, 200)}"
             times = fig(s, "s")
-            exits = f"{statistics.median(fig(s, 'exit_s')):.2f}" if name == DLAUNCH else "-"
+            exits = f"{statistics.median(fig(s, 'exit_s')):.2f}" if name != TCPSTORE else "-"
             rss = max(fig(s, "rss_mib"))
             rows.append([f"{n:,}", name, result, str(len(times)), *spread(times), exits,
                          f"{statistics.median(fig(s, 'cpu_s')):.2f}", f"{rss:.0f}",
                          f"{statistics.median(fig(s, 'load_cpu_s')):.2f}"])
-            growth = rss if name == DLAUNCH else max(fig(s, "rss_growth_mib"))
+            growth = rss if name != TCPSTORE else max(fig(s, "rss_growth_mib"))
             per_agent.append([f"{n:,}", name, f"{statistics.median(times) / n * 1e6:.0f}",
                               f"{statistics.median(fig(s, 'cpu_s')) / n * 1e6:.0f}",
                               f"{growth * 1024 / n:.1f}"])
-            label = (f"{DLAUNCH}: s to last Assign" if name == DLAUNCH
+            label = (f"{name}: s to last Assign" if name != TCPSTORE
                      else f"{TCPSTORE}: s to every wait returned")
             series.setdefault(label, []).append((n, statistics.median(times), min(times),
                                                  max(times)))
@@ -239,14 +252,21 @@ def run(ctx):
         "--node-rank 0 --master-addr 127.0.0.1 -- true`, nodes 1..N-1 simulated agents (real "
         f"handshake and HMAC) in {load} ({LOAD_PROCS} processes), all on loopback; the time "
         "is from dlaunch's start to the last load agent's Assign (*s to exit*: to dlaunch's "
-        "exit, after every rank's exit and AgentDone). "
+        "exit, after every rank's exit and AgentDone). Each load agent first waits what "
+        "dlaunch-agent waits before its first connect (`--jitter agent`: uniform in [0, N/20 "
+        "ms] above 1,000 nodes, so [0, 0.5 s] at 10,000; `RendezvousClient::jitter_for`), and "
+        f"that wait is inside the time. **{STORM}**: the same with `--jitter 0`, every load "
+        "agent connecting at once, beyond the kernel's accept queue (somaxconn 4,096): a storm "
+        "no fleet of dlaunch-agents makes, shown for what it costs; the goal is judged on "
+        f"**{DLAUNCH}**. "
         f"**{TCPSTORE}**: `bench/suite/tcpstore_peer.py --clients N` with Debian's "
         "python3-torch: one server process (`TCPStore(\"127.0.0.1\", 0, N+1, True, timeout, "
         "wait_for_workers=False)`) and N client TCPStore objects in client processes of at "
         "most 2,500 clients and 32 threads each; every client does `add(\"joined\", 1)`, the "
         "one that makes it N does `set(\"complete\")`, every client then `wait([\"complete\"])`"
         "; the time is from the moment every client process (torch already imported) is told "
-        "to go to the last wait returning. The two take turns at each size (A B A B). *CPU s*: "
+        "to go to the last wait returning; its clients have no jitter of their own. The peers "
+        "take turns at each size (A B C A B C). *CPU s*: "
         "node 0 (coordinator, its local agent and rank; wait4) or the store server process "
         "(every thread, from the store's start to the barrier's end). *peak RSS*: the "
         "coordinator's VmHWM or the server process's. *load CPU s*: the load generator's or "
