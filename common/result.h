@@ -14,8 +14,19 @@
 //
 // E is the error's type: a message (std::string) unless the caller needs
 // more, such as every Diagnostic of a file.
+//
+// A check with nothing to give back returns Result<void>: `return {};` when
+// all is well.
+//
+//   Result<void> check_mount(std::string_view text) {
+//     if (text.find(':') == text.npos) return fail("--mount " + ...);
+//     return {};
+//   }
+//
+//   if (auto checked = check_mount(text); !checked) return usage_error(checked.error());
 #pragma once
 
+#include <optional>
 #include <string>
 #include <type_traits>
 #include <utility>
@@ -61,6 +72,22 @@ class [[nodiscard]] Result {
 
  private:
   std::variant<T, E> v_;
+};
+
+template <class E>
+class [[nodiscard]] Result<void, E> {
+ public:
+  Result() = default;  // success
+  template <class F>
+  requires std::is_constructible_v<E, F&&> Result(Failure<F> failure)  // NOLINT: implicit by design
+      : error_(std::move(failure.error)) {}
+
+  bool ok() const { return !error_.has_value(); }
+  explicit operator bool() const { return ok(); }
+  const E& error() const { return *error_; }
+
+ private:
+  std::optional<E> error_;
 };
 
 }  // namespace dlaunch

@@ -101,7 +101,7 @@ int check_command(int argc, const char* const* argv) {
     if (!source) return usage_error(source.error());
     o.git_url = source->url;
   }
-  if (auto error = resolve_host_source(o, true)) return usage_error(*error);
+  if (auto resolved = resolve_host_source(o, true); !resolved) return usage_error(resolved.error());
   if (o.host_source == HostSource::none) {
     return usage_error("no hosts to check: give --hosts, --hostfile or -H (or run in a Slurm job)");
   }

@@ -219,7 +219,7 @@ std::optional<HostsFile> load_hosts_or_report(const Options& o) {
 // The ranks' variables from this shell (forwarded), --env-file and --env.
 // --mount, --shm-size and --container-engine mean nothing without an image:
 // silently running the ranks on the host would hide a forgotten --image.
-std::optional<std::string> check_container_flags(const Plan& plan, const Options& o) {
+Result<void> check_container_flags(const Plan& plan, const Options& o) {
   const char* given = !o.mounts.empty()              ? "--mount"
                       : !o.shm_size.empty()          ? "--shm-size"
                       : o.container_engine != "auto" ? "--container-engine"
@@ -228,15 +228,15 @@ std::optional<std::string> check_container_flags(const Plan& plan, const Options
     // The file is what every host runs: a host's own image would not be sent.
     for (const auto& node : plan.nodes)
       if (!node.host.image.empty())
-        return "--image-file is sent to every host, but host " + node.host.name +
-               " has its own `image` (" + node.host.image +
-               ") in the hosts file: remove one of them";
-    return std::nullopt;
+        return fail("--image-file is sent to every host, but host " + node.host.name +
+                    " has its own `image` (" + node.host.image +
+                    ") in the hosts file: remove one of them");
+    return {};
   }
-  if (given == nullptr || !o.image.empty()) return std::nullopt;
+  if (given == nullptr || !o.image.empty()) return {};
   for (const auto& node : plan.nodes)
-    if (!node.host.image.empty()) return std::nullopt;
-  return std::string(given) + " needs --image (or an `image` in the hosts file)";
+    if (!node.host.image.empty()) return {};
+  return fail(std::string(given) + " needs --image (or an `image` in the hosts file)");
 }
 
 bool add_environment(Plan& plan, const Options& o) {
@@ -317,16 +317,16 @@ int run_command(int argc, const char* const* argv) {
   if (!add_environment(plan, o)) return kExitUsage;
   // A manual-mode node is this machine, named as the other nodes will see it.
   if (o.mode == Mode::manual) plan.nodes.front().host.name = this_host_name_or_localhost();
-  if (auto error = check_elastic(plan, o)) {
-    console().error(*error);
+  if (auto checked = check_elastic(plan, o); !checked) {
+    console().error(checked.error());
     return kExitUsage;
   }
-  if (auto error = check_container_flags(plan, o)) {
-    console().error(*error);
+  if (auto checked = check_container_flags(plan, o); !checked) {
+    console().error(checked.error());
     return kExitUsage;
   }
-  if (auto error = check_ranks_filter(plan, o.ranks_filter)) {
-    console().error(*error);
+  if (auto checked = check_ranks_filter(plan, o.ranks_filter); !checked) {
+    console().error(checked.error());
     return kExitUsage;
   }
   // Node 0 must be able to hold every agent's connection.

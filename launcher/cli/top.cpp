@@ -66,8 +66,8 @@ void add_node_options(CLI::App& app, NodeArgs& a) {
 
 int top_node(NodeArgs& a) {
   raise_descriptor_limit();
-  if (auto error = resolve_host_source(a.o, true)) {
-    console().error(*error);
+  if (auto resolved = resolve_host_source(a.o, true); !resolved) {
+    console().error(resolved.error());
     return kExitUsage;
   }
   if (a.o.host_source == HostSource::none) {

@@ -69,11 +69,11 @@ void add_deepspeed_options(CLI::App& app, DeepspeedFlags& f) {
                            [&f] { f.deepspeed_only_flag = true; });
 }
 
-std::optional<std::string> apply_deepspeed_flags(const DeepspeedFlags& f, Options& o) {
+Result<void> apply_deepspeed_flags(const DeepspeedFlags& f, Options& o) {
   if (!f.autotuning.empty()) {
-    return "deepspeed's --autotuning " + f.autotuning +
-           " runs deepspeed's own tuner, which starts many trial jobs: run it with deepspeed; "
-           "dlaunch launches the tuned configuration";
+    return fail("deepspeed's --autotuning " + f.autotuning +
+                " runs deepspeed's own tuner, which starts many trial jobs: run it with deepspeed; "
+                "dlaunch launches the tuned configuration");
   }
   for (const auto& note : f.without_effect) o.notes.push_back(note);
   o.num_nodes = f.num_nodes;
@@ -81,15 +81,17 @@ std::optional<std::string> apply_deepspeed_flags(const DeepspeedFlags& f, Option
   o.ssh_port = f.ssh_port;
   if (f.elastic_training || f.min_elastic_nodes || f.max_elastic_nodes) {
     if (!f.elastic_training) {
-      return "--min_elastic_nodes and --max_elastic_nodes go with --elastic_training (as in "
-             "deepspeed)";
+      return fail(
+          "--min_elastic_nodes and --max_elastic_nodes go with --elastic_training (as in "
+          "deepspeed)");
     }
-    if (o.min_nodes != 0) return "--elastic_training and --nnodes MIN:MAX both give the range";
+    if (o.min_nodes != 0)
+      return fail("--elastic_training and --nnodes MIN:MAX both give the range");
     o.min_nodes = static_cast<std::size_t>(f.min_elastic_nodes ? f.min_elastic_nodes : 1);
     o.max_nodes = static_cast<std::size_t>(f.max_elastic_nodes ? f.max_elastic_nodes
                                                                : std::max(f.num_nodes, 0));
     if (o.max_nodes != 0 && o.min_nodes > o.max_nodes)
-      return "--min_elastic_nodes is above --max_elastic_nodes";
+      return fail("--min_elastic_nodes is above --max_elastic_nodes");
   }
   const bool deepspeed_line = f.deepspeed_only_flag || f.elastic_training || o.deepspeed_launcher;
   o.pass_local_rank = f.pass_local_rank || (deepspeed_line && !f.no_local_rank);
@@ -98,7 +100,7 @@ std::optional<std::string> apply_deepspeed_flags(const DeepspeedFlags& f, Option
         "deepspeed's command line: each rank's arguments end with --local_rank=N, as deepspeed "
         "passes it (--no_local_rank: not)");
   }
-  return std::nullopt;
+  return {};
 }
 
 }  // namespace dlaunch

@@ -23,6 +23,8 @@
 #include <string>
 #include <vector>
 
+#include "common/result.h"
+
 namespace CLI {
 class App;
 }
@@ -49,6 +51,6 @@ void add_deepspeed_options(CLI::App& app, DeepspeedFlags& flags);
 
 // Puts the flags onto `o`; a usage error, or nothing. What is said once goes
 // to o.notes.
-std::optional<std::string> apply_deepspeed_flags(const DeepspeedFlags& flags, Options& o);
+Result<void> apply_deepspeed_flags(const DeepspeedFlags& flags, Options& o);
 
 }  // namespace dlaunch

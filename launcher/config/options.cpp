@@ -247,7 +247,7 @@ std::string host_source_flag(const Options& o) {
   return "";
 }
 
-std::optional<std::string> resolve_host_source(Options& o, bool may_use_slurm) {
+Result<void> resolve_host_source(Options& o, bool may_use_slurm) {
   // deepspeed's -H is its --hostfile: a -H that names a file is one.
   if (!o.host_list.empty() && o.hostfile.empty() &&
       o.host_list.find_first_of(",:") == std::string::npos &&
@@ -261,13 +261,13 @@ std::optional<std::string> resolve_host_source(Options& o, bool may_use_slurm) {
   if (!o.host_list.empty()) given.emplace_back(HostSource::host_list, "-H");
   if (o.launcher == Launcher::slurm) given.emplace_back(HostSource::slurm, "--launcher slurm");
   if (given.size() > 1) {
-    return given[0].second + " and " + given[1].second + " both name the hosts: give one";
+    return fail(given[0].second + " and " + given[1].second + " both name the hosts: give one");
   }
   if (o.launcher == Launcher::local && !given.empty()) {
-    return "--launcher local runs on this machine only: drop " + given[0].second;
+    return fail("--launcher local runs on this machine only: drop " + given[0].second);
   }
   if (o.launcher == Launcher::ssh && given.empty()) {
-    return "--launcher ssh needs the hosts: --hosts, --hostfile or -H";
+    return fail("--launcher ssh needs the hosts: --hosts, --hostfile or -H");
   }
   o.host_source = given.empty() ? HostSource::none : given[0].first;
   if (o.host_source == HostSource::none && o.launcher == Launcher::automatic && may_use_slurm) {
@@ -276,14 +276,15 @@ std::optional<std::string> resolve_host_source(Options& o, bool may_use_slurm) {
   }
   for (const auto* filter : {&o.include, &o.exclude}) {
     if (!filter->empty() && o.host_source == HostSource::none) {
-      return std::string(filter == &o.include ? "--include" : "--exclude") +
-             " picks from a host list: give --hosts, --hostfile or -H (or run in a Slurm job)";
+      return fail(
+          std::string(filter == &o.include ? "--include" : "--exclude") +
+          " picks from a host list: give --hosts, --hostfile or -H (or run in a Slurm job)");
     }
   }
   if (!o.include.empty() && !o.exclude.empty()) {
-    return "--include and --exclude cannot be combined: give one of them";
+    return fail("--include and --exclude cannot be combined: give one of them");
   }
-  return std::nullopt;
+  return {};
 }
 
 std::string default_log_dir() {
@@ -484,14 +485,21 @@ ParseResult parse_options(int argc, const char* const* argv,
                  "with --image (podman, docker): a private /dev/shm of this size per container, "
                  "e.g. 16g (default: the host's /dev/shm, shared as for plain ranks)")
       ->check(CLI::Validator(
-          [](std::string& text) { return check_shm_size(text).value_or(std::string()); }, "SIZE"))
+          [](std::string& text) {
+            const auto checked = check_shm_size(text);
+            return checked ? std::string() : checked.error();
+          },
+          "SIZE"))
       ->group("Containers");
   app.add_option("--mount", o.mounts,
                  "with --image: bind-mount SRC:DST[:ro] into every container (repeatable), e.g. "
                  "/data/imagenet:/data:ro")
       ->allow_extra_args(false)
       ->check(CLI::Validator(
-          [](std::string& text) { return check_mount(text).value_or(std::string()); },
+          [](std::string& text) {
+            const auto checked = check_mount(text);
+            return checked ? std::string() : checked.error();
+          },
           "SRC:DST[:ro]"))
       ->group("Containers");
   app.add_flag("-d,--detach", o.detach,
@@ -591,8 +599,10 @@ ParseResult parse_options(int argc, const char* const* argv,
     o.git_url = source->url;
     o.git_ref = source->ref;
   }
-  if (auto error = apply_torchrun_flags(torchrun, o)) return usage_error(*error);
-  if (auto error = apply_deepspeed_flags(deepspeed, o)) return usage_error(*error);
+  if (auto applied = apply_torchrun_flags(torchrun, o); !applied)
+    return usage_error(applied.error());
+  if (auto applied = apply_deepspeed_flags(deepspeed, o); !applied)
+    return usage_error(applied.error());
   // deepspeed's -e is its --exclude: a value without '=' is no KEY=VALUE.
   for (auto it = o.env.begin(); it != o.env.end();) {
     if (it->find('=') != std::string::npos || !o.exclude.empty()) {
@@ -622,7 +632,8 @@ ParseResult parse_options(int argc, const char* const* argv,
   // node. Node 0 runs with MAX places and admits late nodes as spares.
   if (manual && o.max_nodes != 0) o.nnodes = static_cast<int>(o.max_nodes);
   // Manual flags inside a Slurm job mean manual mode, not Slurm's hosts.
-  if (auto error = resolve_host_source(o, !manual)) return usage_error(*error);
+  if (auto resolved = resolve_host_source(o, !manual); !resolved)
+    return usage_error(resolved.error());
   if (o.host_source != HostSource::none && manual) {
     return usage_error(host_source_flag(o) +
                        " cannot be combined with --nnodes/--node-rank: the host list gives "

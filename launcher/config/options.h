@@ -11,6 +11,8 @@
 #include <string_view>
 #include <vector>
 
+#include "common/result.h"
+
 namespace CLI {
 class App;
 }
@@ -192,7 +194,7 @@ void add_ssh_options(CLI::App& app, Options& o);
 // After parsing: sets o.host_source from those flags and, with the automatic
 // launcher and `may_use_slurm`, from $SLURM_JOB_ID. A usage error when the
 // flags conflict (two host sources, a filter with no host list, ...).
-std::optional<std::string> resolve_host_source(Options& o, bool may_use_slurm);
+Result<void> resolve_host_source(Options& o, bool may_use_slurm);
 
 // The flag that named the hosts ("--hosts", "-H", "--launcher slurm", ...).
 std::string host_source_flag(const Options& o);

@@ -101,7 +101,7 @@ std::optional<bool> truth(const std::string& text) {
 }
 
 // torchrun's --rdzv-conf: "key=value,key=value".
-std::optional<std::string> apply_rdzv_conf(const std::string& text, Options& o) {
+Result<void> apply_rdzv_conf(const std::string& text, Options& o) {
   std::size_t start = 0;
   while (start < text.size()) {
     auto comma = text.find(',', start);
@@ -110,13 +110,13 @@ std::optional<std::string> apply_rdzv_conf(const std::string& text, Options& o) 
     start = comma + 1;
     const auto eq = item.find('=');
     if (eq == std::string::npos || eq == 0)
-      return "--rdzv-conf: expected key=value,key=value, got '" + item + "'";
+      return fail("--rdzv-conf: expected key=value,key=value, got '" + item + "'");
     const std::string key = item.substr(0, eq);
     const std::string value = item.substr(eq + 1);
     if (key == "timeout" || key == "join_timeout" || key == "last_call_timeout") {
       const auto seconds = small_number(value, 86400 * 7);
       if (!seconds || *seconds < 1)
-        return "--rdzv-conf " + key + "=" + value + ": expected whole seconds from 1";
+        return fail("--rdzv-conf " + key + "=" + value + ": expected whole seconds from 1");
       if (key == "last_call_timeout") {
         o.join_timeout_s = *seconds;
       } else {
@@ -124,7 +124,7 @@ std::optional<std::string> apply_rdzv_conf(const std::string& text, Options& o) 
       }
     } else if (key == "is_host") {
       const auto is_host = truth(value);
-      if (!is_host) return "--rdzv-conf is_host=" + value + ": expected true or false";
+      if (!is_host) return fail("--rdzv-conf is_host=" + value + ": expected true or false");
       o.rdzv_is_host = *is_host;
     } else {
       o.notes.push_back("torchrun's --rdzv-conf " + key +
@@ -132,7 +132,7 @@ std::optional<std::string> apply_rdzv_conf(const std::string& text, Options& o) 
                         "last_call_timeout (--join-timeout) and is_host");
     }
   }
-  return std::nullopt;
+  return {};
 }
 
 }  // namespace
@@ -195,29 +195,31 @@ std::optional<StreamSpec> parse_stream_spec(const std::string& text) {
   return spec;
 }
 
-std::optional<std::string> apply_torchrun_flags(const TorchrunFlags& f, Options& o) {
+Result<void> apply_torchrun_flags(const TorchrunFlags& f, Options& o) {
   for (const auto& note : f.without_effect) o.notes.push_back(note);
   const bool several_nodes = o.nnodes > 1 || o.max_nodes > 1;
   if (f.standalone) {
-    if (several_nodes) return std::string("--standalone runs on this machine only: drop --nnodes");
+    if (several_nodes)
+      return fail(std::string("--standalone runs on this machine only: drop --nnodes"));
     o.standalone = true;
   }
   if (!f.rdzv_backend.empty()) {
     const auto backend = lowered(f.rdzv_backend);
     if (backend.starts_with("etcd")) {
-      return "--rdzv-backend " + f.rdzv_backend +
-             ": dlaunch runs its own rendezvous on node 0 and needs no etcd server; give node "
-             "0's address as --rdzv-endpoint NODE0[:PORT] with --rdzv-backend c10d";
+      return fail("--rdzv-backend " + f.rdzv_backend +
+                  ": dlaunch runs its own rendezvous on node 0 and needs no etcd server; give node "
+                  "0's address as --rdzv-endpoint NODE0[:PORT] with --rdzv-backend c10d");
     }
     if (backend != "c10d" && backend != "static") {
-      return "--rdzv-backend " + f.rdzv_backend +
-             ": expected c10d or static (both are dlaunch's own rendezvous on node 0)";
+      return fail("--rdzv-backend " + f.rdzv_backend +
+                  ": expected c10d or static (both are dlaunch's own rendezvous on node 0)");
     }
   }
   if (!f.rdzv_endpoint.empty() && !f.standalone) {
     const auto endpoint = parse_endpoint(f.rdzv_endpoint);
     if (!endpoint) {
-      return "--rdzv-endpoint " + f.rdzv_endpoint + ": expected HOST[:PORT] (node 0's address)";
+      return fail("--rdzv-endpoint " + f.rdzv_endpoint +
+                  ": expected HOST[:PORT] (node 0's address)");
     }
     // One node needs no endpoint (torchrun's single-node lines often name
     // localhost:0); over several it is node 0's rendezvous.
@@ -229,9 +231,9 @@ std::optional<std::string> apply_torchrun_flags(const TorchrunFlags& f, Options&
       o.master_addr = endpoint->host;
       if (endpoint->port && !o.rdzv_port_given) {
         if (*endpoint->port == 0) {
-          return "--rdzv-endpoint " + f.rdzv_endpoint +
-                 ": port 0 cannot be agreed on by several nodes; give a port, or leave it out "
-                 "for 29400";
+          return fail("--rdzv-endpoint " + f.rdzv_endpoint +
+                      ": port 0 cannot be agreed on by several nodes; give a port, or leave it out "
+                      "for 29400");
         }
         o.rdzv_port = *endpoint->port;
         o.rdzv_port_given = true;
@@ -241,13 +243,13 @@ std::optional<std::string> apply_torchrun_flags(const TorchrunFlags& f, Options&
   }
   if (!f.rdzv_id.empty() && o.name.empty()) o.name = name_from_id(f.rdzv_id);
   if (!f.rdzv_conf.empty()) {
-    if (auto error = apply_rdzv_conf(f.rdzv_conf, o)) return error;
+    if (auto applied = apply_rdzv_conf(f.rdzv_conf, o); !applied) return applied;
   }
   if (!f.redirects.empty()) {
     const auto spec = parse_stream_spec(f.redirects);
     if (!spec) {
-      return "-r/--redirects " + f.redirects +
-             ": expected 0 to 3 (1 stdout, 2 stderr, 3 both) or LOCAL_RANK:N,...";
+      return fail("-r/--redirects " + f.redirects +
+                  ": expected 0 to 3 (1 stdout, 2 stderr, 3 both) or LOCAL_RANK:N,...");
     }
     o.hidden_streams = spec->all;
     o.hidden_streams_by_local_rank = spec->by_local_rank;
@@ -257,8 +259,8 @@ std::optional<std::string> apply_torchrun_flags(const TorchrunFlags& f, Options&
   }
   if (!f.tee.empty()) {
     if (!parse_stream_spec(f.tee)) {
-      return "-t/--tee " + f.tee +
-             ": expected 0 to 3 (1 stdout, 2 stderr, 3 both) or LOCAL_RANK:N,...";
+      return fail("-t/--tee " + f.tee +
+                  ": expected 0 to 3 (1 stdout, 2 stderr, 3 both) or LOCAL_RANK:N,...");
     }
     o.notes.push_back(
         "torchrun's -t/--tee has no effect: dlaunch always writes every rank's output to its log "
@@ -267,14 +269,14 @@ std::optional<std::string> apply_torchrun_flags(const TorchrunFlags& f, Options&
   if (!f.local_ranks_filter.empty()) {
     auto ranks = parse_rank_list(f.local_ranks_filter);
     if (!ranks) {
-      return "--local-ranks-filter: expected local ranks like 0,1 or 0-3, got '" +
-             f.local_ranks_filter + "'";
+      return fail("--local-ranks-filter: expected local ranks like 0,1 or 0-3, got '" +
+                  f.local_ranks_filter + "'");
     }
     o.local_ranks_filter = *ranks;
   }
   o.local_addr = f.local_addr;
   if (!f.role.empty()) o.env.push_back("ROLE_NAME=" + f.role);
-  return std::nullopt;
+  return {};
 }
 
 }  // namespace dlaunch

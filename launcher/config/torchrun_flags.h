@@ -27,6 +27,8 @@
 #include <string>
 #include <vector>
 
+#include "common/result.h"
+
 namespace CLI {
 class App;
 }
@@ -65,6 +67,6 @@ std::optional<StreamSpec> parse_stream_spec(const std::string& text);
 // Puts the flags onto `o` (before manual mode is decided: the endpoint makes
 // a multi-node job manual). A usage error, or nothing; what is said once goes
 // to o.notes.
-std::optional<std::string> apply_torchrun_flags(const TorchrunFlags& flags, Options& o);
+Result<void> apply_torchrun_flags(const TorchrunFlags& flags, Options& o);
 
 }  // namespace dlaunch

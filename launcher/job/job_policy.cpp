@@ -511,8 +511,8 @@ void JobPolicy::send_all(const std::vector<Outbound>& out) {
 // Ranks asked for with --ranks-filter that the job does not have would print
 // nothing, silently: say so once the world size is known.
 void JobPolicy::warn_about_ranks_filter() {
-  if (auto outside = ranks_outside_world(config_.ranks_filter, rendezvous_.world_size()))
-    emit(log_line(log::Level::warn, *outside, "; those print nothing"));
+  if (auto inside = ranks_outside_world(config_.ranks_filter, rendezvous_.world_size()); !inside)
+    emit(log_line(log::Level::warn, inside.error(), "; those print nothing"));
 }
 
 // The one way every node is told to stop: those still connected get the

@@ -158,38 +158,38 @@ bool elastic(const Plan& plan, const Options& o) {
   return std::min(o.min_nodes, max) < max || max < hosts;
 }
 
-std::optional<std::string> check_elastic(const Plan& plan, const Options& o) {
+Result<void> check_elastic(const Plan& plan, const Options& o) {
   const auto hosts = host_count(plan);
   if (static_cast<std::size_t>(o.spares) >= hosts && o.spares > 0) {
-    return "--spares " + std::to_string(o.spares) +
-           " leaves no host to run ranks: the host list has " + std::to_string(hosts);
+    return fail("--spares " + std::to_string(o.spares) +
+                " leaves no host to run ranks: the host list has " + std::to_string(hosts));
   }
   if (plan.mode == Mode::hosts && spare_count(plan) == hosts) {
-    return "every host is marked spare = true: at least one must run ranks";
+    return fail("every host is marked spare = true: at least one must run ranks");
   }
   if (o.min_nodes > hosts) {
-    return "--nnodes " + std::to_string(o.min_nodes) + ":" + std::to_string(o.max_nodes) +
-           " needs at least " + std::to_string(o.min_nodes) + " hosts; the host list has " +
-           std::to_string(hosts);
+    return fail("--nnodes " + std::to_string(o.min_nodes) + ":" + std::to_string(o.max_nodes) +
+                " needs at least " + std::to_string(o.min_nodes) + " hosts; the host list has " +
+                std::to_string(hosts));
   }
-  return std::nullopt;
+  return {};
 }
 
-std::optional<std::string> ranks_outside_world(const std::set<int>& filter, int world) {
-  if (filter.empty() || *filter.rbegin() < world) return std::nullopt;
+Result<void> ranks_outside_world(const std::set<int>& filter, int world) {
+  if (filter.empty() || *filter.rbegin() < world) return {};
   std::string outside;
   for (int r : filter) {
     if (r >= world) outside += (outside.empty() ? "" : ",") + std::to_string(r);
   }
-  return "--ranks-filter " + outside + ": this job has ranks 0.." + std::to_string(world - 1) +
-         " only";
+  return fail("--ranks-filter " + outside + ": this job has ranks 0.." + std::to_string(world - 1) +
+              " only");
 }
 
-std::optional<std::string> check_ranks_filter(const Plan& plan, const std::set<int>& filter) {
-  if (filter.empty() || plan.mode == Mode::manual) return std::nullopt;
+Result<void> check_ranks_filter(const Plan& plan, const std::set<int>& filter) {
+  if (filter.empty() || plan.mode == Mode::manual) return {};
   int world = 0;
   for (const auto& node : plan.nodes) {
-    if (node.nproc <= 0) return std::nullopt;  // decided by the agents
+    if (node.nproc <= 0) return {};  // decided by the agents
     world += node.nproc;
   }
   return ranks_outside_world(filter, world);

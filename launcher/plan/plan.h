@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "common/result.h"
 #include "launcher/config/environment.h"
 #include "launcher/config/hosts_file.h"
 #include "launcher/config/options.h"
@@ -63,15 +64,15 @@ Plan make_plan(const Options& options, const HostsFile* hosts, const std::string
 bool elastic(const Plan& plan, const Options& options);
 std::size_t spare_count(const Plan& plan);
 // --spares, `spare = true` and MIN:MAX against the host list's size.
-std::optional<std::string> check_elastic(const Plan& plan, const Options& options);
+Result<void> check_elastic(const Plan& plan, const Options& options);
 
 // "--ranks-filter 5,7: this job has ranks 0..3 only" when the filter names
 // ranks a world of `world` ranks does not have.
-std::optional<std::string> ranks_outside_world(const std::set<int>& filter, int world);
+Result<void> ranks_outside_world(const std::set<int>& filter, int world);
 
 // An error when --ranks-filter names ranks the plan cannot have (only when the
 // world size is known before the rendezvous: every node's rank count is set).
-std::optional<std::string> check_ranks_filter(const Plan& plan, const std::set<int>& filter);
+Result<void> check_ranks_filter(const Plan& plan, const std::set<int>& filter);
 
 // Human-readable plan for --dry-run: nodes, rank ranges and each rank's environment.
 std::string describe_plan(const Plan& plan, const Options& options);
