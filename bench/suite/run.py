@@ -4,7 +4,7 @@ interleaved and writes one section of RESULTS.md (medians, min, max, ratios,
 the goal and whether it is met) with gnuplot plots next to it.
 
     scripts/bench.sh                       # every scenario, 5 runs each, bench/results/
-    scripts/bench.sh --only one-node --runs 10
+    scripts/bench.sh --only one-node --runs 10   # one-node's section anew, the rest kept
     scripts/bench.sh --quick               # smoke check: one run, small sizes, to a temp dir
 
 Not part of the test command: timings stay out of tests."""
@@ -63,7 +63,8 @@ def main():
                     help="each scenario once at small sizes, no warm-up (a smoke check); "
                     "writes to a temp dir unless --out is given")
     ap.add_argument("--only", action="append", choices=sorted(SCENARIOS),
-                    help="run only this scenario (repeatable)")
+                    help="run only this scenario (repeatable): its sections of the RESULTS.md "
+                    "are rewritten, the other scenarios' kept as they are")
     ap.add_argument("--out", help="the RESULTS.md to write (plots go to plots/ beside it); "
                     "default bench/results/RESULTS.md, with --quick a temp dir")
     ap.add_argument("--bin", default=os.path.join(cleanup.ROOT, "build", "bin"),

@@ -94,34 +94,39 @@ TEST_CASE("flush_partial shows what waits; a lone \\r becomes a progress segment
   CHECK_FALSE(s.has_pending());
 }
 
+namespace {
+
+// `size` random bytes of `alphabet`, and the same cut into reads of 1 to
+// `longest_read` bytes.
+std::pair<std::string, std::vector<std::string>> random_reads(std::mt19937& rng,
+                                                              const std::string& alphabet, int size,
+                                                              std::size_t longest_read) {
+  std::string bytes;
+  for (int i = 0; i < size; ++i) bytes += alphabet[rng() % alphabet.size()];
+  std::vector<std::string> reads;
+  for (std::size_t at = 0; at < bytes.size();) {
+    const std::size_t n = 1 + rng() % longest_read;
+    reads.push_back(bytes.substr(at, n));
+    at += n;
+  }
+  return {bytes, reads};
+}
+
+}  // namespace
+
 TEST_CASE("whatever the reads, the log gets back the exact bytes") {
   std::mt19937 rng(7);
-  const std::string alphabet = "ab\r\n";
   for (int round = 0; round < 200; ++round) {
-    std::string bytes;
-    for (int i = 0; i < 300; ++i) bytes += alphabet[rng() % alphabet.size()];
-    std::vector<std::string> chunks;
-    for (std::size_t at = 0; at < bytes.size();) {
-      const std::size_t n = 1 + rng() % 20;
-      chunks.push_back(bytes.substr(at, n));
-      at += n;
-    }
+    const auto [bytes, chunks] = random_reads(rng, "ab\r\n", 300, 20);
     CHECK(rejoin(split(chunks, 5)) == bytes);
   }
 }
 
 TEST_CASE("whatever the reads, the pieces are the same: whole lines in one read or byte by byte") {
   std::mt19937 rng(11);
-  const std::string alphabet = "abc\r\n";
   for (int round = 0; round < 300; ++round) {
-    std::string bytes;
-    for (int i = 0; i < 400; ++i) bytes += alphabet[rng() % alphabet.size()];
-    std::vector<std::string> chunks, single;
-    for (std::size_t at = 0; at < bytes.size();) {
-      const std::size_t n = 1 + rng() % 40;
-      chunks.push_back(bytes.substr(at, n));
-      at += n;
-    }
+    const auto [bytes, chunks] = random_reads(rng, "abc\r\n", 400, 40);
+    std::vector<std::string> single;
     for (char c : bytes) single.emplace_back(1, c);
     for (std::size_t max : {3, 8, 1000}) {
       const auto by_byte = split(single, max);
