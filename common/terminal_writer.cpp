@@ -27,6 +27,7 @@ constexpr std::size_t kChunk = 256 * 1024;
 TerminalWriter::TerminalWriter(Settings settings)
     : settings_(settings),
       chunk_(std::clamp<std::size_t>(settings.max_buffered / 16, 4096, kChunk)),
+      spare_(chunk_, 2 * chunk_),
       thread_([this] { run(); }) {}
 
 TerminalWriter::~TerminalWriter() {
@@ -53,14 +54,7 @@ bool TerminalWriter::queue(Stream stream, Parts bytes) {
   for (const auto part : bytes) size += part.size();
   if (queue_.empty() || queue_.back().stream != stream ||
       queue_.back().bytes.size() + size > chunk_) {
-    Chunk chunk{stream, {}, 0};
-    if (spare_.capacity() >= size) {
-      chunk.bytes = std::move(spare_);
-      spare_ = std::string();
-    } else {
-      chunk.bytes.reserve(std::max(size, chunk_));
-    }
-    queue_.push_back(std::move(chunk));
+    queue_.push_back({stream, spare_.take(size), 0});
   }
   Chunk& last = queue_.back();
   for (const auto part : bytes) last.bytes.append(part);
@@ -146,10 +140,7 @@ void TerminalWriter::run() {
     lock.lock();
     writing_ = false;
     buffered_ -= cost;
-    if (spare_.capacity() == 0 && batch.capacity() <= 2 * chunk_) {
-      batch.clear();
-      spare_ = std::move(batch);
-    }
+    spare_.give_back(std::move(batch));
     std::function<void()> space;
     if (was_over_ && buffered_ <= settings_.max_buffered / 2) {
       was_over_ = false;
@@ -168,7 +159,7 @@ void TerminalWriter::run() {
       // keeps for reuse; give them back, or a stall's memory stays for good.
       trim_after_backlog_ = false;
       batch = std::string();
-      spare_ = std::string();
+      spare_.release();
       writing_ = true;  // drain() waits for the trim too
       lock.unlock();
       return_free_heap();

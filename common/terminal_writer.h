@@ -18,6 +18,8 @@
 #include <string_view>
 #include <thread>
 
+#include "common/spare_buffer.h"
+
 namespace dlaunch {
 
 class TerminalWriter {
@@ -83,7 +85,7 @@ class TerminalWriter {
   std::condition_variable wake_;
   std::condition_variable drained_;
   std::deque<Chunk> queue_;
-  std::string spare_;  // the room of a chunk written, for the next one
+  SpareBuffer spare_;  // the room of a chunk written, for the next one
   std::size_t buffered_ = 0;
   bool writing_ = false;
   bool was_over_ = false;

@@ -73,9 +73,7 @@ void Connection::send_log_line(std::int32_t rank, proto::Stream stream, std::str
   // that a flood neither grows buffers step by step nor allocates per buffer.
   const std::size_t frame = text.size() + proto::kLogLineOverhead;
   if (ordered_.empty() || ordered_.back().size() + frame > ordered_.back().capacity()) {
-    std::string next = spare_.capacity() >= frame ? std::exchange(spare_, {}) : std::string();
-    next.reserve(std::max(frame, kCoalesce));
-    ordered_.push_back(std::move(next));
+    ordered_.push_back(spare_.take(frame));
   }
   std::string& buffer = ordered_.back();
   const std::size_t before = buffer.size();
@@ -100,10 +98,7 @@ void Connection::ordered_grew(std::size_t bytes) {
 void Connection::take_batch() {
   // The last write's buffer becomes the next lines' buffer (take_write_batch
   // would free it by moving a queued one into its place).
-  if (spare_.capacity() == 0 && in_flight_.capacity() <= 2 * kMaxWriteBatch) {
-    in_flight_.clear();
-    spare_ = std::exchange(in_flight_, {});
-  }
+  spare_.give_back(std::move(in_flight_));
   in_flight_.clear();
   take_write_batch(priority_, in_flight_);
   output_bytes_ -= take_write_batch(ordered_, in_flight_);

@@ -24,6 +24,7 @@
 #include <string>
 #include <string_view>
 
+#include "common/spare_buffer.h"
 #include "protocol/frame.h"
 #include "protocol/messages.h"
 #include "rendezvous/write_batch.h"
@@ -117,7 +118,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   // The bytes being written. Owned here, never by a queue that close() clears,
   // and replaced only when the write that uses them has completed.
   std::string in_flight_;
-  std::string spare_;  // a written batch's room, for the next log lines
+  SpareBuffer spare_{kCoalesce, 2 * kMaxWriteBatch};  // a written batch's room, for the next lines
   bool writing_ = false;
   bool reading_paused_ = false;
   bool read_parked_ = false;  // a read completed while paused and was not re-armed
