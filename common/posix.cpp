@@ -19,6 +19,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <optional>
 #include <sstream>
 #include <thread>
 #include <unordered_map>
@@ -84,7 +85,37 @@ std::vector<pid_t> process_ids() {
   return pids;
 }
 
-std::vector<pid_t> descendants_of(pid_t root) {
+namespace {
+
+// The children of `pid`, from /proc/PID/task/TID/children (each thread lists
+// the children it forked); nullopt where the kernel has no such file
+// (CONFIG_PROC_CHILDREN). Zombies are listed there too; the caller skips them.
+std::optional<std::vector<pid_t>> children_of(pid_t pid) {
+  const std::string task_dir = "/proc/" + std::to_string(pid) + "/task";
+  DIR* dir = ::opendir(task_dir.c_str());
+  if (dir == nullptr) return std::vector<pid_t>{};  // gone since it was listed
+  std::vector<pid_t> children;
+  bool have_files = true;
+  while (dirent* entry = ::readdir(dir)) {
+    if (entry->d_name[0] == '.') continue;
+    std::ifstream file(task_dir + "/" + entry->d_name + "/children");
+    if (!file) {
+      // A thread that has just ended has no directory any more; a kernel
+      // without the file has none for any thread.
+      struct stat st {};
+      if (::stat((task_dir + "/" + entry->d_name).c_str(), &st) == 0) have_files = false;
+      continue;
+    }
+    for (long child = 0; file >> child;) children.push_back(static_cast<pid_t>(child));
+  }
+  ::closedir(dir);
+  if (!have_files) return std::nullopt;
+  return children;
+}
+
+// The same walk over every process's parent link: one read of /proc/N/stat
+// per process on the machine.
+std::vector<pid_t> descendants_by_scan(pid_t root) {
   std::unordered_multimap<pid_t, pid_t> children;
   for (const pid_t pid : process_ids()) {
     const auto fields = proc_stat(pid);
@@ -100,6 +131,31 @@ std::vector<pid_t> descendants_of(pid_t root) {
     for (auto it = first; it != last; ++it) {
       found.push_back(it->second);
       frontier.push_back(it->second);
+    }
+  }
+  return found;
+}
+
+}  // namespace
+
+std::vector<pid_t> descendants_of(pid_t root) {
+  // Each process's own list of children costs reads in proportion to the
+  // tree, where the scan reads every process of the machine: an agent's
+  // guardian sweeps its leftovers once at its end, and a thousand agents
+  // ending together on one machine (a test of a large check) would otherwise
+  // read a million files.
+  std::vector<pid_t> found;
+  std::vector<pid_t> frontier{root};
+  while (!frontier.empty()) {
+    const pid_t parent = frontier.back();
+    frontier.pop_back();
+    auto children = children_of(parent);
+    if (!children) return descendants_by_scan(root);
+    for (const pid_t child : *children) {
+      const auto fields = proc_stat(child);
+      if (fields.size() < 4 || fields[2] == "Z") continue;  // ended, or gone
+      found.push_back(child);
+      frontier.push_back(child);
     }
   }
   return found;

@@ -33,7 +33,9 @@ std::vector<std::string> proc_stat(pid_t pid);
 // The pid of every process under /proc (every process this pid namespace has).
 std::vector<pid_t> process_ids();
 
-// Every live descendant of `root` (found by walking /proc's parent links).
+// Every live descendant of `root`: its children, theirs, and so on, from
+// /proc (each process's list of children; where the kernel has none, every
+// process's parent link).
 std::vector<pid_t> descendants_of(pid_t root);
 
 // Sends `signal` to a process group and to each of the given processes,

@@ -45,7 +45,7 @@
 namespace dlaunch {
 
 struct SrunStep {
-  std::string srun = "srun";       // the srun binary (DLAUNCH_SRUN overrides it)
+  std::string srun = "srun";       // the srun binary, found on PATH
   std::vector<std::string> nodes;  // Slurm node names, one agent each
   std::string agent_binary;        // dlaunch-agent's path, the same on every node
   std::string job_name;            // the dlaunch job; empty: no --job-name

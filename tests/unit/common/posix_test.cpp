@@ -28,6 +28,63 @@ TEST_CASE("process_start_ticks names a live process, not an ended one") {
   CHECK(process_start_ticks(child) == 0);
 }
 
+TEST_CASE("descendants_of finds children, grandchildren and a thread's children, not zombies") {
+  // Each child waits for the end of `hold` (closed by the test), so all stay
+  // alive while they are looked for.
+  int hold[2];
+  int report[2];
+  REQUIRE(::pipe(hold) == 0);
+  REQUIRE(::pipe(report) == 0);
+  auto wait_for_hold = [&] {
+    ::close(hold[1]);
+    char byte;
+    while (::read(hold[0], &byte, 1) > 0) {
+    }
+    ::_exit(0);
+  };
+  const pid_t child = ::fork();
+  REQUIRE(child >= 0);
+  if (child == 0) {
+    const pid_t grandchild = ::fork();
+    if (grandchild == 0) wait_for_hold();
+    (void)!::write(report[1], &grandchild, sizeof grandchild);
+    wait_for_hold();
+  }
+  pid_t grandchild = 0;
+  REQUIRE(::read(report[0], &grandchild, sizeof grandchild) == sizeof grandchild);
+  // A child forked by another thread is on that thread's list.
+  pid_t from_thread = -1;
+  std::thread([&] {
+    from_thread = ::fork();
+    if (from_thread == 0) wait_for_hold();
+  }).join();
+  REQUIRE(from_thread > 0);
+  const pid_t zombie = ::fork();
+  REQUIRE(zombie >= 0);
+  if (zombie == 0) ::_exit(0);
+  for (int i = 0; i < 200 && process_start_ticks(zombie) != 0; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+
+  auto found = descendants_of(::getpid());
+  std::ranges::sort(found);
+  std::vector<pid_t> expected{child, grandchild, from_thread};
+  std::ranges::sort(expected);
+  CHECK(found == expected);
+  CHECK(descendants_of(child) == std::vector<pid_t>{grandchild});
+  CHECK(descendants_of(grandchild).empty());
+
+  ::close(hold[0]);
+  ::close(hold[1]);
+  ::close(report[0]);
+  ::close(report[1]);
+  for (const pid_t pid : {child, from_thread, zombie}) ::waitpid(pid, nullptr, 0);
+  // The grandchild ends by itself now; with the child gone it is init's, or
+  // ours where an earlier test made this process a subreaper: reap it then.
+  for (int i = 0; i < 200 && process_start_ticks(grandchild) != 0; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  ::waitpid(grandchild, nullptr, WNOHANG);
+}
+
 TEST_CASE("proc_stat numbers the fields as proc(5) does, whatever the command name") {
   const auto self = proc_stat(::getpid());
   REQUIRE(self.size() > 22);
