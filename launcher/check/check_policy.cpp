@@ -687,10 +687,16 @@ void CheckPolicy::stop_all() {
   phase_ = Phase::stopping;
   for (std::size_t i = 0; i < nodes_.size(); ++i) {
     const auto& n = nodes_[i];
-    if (n.conn && !n.conn_closed)
+    if (n.conn && !n.conn_closed) {
+      // As a job's stop: a joined agent learns it from Stop alone. Closing its
+      // stdin too would race the Stop, which relays carry a hop further: an
+      // agent whose input ends first has lost its coordinator and exits 1,
+      // and a Slurm step ends every other agent at a task's failure.
       emit(check_action::Send{*n.conn, proto::Stop{0, false, 0, "check done"}});
-    // Agents that never joined (or are stuck) learn it from their stdin.
-    if (!n.agent_gone) emit(check_action::CloseStdin{static_cast<int>(i)});
+    } else if (!n.agent_gone) {
+      // One that never joined, or whose link is gone, learns it from its stdin.
+      emit(check_action::CloseStdin{static_cast<int>(i)});
+    }
   }
   emit(check_action::ArmTimer{CheckTimer::stop, config_.stop_grace});
   check_finished();

@@ -154,7 +154,9 @@ def parse_argv(argv):
 
 
 def serve(path):
-    """Runs the steps that srun clients hand over, one at a time, until killed."""
+    """Runs the steps that srun clients hand over, one at a time, until killed.
+    Says "ready" on stdout once it listens, and "step ended with CODE" after
+    each step, when all its tasks have ended."""
     server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     server.bind(path)
     server.listen(4)
@@ -170,6 +172,7 @@ def serve(path):
             code = Step(request["argv"], request["env"], fds[0], fds[1]).run(conn.fileno())
             for fd in fds:
                 os.close(fd)
+            print(f"step ended with {code}", flush=True)  # every task has ended
             try:
                 conn.sendall(f"{code}\n".encode())
             except OSError:

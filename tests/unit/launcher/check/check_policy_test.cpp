@@ -35,6 +35,13 @@ struct FakeCheck {
       actions.push_back(std::move(a));
     }
   }
+  // The nodes whose stdin the policy has closed so far.
+  std::set<int> stdin_closed() const {
+    std::set<int> nodes;
+    for (const auto& a : actions)
+      if (const auto* c = std::get_if<check_action::CloseStdin>(&a)) nodes.insert(c->node);
+    return nodes;
+  }
   static ConnId conn(int node) { return static_cast<ConnId>(100 + node); }
   static std::string region_address(int node) { return "198.18.1." + std::to_string(10 + node); }
 
@@ -188,6 +195,9 @@ TEST_CASE("check: joins, facts with clock skew, probe, every pair, stop, finish"
   }
   CHECK(tested.size() == 6);
   CHECK(c.count_stops() == 3);
+  // Joined agents learn of the end from Stop alone, as a job's do: their
+  // stdin closing as well would race it (and lose, behind a relay).
+  CHECK(c.stdin_closed().empty());
   CHECK_FALSE(c.finished);
   for (int i = 0; i < 3; ++i) c.take(c.policy->on_agent_exited(i, 0, "", ""));
   CHECK(c.finished);
@@ -261,6 +271,7 @@ TEST_CASE("check: a host that never joins is given up on at the timeout and kill
   // Node 0 alone: probed, no pair to test, then stopped.
   c.probe_report(0, {{"198.19.1.0", true}});
   CHECK(c.count_stops() == 1);
+  CHECK(c.stdin_closed() == std::set<int>{1});  // it has no connection to be told on
   c.take(c.policy->on_timer(CheckTimer::stop));
   CHECK(c.finished);
   CHECK(check_exit_code(r) == 1);
