@@ -292,8 +292,8 @@ void Agent::on_checkpoint_chunk(const proto::FileChunk& chunk) {
                                                .source = "the coordinator",
                                                .private_files = false});
   }
-  if (auto error = checkpoint_in_->write(chunk)) {
-    log::warn(spec_.host_name, ": ", *error);
+  if (auto written = checkpoint_in_->write(chunk); !written) {
+    log::warn(spec_.host_name, ": ", written.error());
     return;
   }
   if (chunk.complete) checkpoint_sender().mark_sent(chunk.path);

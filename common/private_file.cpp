@@ -13,8 +13,8 @@
 namespace dlaunch {
 namespace {
 
-std::string failure(const std::string& what, const std::string& path, int error) {
-  return "cannot " + what + " " + path + ": " + std::strerror(error);
+Failure<std::string> failure(const std::string& what, const std::string& path, int error) {
+  return fail("cannot " + what + " " + path + ": " + std::strerror(error));
 }
 
 // Closes the descriptor and removes the temporary unless it was renamed.
@@ -60,8 +60,8 @@ int sync_directory(const std::string& dir) {
 
 }  // namespace
 
-std::optional<std::string> write_private_file(const std::string& dir, const std::string& name,
-                                              const std::string& content) {
+Result<void> write_private_file(const std::string& dir, const std::string& name,
+                                const std::string& content) {
   const std::string path = dir + "/" + name;
   // Hidden and unique, in the same directory so that rename() is atomic;
   // mkostemp creates it 0600.
@@ -73,7 +73,7 @@ std::optional<std::string> write_private_file(const std::string& dir, const std:
   if (::rename(tmp.path().c_str(), path.c_str()) != 0) return failure("rename to", path, errno);
   tmp.mark_renamed();
   if (sync_directory(dir) != 0) return failure("flush the directory of", path, errno);
-  return std::nullopt;
+  return {};
 }
 
 }  // namespace dlaunch

@@ -5,13 +5,14 @@
 // file digests and the image cache's notes are written this way.
 #pragma once
 
-#include <optional>
 #include <string>
+
+#include "common/result.h"
 
 namespace dlaunch {
 
 // `dir/name` holds `content` afterwards; an error names the path and the step.
-std::optional<std::string> write_private_file(const std::string& dir, const std::string& name,
-                                              const std::string& content);
+Result<void> write_private_file(const std::string& dir, const std::string& name,
+                                const std::string& content);
 
 }  // namespace dlaunch

@@ -80,35 +80,34 @@ const char* FileMirror::write_file(const std::string& path, const proto::FileChu
   return ok ? nullptr : "write";
 }
 
-std::optional<std::string> FileMirror::write(const proto::FileChunk& chunk) {
+Result<void> FileMirror::write(const proto::FileChunk& chunk) {
   if (!safe_relative_path(chunk.path) || is_partial_file(chunk.path)) {
-    if (!failed_.insert(chunk.path).second) return std::nullopt;
-    return "refused a " + options_.what + " file path from " + options_.source + ": '" +
-           chunk.path + "'";
+    if (!failed_.insert(chunk.path).second) return {};
+    return fail("refused a " + options_.what + " file path from " + options_.source + ": '" +
+                chunk.path + "'");
   }
   // A checkpoint file that starts again gets a new chance.
   if (options_.whole_files && chunk.restart) failed_.erase(chunk.path);
-  if (failed_.contains(chunk.path)) return std::nullopt;
+  if (failed_.contains(chunk.path)) return {};
   const std::string path = root_ + "/" + chunk.path;
   if (!make_parents(chunk.path)) {
     failed_.insert(chunk.path);
-    return "cannot create the directory of " + path + ": " + std::strerror(errno);
+    return fail("cannot create the directory of " + path + ": " + std::strerror(errno));
   }
   if (options_.whole_files) return write_whole(chunk, path);
   if (const char* what = write_file(path, chunk)) {
     failed_.insert(chunk.path);
-    return std::string("cannot ") + what + " " + path + ": " + std::strerror(errno) + " (the " +
-           options_.what + " copy of this file stops here)";
+    return fail(std::string("cannot ") + what + " " + path + ": " + std::strerror(errno) +
+                " (the " + options_.what + " copy of this file stops here)");
   }
-  return std::nullopt;
+  return {};
 }
 
-std::optional<std::string> FileMirror::write_whole(const proto::FileChunk& chunk,
-                                                   const std::string& path) {
+Result<void> FileMirror::write_whole(const proto::FileChunk& chunk, const std::string& path) {
   if (chunk.restart) {
     partial_.insert(chunk.path);
   } else if (!partial_.contains(chunk.path)) {
-    return std::nullopt;  // the rest of a version whose start this copy never saw
+    return {};  // the rest of a version whose start this copy never saw
   }
   const std::string part = part_path(path);
   const char* what = write_file(part, chunk);
@@ -118,11 +117,11 @@ std::optional<std::string> FileMirror::write_whole(const proto::FileChunk& chunk
     ::unlink(part.c_str());
     partial_.erase(chunk.path);
     failed_.insert(chunk.path);
-    return std::string("cannot ") + what + " " + part + ": " + why + " (the " + options_.what +
-           " copy keeps the last complete " + chunk.path + ")";
+    return fail(std::string("cannot ") + what + " " + part + ": " + why + " (the " + options_.what +
+                " copy keeps the last complete " + chunk.path + ")");
   }
   if (chunk.complete) partial_.erase(chunk.path);
-  return std::nullopt;
+  return {};
 }
 
 }  // namespace dlaunch

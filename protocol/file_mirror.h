@@ -11,6 +11,7 @@
 #include <set>
 #include <string>
 
+#include "common/result.h"
 #include "protocol/messages.h"
 
 namespace dlaunch {
@@ -37,11 +38,11 @@ class FileMirror {
 
   // Writes one chunk. A failure is returned once per file (then that file is
   // skipped until it starts again), as one line naming the file and the reason.
-  std::optional<std::string> write(const proto::FileChunk& chunk);
+  Result<void> write(const proto::FileChunk& chunk);
   const std::string& root() const { return root_; }
 
  private:
-  std::optional<std::string> write_whole(const proto::FileChunk& chunk, const std::string& path);
+  Result<void> write_whole(const proto::FileChunk& chunk, const std::string& path);
   bool make_parents(std::string_view relative);
   const char* write_file(const std::string& path, const proto::FileChunk& chunk) const;
 

@@ -120,8 +120,8 @@ int check_command(int argc, const char* const* argv) {
   policy.nccl_timeout = std::chrono::seconds(nccl_timeout_s);
   if (const char* env = std::getenv("DLAUNCH_PYTHON")) o.python_env = env;
   auto ran = run_check_agents(o, policy);
-  if (const int* code = std::get_if<int>(&ran)) return *code;
-  const CheckResult& result = std::get<CheckResult>(ran);
+  if (!ran) return ran.error();
+  const CheckResult& result = *ran;
   console().out(json ? format_check_json(result) : format_check_text(result));
   console().flush();
   if (result.interrupted) return kExitInterrupted;

@@ -12,17 +12,17 @@
 
 namespace dlaunch {
 
-std::variant<CheckResult, int> run_check_agents(Options& o, CheckPolicy::Config policy) {
+Result<CheckResult, int> run_check_agents(Options& o, CheckPolicy::Config policy) {
   o.command = {"dlaunch-check"};  // the plan wants a program; check agents get none
   auto loaded = load_hosts_or_report(o);
-  if (!loaded) return kExitUsage;
+  if (!loaded) return fail(kExitUsage);
   const HostsFile hosts = std::move(*loaded);
   const Plan plan = make_plan(o, &hosts, "check");
 
   const std::string agent = find_agent_binary();
   if (agent.empty()) {
     console().error("cannot find dlaunch-agent next to dlaunch; set DLAUNCH_AGENT to its path");
-    return kExitFailure;
+    return fail(kExitFailure);
   }
 
   policy.hosts.clear();
@@ -38,7 +38,7 @@ std::variant<CheckResult, int> run_check_agents(Options& o, CheckPolicy::Config 
   const DescriptorBudget descriptors = descriptor_budget(needs, descriptor_limit());
   if (!descriptors.problem.empty()) {
     console().error(descriptors.problem);
-    return kExitFailure;
+    return fail(kExitFailure);
   }
 
   asio::io_context io;
@@ -48,7 +48,7 @@ std::variant<CheckResult, int> run_check_agents(Options& o, CheckPolicy::Config 
                      {plan, o, auth::random_bytes(auth::kSecretSize), agent, policy,
                       descriptors.relays, descriptors.sessions_per_relay},
                      transports);
-  if (!runner.run()) return kExitFailure;
+  if (!runner.run()) return fail(kExitFailure);
   return runner.result();
 }
 

@@ -4,8 +4,7 @@
 // found.
 #pragma once
 
-#include <variant>
-
+#include "common/result.h"
 #include "launcher/check/check_policy.h"
 #include "launcher/check/check_result.h"
 #include "launcher/config/options.h"
@@ -14,7 +13,7 @@ namespace dlaunch {
 
 // `o` names the hosts (resolve_host_source done); `policy` gives the timeouts
 // and mode, its hosts and MASTER_ADDR sources are filled in from the plan.
-// Returns the result, or the exit code after reporting why nothing ran.
-std::variant<CheckResult, int> run_check_agents(Options& o, CheckPolicy::Config policy);
+// Returns the result, or fails with the exit code after reporting why nothing ran.
+Result<CheckResult, int> run_check_agents(Options& o, CheckPolicy::Config policy);
 
 }  // namespace dlaunch

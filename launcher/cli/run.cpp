@@ -140,9 +140,10 @@ struct Claim {
   JobInfo record;
 };
 
-// Takes the job's name in the state dir and writes its PENDING record; an
-// exit code when the name belongs to an active job or the dir is unusable.
-std::variant<Claim, int> claim(const Plan& plan, const Options& o, bool exact) {
+// Takes the job's name in the state dir and writes its PENDING record; else
+// says why not, and fails with the exit code: the name belongs to an active
+// job, or the dir is unusable.
+Result<Claim, int> claim(const Plan& plan, const Options& o, bool exact) {
   JobInfo info;
   info.mode = o.mode == Mode::standalone           ? "standalone"
               : o.host_source == HostSource::slurm ? "slurm"
@@ -163,27 +164,25 @@ std::variant<Claim, int> claim(const Plan& plan, const Options& o, bool exact) {
   info.checkpoint_dir = o.checkpoint_dir;
   info.detached = o.detach;
   for (const auto& n : plan.nodes) info.hosts.push_back(n.host.name);
-  try {
-    auto result = claim_job(o.log_dir, plan.job, exact, info);
-    if (auto* taken = std::get_if<NameTaken>(&result)) {
+  auto claimed = claim_job(o.log_dir, plan.job, exact, info);
+  if (!claimed) {
+    if (const auto& taken = claimed.error().taken) {
       console().error("job '" + taken->name + "' is " +
                       std::string(job_status_name(taken->status)) + " (coordinator pid " +
                       std::to_string(taken->coordinator_pid) +
                       "): a job's name is taken until it ends; stop it with `dlaunch stop " +
                       taken->name + "` or choose another --name");
-      return kExitUsage;
+      return fail(kExitUsage);
     }
-    auto& claimed = std::get<ClaimedJob>(result);
-    if (!claimed.archived_as.empty())
-      log::info("the previous job ", plan.job, " is now ", claimed.archived_as);
-    // The job goes on without its record; `list` and `get` will not know it.
-    if (!claimed.write_error.empty()) log::warn(claimed.write_error);
-    info.name = claimed.name;
-    return Claim{claimed.name, claimed.dir, info};
-  } catch (const std::exception& e) {
-    console().error(std::string(e.what()) + " (set --log-dir or DLAUNCH_STATE_DIR)");
-    return kExitFailure;
+    console().error(claimed.error().error + " (set --log-dir or DLAUNCH_STATE_DIR)");
+    return fail(kExitFailure);
   }
+  if (!claimed->archived_as.empty())
+    log::info("the previous job ", plan.job, " is now ", claimed->archived_as);
+  // The job goes on without its record; `list` and `get` will not know it.
+  if (!claimed->write_error.empty()) log::warn(claimed->write_error);
+  info.name = claimed->name;
+  return Claim{claimed->name, claimed->dir, info};
 }
 
 }  // namespace
@@ -413,25 +412,22 @@ int run_command(int argc, const char* const* argv) {
     if (auto parent_code = detacher.fork_coordinator()) return *parent_code;
   }
   if (!plan.coordinator) {
-    std::string log;
-    try {
-      make_private_dirs(o.log_dir);
-      log = o.log_dir + "/" + plan.job + "." + node_word(o) + ".log";
-    } catch (const std::exception& e) {
-      console().error(std::string(e.what()) + " (set --log-dir or DLAUNCH_STATE_DIR)");
+    if (auto made = make_private_dirs(o.log_dir); !made) {
+      console().error(made.error() + " (set --log-dir or DLAUNCH_STATE_DIR)");
       detacher.failed(kExitFailure);
       return kExitFailure;
     }
+    const std::string log = o.log_dir + "/" + plan.job + "." + node_word(o) + ".log";
     detacher.started(node_word(o) + " of " + plan.job + ": " + log, log);
     return run_manual_worker(plan, o, std::move(secret));
   }
 
   auto claimed = claim(plan, o, job_named_by_user(o));
-  if (auto* code = std::get_if<int>(&claimed)) {
-    detacher.failed(*code);
-    return *code;
+  if (!claimed) {
+    detacher.failed(claimed.error());
+    return claimed.error();
   }
-  const auto& [job_name, job_dir, record] = std::get<Claim>(claimed);
+  const auto& [job_name, job_dir, record] = *claimed;
   plan.job = job_name;
   detacher.started(job_name, job_dir + "/coordinator.log");
 

@@ -36,8 +36,8 @@ int stop_command(int argc, const char* const* argv) {
     return 1;
   }
   if (grace_s) {
-    if (auto error = write_stop_request(job->dir, *grace_s)) {
-      console().error(*error);
+    if (auto written = write_stop_request(job->dir, *grace_s); !written) {
+      console().error(written.error());
       return 1;
     }
   }

@@ -80,8 +80,8 @@ int top_node(NodeArgs& a) {
   policy.facts_only = true;
   policy.join_timeout = std::chrono::seconds(a.timeout_s);
   auto ran = run_check_agents(a.o, policy);
-  if (const int* code = std::get_if<int>(&ran)) return *code;
-  const CheckResult& result = std::get<CheckResult>(ran);
+  if (!ran) return ran.error();
+  const CheckResult& result = *ran;
   console().out(a.json ? format_top_node_json(result) : format_top_node_text(result, a.details));
   console().flush();
   if (result.interrupted) return kExitInterrupted;

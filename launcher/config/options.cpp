@@ -16,6 +16,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
+#include <charconv>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -103,7 +104,7 @@ std::string help_footer(std::span<const CommandHelp> commands) {
 
 // "N" (manual mode's node count) or torchrun's "MIN:MAX" (an elastic job over
 // a host list); the error says what is wrong with it.
-std::optional<std::string> parse_nnodes(const std::string& text, Options& o) {
+Result<void> parse_nnodes(const std::string& text, Options& o) {
   constexpr long kMost = 1 << 20;
   auto number = [&](std::string_view part) -> std::optional<long> {
     if (part.empty() || part.size() > 8 ||
@@ -116,17 +117,19 @@ std::optional<std::string> parse_nnodes(const std::string& text, Options& o) {
   const auto colon = text.find(':');
   if (colon == std::string::npos) {
     const auto n = number(text);
-    if (!n) return "expected a node count from 1 to " + std::to_string(kMost) + ", or MIN:MAX";
+    if (!n)
+      return fail("expected a node count from 1 to " + std::to_string(kMost) + ", or MIN:MAX");
     o.nnodes = static_cast<int>(*n);
-    return std::nullopt;
+    return {};
   }
   const auto low = number(std::string_view(text).substr(0, colon));
   const auto high = number(std::string_view(text).substr(colon + 1));
-  if (!low || !high) return "expected MIN:MAX, two node counts from 1 to " + std::to_string(kMost);
-  if (*low > *high) return "MIN is above MAX";
+  if (!low || !high)
+    return fail("expected MIN:MAX, two node counts from 1 to " + std::to_string(kMost));
+  if (*low > *high) return fail("MIN is above MAX");
   o.min_nodes = static_cast<std::size_t>(*low);
   o.max_nodes = static_cast<std::size_t>(*high);
-  return std::nullopt;
+  return {};
 }
 
 // "unknown option '--nprocs'; did you mean '--nproc-per-node'?": the first
@@ -248,10 +251,12 @@ std::string host_source_flag(const Options& o) {
 }
 
 Result<void> resolve_host_source(Options& o, bool may_use_slurm) {
-  // deepspeed's -H is its --hostfile: a -H that names a file is one.
+  // deepspeed's -H is its --hostfile: a -H that names a file is one. (A name
+  // too long to be a path is not one: is_regular_file's error is no answer.)
+  std::error_code not_a_path;
   if (!o.host_list.empty() && o.hostfile.empty() &&
       o.host_list.find_first_of(",:") == std::string::npos &&
-      std::filesystem::is_regular_file(o.host_list)) {
+      std::filesystem::is_regular_file(o.host_list, not_a_path)) {
     o.notes.push_back("-H " + o.host_list + " is a file: read as --hostfile (deepspeed's -H)");
     o.hostfile = std::exchange(o.host_list, {});
   }
@@ -570,16 +575,15 @@ ParseResult parse_options(int argc, const char* const* argv,
     return usage_error(
         "--nproc-per-node xpu: dlaunch counts NVIDIA GPUs ('gpu' or 'auto'); give a number");
   } else if (!nproc_text.empty() && nproc_text != "auto" && nproc_text != "gpu") {
-    try {
-      std::size_t used = 0;
-      const int n = std::stoi(nproc_text, &used);
-      if (used != nproc_text.size() || n < 1 || n > 4096) throw std::invalid_argument("range");
-      o.nproc_per_node = n;
-    } catch (const std::exception&) {
+    int n = 0;
+    const auto [end, error] =
+        std::from_chars(nproc_text.data(), nproc_text.data() + nproc_text.size(), n);
+    if (error != std::errc() || end != nproc_text.data() + nproc_text.size() || n < 1 || n > 4096) {
       return usage_error(
           "--nproc-per-node: expected a number from 1 to 4096, 'auto', 'gpu' or 'cpu', got '" +
           nproc_text + "'");
     }
+    o.nproc_per_node = n;
   }
   if (!ranks_filter_text.empty()) {
     auto ranks = parse_rank_list(ranks_filter_text);
@@ -590,8 +594,8 @@ ParseResult parse_options(int argc, const char* const* argv,
     o.ranks_filter = *ranks;
   }
   if (!nnodes_text.empty()) {
-    auto error = parse_nnodes(nnodes_text, o);
-    if (error) return usage_error("--nnodes " + nnodes_text + ": " + *error);
+    if (auto parsed = parse_nnodes(nnodes_text, o); !parsed)
+      return usage_error("--nnodes " + nnodes_text + ": " + parsed.error());
   }
   if (!o.sync_git.empty()) {
     auto source = parse_git_source(o.sync_git);

@@ -12,7 +12,7 @@ CheckpointRelay::CheckpointRelay(std::string cache_dir, RendezvousService& serve
              {.whole_files = true, .what = "checkpoint", .source = "rank 0's host"}),
       server_(server) {}
 
-std::optional<std::string> CheckpointRelay::keep(const proto::FileChunk& chunk) {
+Result<void> CheckpointRelay::keep(const proto::FileChunk& chunk) {
   return cache_.write(chunk);
 }
 

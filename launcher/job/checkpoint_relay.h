@@ -24,7 +24,7 @@ class CheckpointRelay {
   CheckpointRelay(std::string cache_dir, RendezvousService& server);
 
   // A chunk from the node holding rank 0; an error names the file.
-  std::optional<std::string> keep(const proto::FileChunk& chunk);
+  Result<void> keep(const proto::FileChunk& chunk);
 
   struct Carried {
     std::uint64_t files = 0;

@@ -263,8 +263,8 @@ void Coordinator::on_file_chunk(ConnId conn, const proto::FileChunk& chunk) {
               " file but does not hold rank 0; dropped");
     return;
   }
-  const auto error = checkpoint ? checkpoints_->keep(chunk) : tensorboard->write(chunk);
-  if (error) log::warn(*error);
+  const auto kept = checkpoint ? checkpoints_->keep(chunk) : tensorboard->write(chunk);
+  if (!kept) log::warn(kept.error());
 }
 
 // The new node 0's Assign, and anything else for it, waits behind the

@@ -38,8 +38,8 @@ void JobRecorder::write(const JobPolicy& policy, const JobResult* result) {
   written_status_ = info_.status;
   written_round_ = info_.round;
   // The job goes on without its record; `list` and `get` will say LOST.
-  if (auto error = write_job_record(job_dir_, info_, result)) {
-    if (!warned_ || result) log::warn(*error);
+  if (auto written = write_job_record(job_dir_, info_, result); !written) {
+    if (!warned_ || result) log::warn(written.error());
     warned_ = true;
   }
 }
@@ -50,12 +50,12 @@ std::string stop_request_path(const std::string& job_dir) {
 }
 }  // namespace
 
-std::optional<std::string> write_stop_request(const std::string& job_dir, int grace_s) {
+Result<void> write_stop_request(const std::string& job_dir, int grace_s) {
   std::ofstream out(stop_request_path(job_dir), std::ios::trunc);
   out << grace_s << "\n";
   out.close();
-  if (!out) return "cannot write " + stop_request_path(job_dir);
-  return std::nullopt;
+  if (!out) return fail("cannot write " + stop_request_path(job_dir));
+  return {};
 }
 
 std::optional<int> take_stop_request(const std::string& job_dir) {

@@ -8,6 +8,7 @@
 #include <optional>
 #include <string>
 
+#include "common/result.h"
 #include "launcher/job/job_policy.h"
 #include "launcher/record/job_record.h"
 
@@ -37,8 +38,7 @@ class JobRecorder {
 
 // `dlaunch stop --grace S` leaves the grace for the coordinator in the job
 // directory before it sends SIGTERM; the coordinator takes it on the signal.
-[[nodiscard]] std::optional<std::string> write_stop_request(const std::string& job_dir,
-                                                            int grace_s);
+Result<void> write_stop_request(const std::string& job_dir, int grace_s);
 std::optional<int> take_stop_request(const std::string& job_dir);
 
 }  // namespace dlaunch

@@ -8,33 +8,33 @@
 #include <cerrno>
 #include <cstring>
 #include <ctime>
-#include <stdexcept>
+#include <utility>
 
 #include "launcher/record/job_store.h"
 
 namespace dlaunch {
 namespace {
 
-// flock on <log_dir>/.lock for the lifetime of the object.
+// flock on <log_dir>/.lock, held until the object goes (closing releases it).
 class StateDirLock {
  public:
-  explicit StateDirLock(const std::string& log_dir) {
+  static Result<StateDirLock> take(const std::string& log_dir) {
     const std::string path = log_dir + "/.lock";
-    fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-    if (fd_ < 0) throw std::runtime_error("cannot open " + path + ": " + std::strerror(errno));
-    while (::flock(fd_, LOCK_EX) != 0) {
-      if (errno != EINTR) {
-        const int error = errno;
-        ::close(fd_);
-        throw std::runtime_error("cannot lock " + path + ": " + std::strerror(error));
-      }
+    StateDirLock lock(::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600));
+    if (lock.fd_ < 0) return fail("cannot open " + path + ": " + std::strerror(errno));
+    while (::flock(lock.fd_, LOCK_EX) != 0) {
+      if (errno != EINTR) return fail("cannot lock " + path + ": " + std::strerror(errno));
     }
+    return lock;
   }
-  StateDirLock(const StateDirLock&) = delete;
-  StateDirLock& operator=(const StateDirLock&) = delete;
-  ~StateDirLock() { ::close(fd_); }  // closing releases the lock
+  StateDirLock(StateDirLock&& other) noexcept : fd_(std::exchange(other.fd_, -1)) {}
+  StateDirLock& operator=(StateDirLock&&) = delete;
+  ~StateDirLock() {
+    if (fd_ >= 0) ::close(fd_);
+  }
 
  private:
+  explicit StateDirLock(int fd) : fd_(fd) {}
   int fd_ = -1;
 };
 
@@ -54,55 +54,60 @@ std::string stamp(long long unix_seconds) {
 }
 
 // Moves a finished job's directory out of the way; returns the new name.
-std::string archive(const std::string& log_dir, const std::string& name, long long started) {
+Result<std::string> archive(const std::string& log_dir, const std::string& name,
+                            long long started) {
   const std::string base = name + "." + stamp(started);
   for (int n = 1; n < 10000; ++n) {
     const std::string candidate = n == 1 ? base : base + "-" + std::to_string(n);
     if (exists(log_dir + "/" + candidate)) continue;
     if (::rename((log_dir + "/" + name).c_str(), (log_dir + "/" + candidate).c_str()) != 0) {
-      throw std::runtime_error("cannot move " + log_dir + "/" + name +
-                               " aside: " + std::strerror(errno));
+      return fail("cannot move " + log_dir + "/" + name + " aside: " + std::strerror(errno));
     }
     return candidate;
   }
-  throw std::runtime_error("too many jobs named " + name + " in " + log_dir);
+  return fail("too many jobs named " + name + " in " + log_dir);
 }
 
-ClaimedJob create(const std::string& log_dir, const std::string& name, JobInfo& info) {
+Result<ClaimedJob> create(const std::string& log_dir, const std::string& name, JobInfo& info) {
   ClaimedJob claimed{name, log_dir + "/" + name, {}, {}};
-  if (::mkdir(claimed.dir.c_str(), 0700) != 0) {
-    throw std::runtime_error("cannot create " + claimed.dir + ": " + std::strerror(errno));
-  }
+  if (::mkdir(claimed.dir.c_str(), 0700) != 0)
+    return fail("cannot create " + claimed.dir + ": " + std::strerror(errno));
   info.name = name;
-  if (auto error = write_job_record(claimed.dir, info)) claimed.write_error = *error;
+  if (auto written = write_job_record(claimed.dir, info); !written)
+    claimed.write_error = written.error();
   return claimed;
 }
 
 }  // namespace
 
-std::variant<ClaimedJob, NameTaken> claim_job(const std::string& log_dir, const std::string& name,
-                                              bool exact, JobInfo info) {
-  make_private_dirs(log_dir);
-  StateDirLock lock(log_dir);
-  if (!exact) {
-    for (int attempt = 1; attempt < 10000; ++attempt) {
-      const std::string candidate = attempt == 1 ? name : name + "-" + std::to_string(attempt);
-      if (!exists(log_dir + "/" + candidate)) return create(log_dir, candidate, info);
-    }
-    throw std::runtime_error("too many jobs named " + name + " in " + log_dir);
-  }
+Result<ClaimedJob, ClaimRefused> claim_job(const std::string& log_dir, const std::string& name,
+                                           bool exact, JobInfo info) {
+  auto refused = [](std::string error) {
+    return fail(ClaimRefused{std::nullopt, std::move(error)});
+  };
+  if (auto made = make_private_dirs(log_dir); !made) return refused(made.error());
+  auto lock = StateDirLock::take(log_dir);
+  if (!lock) return refused(lock.error());
+  std::string taken_name = name;
   std::string archived;
-  if (exists(log_dir + "/" + name)) {
+  if (!exact) {
+    for (int attempt = 1; exists(log_dir + "/" + taken_name); ++attempt) {
+      if (attempt == 9999) return refused("too many jobs named " + name + " in " + log_dir);
+      taken_name = name + "-" + std::to_string(attempt + 1);
+    }
+  } else if (exists(log_dir + "/" + name)) {
     // A directory without a readable record is a job that never got going.
     const auto old = load_job(log_dir + "/" + name);
-    if (old && is_active(old->status)) {
-      return NameTaken{name, old->info.coordinator_pid, old->status};
-    }
-    archived = archive(log_dir, name, old ? old->info.started : 0);
+    if (old && is_active(old->status))
+      return fail(ClaimRefused{NameTaken{name, old->info.coordinator_pid, old->status}, {}});
+    auto moved = archive(log_dir, name, old ? old->info.started : 0);
+    if (!moved) return refused(moved.error());
+    archived = *moved;
   }
-  ClaimedJob claimed = create(log_dir, name, info);
-  claimed.archived_as = archived;
-  return claimed;
+  auto claimed = create(log_dir, taken_name, info);
+  if (!claimed) return refused(claimed.error());
+  claimed->archived_as = archived;
+  return std::move(*claimed);
 }
 
 }  // namespace dlaunch

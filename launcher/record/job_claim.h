@@ -4,8 +4,10 @@
 // runs) never both start: exactly one gets it.
 #pragma once
 
+#include <optional>
 #include <string>
-#include <variant>
+
+#include "common/result.h"
 
 #include "launcher/record/job_record.h"
 
@@ -25,13 +27,19 @@ struct NameTaken {
   JobStatus status = JobStatus::running;
 };
 
+// Why no name was taken: an active job holds it (`taken`), or the state dir
+// cannot be used (`error` says why, naming the path).
+struct ClaimRefused {
+  std::optional<NameTaken> taken;
+  std::string error;
+};
+
 // Creates <log_dir>/<name> and writes `info` there (its name set to the one
 // taken). `exact`: the user chose the name, so it is refused while an active
 // job holds it, and a finished (or lost) job of that name is moved aside to
 // "<name>.<its start time>" so that `dlaunch get NAME` shows the newest run.
-// Otherwise a taken name gets -2, -3, ... Throws std::runtime_error when the
-// state dir cannot be used.
-std::variant<ClaimedJob, NameTaken> claim_job(const std::string& log_dir, const std::string& name,
-                                              bool exact, JobInfo info);
+// Otherwise a taken name gets -2, -3, ...
+Result<ClaimedJob, ClaimRefused> claim_job(const std::string& log_dir, const std::string& name,
+                                           bool exact, JobInfo info);
 
 }  // namespace dlaunch

@@ -10,7 +10,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <sstream>
-#include <stdexcept>
 #include <string_view>
 
 #include "common/json.h"
@@ -117,19 +116,19 @@ JobStatus final_status(const JobResult& result) {
   return result.exit_code == 0 ? JobStatus::succeeded : JobStatus::failed;
 }
 
-void make_private_dirs(const std::string& path) {
+Result<void> make_private_dirs(const std::string& path) {
   for (std::size_t i = 1; i <= path.size(); ++i) {
     if (i == path.size() || path[i] == '/') {
       const std::string partial = path.substr(0, i);
-      if (::mkdir(partial.c_str(), 0700) != 0 && errno != EEXIST) {
-        throw std::runtime_error("cannot create " + partial + ": " + std::strerror(errno));
-      }
+      if (::mkdir(partial.c_str(), 0700) != 0 && errno != EEXIST)
+        return fail("cannot create " + partial + ": " + std::strerror(errno));
     }
   }
+  return {};
 }
 
-std::optional<std::string> write_job_record(const std::string& job_dir, const JobInfo& info,
-                                            const JobResult* result) {
+Result<void> write_job_record(const std::string& job_dir, const JobInfo& info,
+                              const JobResult* result) {
   toml::table t{{"name", info.name},
                 {"status", std::string(job_status_name(info.status))},
                 {"mode", info.mode},

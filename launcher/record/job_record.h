@@ -13,6 +13,8 @@
 #include <string_view>
 #include <vector>
 
+#include "common/result.h"
+
 namespace dlaunch {
 
 // PENDING: connecting and in the rendezvous. LOST is never written: a reader
@@ -96,14 +98,13 @@ JobStatus final_status(const JobResult& result);
 // system's reason ("cannot write <dir>/job.toml: No space left on device")
 // for the caller to report. A killed writer can leave a hidden
 // ".<name>.XXXXXX" temporary behind; readers never look at it.
-[[nodiscard]] std::optional<std::string> write_job_record(const std::string& job_dir,
-                                                          const JobInfo& info,
-                                                          const JobResult* result = nullptr);
+Result<void> write_job_record(const std::string& job_dir, const JobInfo& info,
+                              const JobResult* result = nullptr);
 std::optional<JobInfo> read_job_info(const std::string& job_dir);
 // The [result] of job.toml, else an older record's result.toml.
 std::optional<JobResult> read_job_result(const std::string& job_dir);
 
-// Creates `dir` and its parents, 0700. Throws std::runtime_error.
-void make_private_dirs(const std::string& dir);
+// Creates `dir` and its parents, 0700; an error names the one that cannot be.
+Result<void> make_private_dirs(const std::string& dir);
 
 }  // namespace dlaunch

@@ -30,19 +30,20 @@ std::optional<proto::SyncOffer> SyncSender::next_offer() {
   return offer;
 }
 
-std::optional<std::string> SyncSender::on_want(const proto::SyncWant& want) {
-  if (!offer_done_) return "asked for files before the whole offer was sent";
-  if (wants_complete_) return "asked for files after its last answer";
+Result<void> SyncSender::on_want(const proto::SyncWant& want) {
+  if (!offer_done_) return fail("asked for files before the whole offer was sent");
+  if (wants_complete_) return fail("asked for files after its last answer");
   for (const auto index : want.indices) {
     if (index >= manifest_.entries.size() || manifest_.entries[index].kind != proto::SyncKind::file)
-      return "asked for entry " + std::to_string(index) + ", which is not a file of the offer";
+      return fail("asked for entry " + std::to_string(index) +
+                  ", which is not a file of the offer");
     if (!wanted_.empty() && index <= wanted_.back())
-      return "asked for entry " + std::to_string(index) + " out of order";
+      return fail("asked for entry " + std::to_string(index) + " out of order");
     wanted_.push_back(index);
     bytes_wanted_ += manifest_.entries[index].size;
   }
   wants_complete_ = want.last;
-  return std::nullopt;
+  return {};
 }
 
 std::optional<SyncSender::Piece> SyncSender::next_piece() {

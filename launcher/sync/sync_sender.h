@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "common/result.h"
 #include "launcher/sync/sync_manifest.h"
 #include "protocol/messages.h"
 
@@ -29,7 +30,7 @@ class SyncSender {
   std::optional<proto::SyncOffer> next_offer();
   // The agent's answer. An error names what is wrong with it (an index that
   // is not a file of the offer, a SyncWant after the last one).
-  std::optional<std::string> on_want(const proto::SyncWant& want);
+  Result<void> on_want(const proto::SyncWant& want);
   bool wants_complete() const { return wants_complete_; }
 
   struct Piece {

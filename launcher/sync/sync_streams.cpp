@@ -49,8 +49,8 @@ SyncStreams::NodeSync* SyncStreams::active(int node, ConnId conn) {
 void SyncStreams::on_want(int node, ConnId conn, const proto::SyncWant& want) {
   auto* sync = active(node, conn);
   if (sync == nullptr) return;
-  if (auto error = sync->sender->on_want(want)) {
-    end(node, proto::SyncDone{0, 0, 0, "its agent " + *error});
+  if (auto taken = sync->sender->on_want(want); !taken) {
+    end(node, proto::SyncDone{0, 0, 0, "its agent " + taken.error()});
     return;
   }
   pump(node);
@@ -83,18 +83,17 @@ void SyncStreams::pump(int node) {
     }
     const auto piece = sync.sender->next_piece();
     if (!piece) break;
-    std::string data;
-    if (auto error = read_piece(sync, *piece, data)) {
-      end(node, proto::SyncDone{0, 0, 0, *error});
+    auto data = read_piece(sync, *piece);
+    if (!data) {
+      end(node, proto::SyncDone{0, 0, 0, data.error()});
       return;
     }
-    server_.send(sync.conn, proto::SyncData{piece->index, piece->offset, std::move(data)});
+    server_.send(sync.conn, proto::SyncData{piece->index, piece->offset, std::move(*data)});
   }
   show_progress(false);
 }
 
-std::optional<std::string> SyncStreams::read_piece(NodeSync& sync, const SyncSender::Piece& piece,
-                                                   std::string& data) {
+Result<std::string> SyncStreams::read_piece(NodeSync& sync, const SyncSender::Piece& piece) {
   const auto& manifest = *transfer_of(sync).manifest;
   const auto& entry = manifest.entries[piece.index];
   const std::string path =
@@ -103,23 +102,23 @@ std::optional<std::string> SyncStreams::read_piece(NodeSync& sync, const SyncSen
     if (sync.fd >= 0) ::close(sync.fd);
     sync.fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
     sync.fd_index = piece.index;
-    if (sync.fd < 0) return path + ": " + std::strerror(errno);
+    if (sync.fd < 0) return fail(path + ": " + std::strerror(errno));
   }
-  data.resize(piece.length);
+  std::string data(piece.length, '\0');
   std::size_t got = 0;
   while (got < piece.length) {
     const ssize_t n = ::pread(sync.fd, data.data() + got, piece.length - got,
                               static_cast<off_t>(piece.offset + got));
     if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return path + ": " + std::strerror(errno);
-    if (n == 0) return path + ": it became shorter while syncing";
+    if (n < 0) return fail(path + ": " + std::strerror(errno));
+    if (n == 0) return fail(path + ": it became shorter while syncing");
     got += static_cast<std::size_t>(n);
   }
   if (piece.offset + piece.length >= entry.size) {
     ::close(sync.fd);
     sync.fd = -1;
   }
-  return std::nullopt;
+  return data;
 }
 
 void SyncStreams::end(int node, const proto::SyncDone& done) {

@@ -75,9 +75,8 @@ class SyncStreams {
   void begin_transfer(int node, NodeSync& sync);
   void pump(int node);
   void end(int node, const proto::SyncDone& done);
-  // A piece's bytes into `data`; an error names the path.
-  std::optional<std::string> read_piece(NodeSync& sync, const SyncSender::Piece& piece,
-                                        std::string& data);
+  // A piece's bytes; an error names the path.
+  Result<std::string> read_piece(NodeSync& sync, const SyncSender::Piece& piece);
   void show_progress(bool force);
 
   Settings s_;

@@ -243,15 +243,17 @@ class SshTransport : public Transport {
     static std::mutex mutex;
     static std::map<std::string, Agents> known;
     std::lock_guard lock(mutex);
-    auto [it, added] = known.try_emplace(native_agent);
-    if (added) {
-      std::error_code ec;
-      const auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
-      it->second.path = agents_by_arch(
-          native_agent, ec ? std::string() : (self.parent_path() / "../lib/dlaunch").string());
-      for (const auto& [arch, path] : it->second.path) it->second.sha[arch] = agent_sha256(path);
-    }
-    return it->second;
+    if (auto it = known.find(native_agent); it != known.end()) return it->second;
+    // Kept only when whole: an agent that cannot be read (agent_sha256 throws
+    // SshError, that host's error) is tried again for the next host, rather
+    // than leaving an entry without its digest.
+    Agents agents;
+    std::error_code ec;
+    const auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
+    agents.path = agents_by_arch(
+        native_agent, ec ? std::string() : (self.parent_path() / "../lib/dlaunch").string());
+    for (const auto& [arch, path] : agents.path) agents.sha[arch] = agent_sha256(path);
+    return known.emplace(native_agent, std::move(agents)).first->second;
   }
 
   // Starts the cached agent; uploads it first when the host has no copy that runs.

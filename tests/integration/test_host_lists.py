@@ -79,6 +79,11 @@ class HostListsTest(DlaunchTestCase):
         self.assertHosts(nodes, [("h1", "ranks 0..1"), ("h2", "ranks 2..4")])
         _, nodes = self.dry_run(["--host-list", "localhost:2"])
         self.assertHosts(nodes, [("localhost", "ranks 0..1")])
+        # One name too long to be a path is still a host (deepspeed's -H FILE
+        # is looked for first; the failed look is no crash).
+        long_name = "h" * 5000
+        _, nodes = self.dry_run(["-H", long_name])
+        self.assertEqual([n for n, _, _ in nodes], [long_name])
 
     def test_include_with_gpu_indices(self):
         path = self.write("hostfile", "a slots=4\nb slots=4\nc slots=4\n")

@@ -17,33 +17,33 @@ namespace fs = std::filesystem;
 TEST_CASE("chunks are written at their offsets; a restart empties the copy first") {
   ScratchDir d;
   FileMirror mirror((d.dir() / "tensorboard").string());
-  CHECK_FALSE(mirror.write({"train/events", 0, true, "abc"}));
-  CHECK_FALSE(mirror.write({"train/events", 3, false, "def"}));
+  CHECK(mirror.write({"train/events", 0, true, "abc"}));
+  CHECK(mirror.write({"train/events", 3, false, "def"}));
   CHECK(read_file(d.dir() / "tensorboard/train/events") == "abcdef");
   struct stat st {};
   REQUIRE(::stat((d.dir() / "tensorboard/train/events").c_str(), &st) == 0);
   CHECK((st.st_mode & 0777) == 0600);
-  CHECK_FALSE(mirror.write({"train/events", 0, true, "x"}));
+  CHECK(mirror.write({"train/events", 0, true, "x"}));
   CHECK(read_file(d.dir() / "tensorboard/train/events") == "x");
-  CHECK_FALSE(mirror.write({"empty", 0, true, ""}));
+  CHECK(mirror.write({"empty", 0, true, ""}));
   CHECK(fs::exists(d.dir() / "tensorboard/empty"));
 }
 
 TEST_CASE("a bad path or a failed write is reported once, naming the file") {
   ScratchDir d;
   FileMirror mirror((d.dir() / "tensorboard").string());
-  auto error = mirror.write({"../escape", 0, true, "x"});
-  REQUIRE(error);
-  CHECK(error->find("'../escape'") != std::string::npos);
-  CHECK_FALSE(mirror.write({"../escape", 0, true, "x"}));  // once
+  auto written = mirror.write({"../escape", 0, true, "x"});
+  REQUIRE_FALSE(written);
+  CHECK(written.error().find("'../escape'") != std::string::npos);
+  CHECK(mirror.write({"../escape", 0, true, "x"}));  // once
   CHECK_FALSE(fs::exists(d.dir() / "escape"));
 
   // A file where a directory must go.
-  CHECK_FALSE(mirror.write({"a", 0, true, "x"}));
-  error = mirror.write({"a/b", 0, true, "y"});
-  REQUIRE(error);
-  CHECK(error->find("tensorboard/a/b") != std::string::npos);
-  CHECK_FALSE(mirror.write({"a/b", 1, false, "z"}));  // skipped quietly from then on
+  CHECK(mirror.write({"a", 0, true, "x"}));
+  written = mirror.write({"a/b", 0, true, "y"});
+  REQUIRE_FALSE(written);
+  CHECK(written.error().find("tensorboard/a/b") != std::string::npos);
+  CHECK(mirror.write({"a/b", 1, false, "z"}));  // skipped quietly from then on
 }
 
 TEST_CASE("whole files: a file appears only when its last chunk came, and keeps its last version") {
@@ -51,22 +51,22 @@ TEST_CASE("whole files: a file appears only when its last chunk came, and keeps 
   const auto root = d.dir() / "deep/checkpoint";  // created with its parents
   FileMirror mirror(root.string(), {.whole_files = true, .what = "checkpoint"});
   using proto::FileSet;
-  CHECK_FALSE(mirror.write({"model.pt", 0, true, "ver", FileSet::checkpoint, false}));
+  CHECK(mirror.write({"model.pt", 0, true, "ver", FileSet::checkpoint, false}));
   CHECK_FALSE(fs::exists(root / "model.pt"));
   CHECK(read_file(root / ".model.pt.dlaunch-part") == "ver");
   CHECK(is_partial_file(".model.pt.dlaunch-part"));
-  CHECK_FALSE(mirror.write({"model.pt", 3, false, "sion 1", FileSet::checkpoint, true}));
+  CHECK(mirror.write({"model.pt", 3, false, "sion 1", FileSet::checkpoint, true}));
   CHECK(read_file(root / "model.pt") == "version 1");
   CHECK_FALSE(fs::exists(root / ".model.pt.dlaunch-part"));
 
   // A second version that never completes (its sender died) leaves the first.
-  CHECK_FALSE(mirror.write({"model.pt", 0, true, "vers", FileSet::checkpoint, false}));
+  CHECK(mirror.write({"model.pt", 0, true, "vers", FileSet::checkpoint, false}));
   CHECK(read_file(root / "model.pt") == "version 1");
   // The rest of a version whose start was not seen is ignored.
   ScratchDir other;
   FileMirror fresh((other.dir() / "c").string(), {.whole_files = true});
-  CHECK_FALSE(fresh.write({"model.pt", 4, false, "ion 2", FileSet::checkpoint, true}));
+  CHECK(fresh.write({"model.pt", 4, false, "ion 2", FileSet::checkpoint, true}));
   CHECK_FALSE(fs::exists(other.dir() / "c/model.pt"));
   // A path that names a partial copy is refused.
-  CHECK(mirror.write({".x.dlaunch-part", 0, true, "", FileSet::checkpoint, true}));
+  CHECK_FALSE(mirror.write({".x.dlaunch-part", 0, true, "", FileSet::checkpoint, true}));
 }

@@ -35,8 +35,8 @@ TEST_CASE("an unnamed job's taken name gets -2, -3") {
   const std::string dir = state.path();
   for (const char* expected : {"prog-1", "prog-1-2", "prog-1-3"}) {
     auto result = claim_job(dir, "prog-1", false, live_info());
-    REQUIRE(std::holds_alternative<ClaimedJob>(result));
-    CHECK(std::get<ClaimedJob>(result).name == expected);
+    REQUIRE(result);
+    CHECK(result->name == expected);
     CHECK(read_job_info(dir + "/" + expected)->name == expected);
   }
 }
@@ -44,11 +44,12 @@ TEST_CASE("an unnamed job's taken name gets -2, -3") {
 TEST_CASE("a name held by an active job is refused, naming its pid and status") {
   dlaunch::testing::ScratchDir state;
   const std::string dir = state.path();
-  REQUIRE(std::holds_alternative<ClaimedJob>(claim_job(dir, "nightly", true, live_info())));
+  REQUIRE(claim_job(dir, "nightly", true, live_info()));
   auto again = claim_job(dir, "nightly", true, live_info());
-  REQUIRE(std::holds_alternative<NameTaken>(again));
-  CHECK(std::get<NameTaken>(again).coordinator_pid == ::getpid());
-  CHECK(std::get<NameTaken>(again).status == JobStatus::pending);
+  REQUIRE_FALSE(again);
+  REQUIRE(again.error().taken);
+  CHECK(again.error().taken->coordinator_pid == ::getpid());
+  CHECK(again.error().taken->status == JobStatus::pending);
 }
 
 TEST_CASE("a finished or lost job of the same name is moved aside for the new run") {
@@ -56,12 +57,12 @@ TEST_CASE("a finished or lost job of the same name is moved aside for the new ru
   const std::string dir = state.path();
   JobInfo old = live_info(1700000000);
   old.coordinator_pid = 1 << 30;  // gone: the record reads LOST
-  REQUIRE(std::holds_alternative<ClaimedJob>(claim_job(dir, "nightly", true, old)));
+  REQUIRE(claim_job(dir, "nightly", true, old));
   std::ofstream(dir + "/nightly/rank-0.log") << "old run\n";
 
   auto result = claim_job(dir, "nightly", true, live_info(1800000000));
-  REQUIRE(std::holds_alternative<ClaimedJob>(result));
-  const auto& claimed = std::get<ClaimedJob>(result);
+  REQUIRE(result);
+  const auto& claimed = *result;
   CHECK(claimed.name == "nightly");
   REQUIRE(claimed.archived_as.starts_with("nightly."));
   CHECK(fs::exists(dir + "/" + claimed.archived_as + "/rank-0.log"));
@@ -82,7 +83,7 @@ TEST_CASE("processes racing for one name: exactly one gets it") {
     REQUIRE(pid >= 0);
     if (pid == 0) {
       auto result = claim_job(dir, "race", true, info);
-      ::_exit(std::holds_alternative<ClaimedJob>(result) ? 0 : 3);
+      ::_exit(result ? 0 : result.error().taken ? 3 : 4);
     }
     racers.push_back(pid);
   }
@@ -97,4 +98,15 @@ TEST_CASE("processes racing for one name: exactly one gets it") {
   CHECK(winners == 1);
   CHECK(refused == kRacers - 1);
   CHECK(load_jobs(dir).size() == 1);
+}
+
+TEST_CASE("a state dir that cannot be used is an error naming the path, and nothing is taken") {
+  dlaunch::testing::ScratchDir state;
+  // A file where the state dir's parent must be.
+  const std::string file = state.path() + "/plain-file";
+  std::ofstream(file) << "x";
+  auto result = claim_job(file + "/state", "job", true, live_info());
+  REQUIRE_FALSE(result);
+  CHECK_FALSE(result.error().taken);
+  CHECK(result.error().error == "cannot create " + file + "/state: Not a directory");
 }

@@ -70,7 +70,7 @@ int run_with_file_size_limit(rlim_t max_bytes, bool ignore_sigxfsz, Body body) {
 }
 
 // A record holding `result`, as the coordinator writes it at the end.
-std::optional<std::string> write_result(const std::string& dir, const JobResult& result) {
+Result<void> write_result(const std::string& dir, const JobResult& result) {
   JobInfo info;
   info.name = "job";
   return write_job_record(dir, info, &result);
@@ -98,7 +98,7 @@ TEST_CASE("job records: info and result round-trip, private and with no leftover
   info.history = {{1764000010, 0, "lost the agent of gpu3: heartbeat timeout (4 s)"},
                   {1764000011, 1, "gpu2 takes node 1 of gpu3 (\"lost\")"}};
   const JobResult written = sample_result();
-  CHECK(write_job_record(dir.path(), info, &written) == std::nullopt);
+  CHECK(write_job_record(dir.path(), info, &written).ok());
 
   const auto read_info = read_job_info(dir.path());
   REQUIRE(read_info.has_value());
@@ -136,8 +136,8 @@ TEST_CASE("job records: info and result round-trip, private and with no leftover
 
 TEST_CASE("job records: a rewrite replaces the record") {
   ScratchDir dir;
-  REQUIRE(write_result(dir.path(), large_result()) == std::nullopt);
-  REQUIRE(write_result(dir.path(), sample_result()) == std::nullopt);
+  REQUIRE(write_result(dir.path(), large_result()).ok());
+  REQUIRE(write_result(dir.path(), sample_result()).ok());
   CHECK(read_job_result(dir.path())->root_cause_tail == sample_result().root_cause_tail);
   CHECK(files_in(dir.path()) == std::vector<std::string>{"job.toml"});
 }
@@ -178,44 +178,45 @@ TEST_CASE("job records: a write that cannot happen is reported, naming the file"
   SUBCASE("missing directory") {
     ScratchDir dir;
     const std::string missing = dir.path() + "/no-such-job";
-    const auto error = write_result(missing, sample_result());
-    REQUIRE(error.has_value());
-    CHECK(*error ==
+    const auto written = write_result(missing, sample_result());
+    REQUIRE_FALSE(written.ok());
+    CHECK(written.error() ==
           "cannot create a temporary file for " + missing + "/job.toml: No such file or directory");
-    CHECK(write_job_record(missing, JobInfo{}).has_value());
+    CHECK_FALSE(write_job_record(missing, JobInfo{}).ok());
   }
   SUBCASE("a file where the directory should be") {
     ScratchDir dir;
     const std::string file = dir.path() + "/plain-file";
     std::ofstream(file) << "x";
-    const auto error = write_job_record(file, JobInfo{});
-    REQUIRE(error.has_value());
-    CHECK(error->find(file + "/job.toml: Not a directory") != std::string::npos);
+    const auto written = write_job_record(file, JobInfo{});
+    REQUIRE_FALSE(written.ok());
+    CHECK(written.error().find(file + "/job.toml: Not a directory") != std::string::npos);
   }
   SUBCASE("read-only directory") {
     ScratchDir dir;
     REQUIRE(::chmod(dir.path().c_str(), 0500) == 0);
     // Permissions do not stop root; sysfs refuses new files even to root.
     const std::string read_only = ::geteuid() == 0 ? "/sys" : dir.path();
-    const auto error = write_result(read_only, sample_result());
-    REQUIRE(error.has_value());
-    CHECK(error->find(read_only + "/job.toml: ") != std::string::npos);
+    const auto written = write_result(read_only, sample_result());
+    REQUIRE_FALSE(written.ok());
+    CHECK(written.error().find(read_only + "/job.toml: ") != std::string::npos);
     CHECK_FALSE(fs::exists(read_only + "/job.toml"));
   }
 }
 
 TEST_CASE("job records: a failed write keeps the old record whole and cleans up") {
   ScratchDir dir;
-  REQUIRE(write_result(dir.path(), sample_result()) == std::nullopt);
+  REQUIRE(write_result(dir.path(), sample_result()).ok());
   const std::string before = read_file(dir.path() + "/job.toml");
 
   // With SIGXFSZ ignored, writing past the limit fails with EFBIG, as a full
   // disk fails with ENOSPC.
   const std::string job_dir = dir.path();
   const int status = run_with_file_size_limit(1024, true, [&] {
-    const auto error = write_result(job_dir, large_result());
-    if (!error) return 1;
-    return error->find("cannot write " + job_dir + "/job.toml: File too large") == 0 ? 0 : 2;
+    const auto written = write_result(job_dir, large_result());
+    if (written) return 1;
+    return written.error().find("cannot write " + job_dir + "/job.toml: File too large") == 0 ? 0
+                                                                                              : 2;
   });
   REQUIRE(WIFEXITED(status));
   CHECK(WEXITSTATUS(status) == 0);
@@ -238,7 +239,7 @@ TEST_CASE("job records: a writer killed mid-write never leaves half a file under
     CHECK_FALSE(read_job_result(job_dir).has_value());
   }
   SUBCASE("an old record stays whole") {
-    REQUIRE(write_result(job_dir, sample_result()) == std::nullopt);
+    REQUIRE(write_result(job_dir, sample_result()).ok());
     const std::string before = read_file(job_dir + "/job.toml");
     const int status = run_with_file_size_limit(1024, false, [&] {
       (void)write_result(job_dir, large_result());
@@ -270,7 +271,7 @@ TEST_CASE("job records: node names that need escaping, and thousands of nodes, r
   for (int i = 5; i < 5000; ++i)
     info.nodes.push_back({"n" + std::to_string(i), i, i, 1, i, "done"});
   const JobResult result = sample_result();
-  REQUIRE(write_job_record(dir.path(), info, &result) == std::nullopt);
+  REQUIRE(write_job_record(dir.path(), info, &result).ok());
   const auto read_info = read_job_info(dir.path());
   REQUIRE(read_info.has_value());
   CHECK(read_info->nodes == info.nodes);

@@ -27,7 +27,7 @@ struct StateDir : dlaunch::testing::ScratchDir {
     info.coordinator_start_ticks = process_start_ticks(static_cast<pid_t>(pid));
     info.started = started;
     info.status = status;
-    REQUIRE_FALSE(write_job_record(job_dir, info, result ? &*result : nullptr).has_value());
+    REQUIRE(write_job_record(job_dir, info, result ? &*result : nullptr).ok());
     return job_dir;
   }
 };
