@@ -79,14 +79,13 @@ void Agent::start() {
     return;
   }
   if (!spec_.git.url.empty() && !spec_.check) {
-    try {
-      const auto dir = checkout_git(spec_.git, ranks_directory(), spec_.env);
-      log::debug(spec_.host_name, ": ", dir, " at ", spec_.git.commit);
-    } catch (const GitCheckoutError& e) {
-      log::error(spec_.host_name, ": --sync-git ", spec_.git.url, ": ", e.what());
+    const auto dir = checkout_git(spec_.git, ranks_directory(), spec_.env);
+    if (!dir) {
+      log::error(spec_.host_name, ": --sync-git ", spec_.git.url, ": ", dir.error());
       finish(kExitUsage);
       return;
     }
+    log::debug(spec_.host_name, ": ", *dir, " at ", spec_.git.commit);
   }
   gpus_ = count_gpus();
   if (!prepare_containers()) {
@@ -326,10 +325,11 @@ void Agent::on_sync_offer(proto::SyncOffer&& offer) {
     if (image && (!containers_ || spec_.container.image_file.empty())) {
       refused = "this agent was not started for --image-file";
     } else if (image) {
-      try {
-        dest = image_cache_directory();
-      } catch (const ContainerError& e) {
-        refused = e.what();
+      auto cache = image_cache_directory();
+      if (cache) {
+        dest = *cache;
+      } else {
+        refused = cache.error();
       }
     } else if (!spec_.sync) {
       refused = "this agent was not started for --sync";
@@ -409,10 +409,10 @@ void Agent::ready_image(const std::string& file, proto::SyncDone done) {
   std::thread([&io = io_, this, host = *containers_, file, wanted = spec_.container.image,
                done]() mutable {
     std::string image;
-    try {
-      image = ready_cached_image(host, file, wanted);
-    } catch (const ContainerError& e) {
-      done.error = e.what();
+    if (auto ready = ready_cached_image(host, file, wanted)) {
+      image = *ready;
+    } else {
+      done.error = ready.error();
     }
     asio::post(io, [this, image = std::move(image), done = std::move(done)] {
       on_image_ready(image, done);
@@ -557,13 +557,14 @@ bool Agent::prepare_containers() {
   // In-process (manual mode) no guardian gave the agent its token.
   if (spec_.container.agent_token.empty())
     spec_.container.agent_token = auth::to_hex(auth::random_bytes(8));
-  try {
-    containers_ = prepare_container_host(spec_.container);
-  } catch (const ContainerError& e) {
+  auto prepared = prepare_container_host(spec_.container);
+  if (!prepared) {
     log::error(spec_.host_name, ": ",
-               from_file ? "--image-file" : "--image " + spec_.container.image, ": ", e.what());
+               from_file ? "--image-file" : "--image " + spec_.container.image, ": ",
+               prepared.error());
     return false;
   }
+  containers_ = std::move(*prepared);
   if (spec_.container.engine == "auto" && !from_file)
     log::info(spec_.host_name, ": ranks run in containers of ", spec_.container.image, " (",
               containers_->version, ")");

@@ -21,7 +21,7 @@ std::string said(const CapturedOutput& run) {
   return run.timed_out ? "no answer in time" : last_words(run);
 }
 
-ContainerHost find_engine(const std::string& wanted) {
+Result<ContainerHost> find_engine(const std::string& wanted) {
   ContainerHost host;
   if (wanted == "auto") {
     for (const auto& candidate : engine_candidates()) {
@@ -31,31 +31,33 @@ ContainerHost find_engine(const std::string& wanted) {
         return host;
       }
     }
-    throw ContainerError(
+    return fail(
         "--image needs a container engine, and none is on PATH (looked for podman, docker, "
         "apptainer, singularity and enroot)");
   }
   const auto engine = parse_container_engine(wanted);
-  if (!engine) throw ContainerError("unknown container engine '" + wanted + "'");
+  if (!engine) return fail("unknown container engine '" + wanted + "'");
   host.engine = *engine;
   host.executable = find_on_path(wanted);
-  if (host.executable.empty()) throw ContainerError(wanted + " is not on PATH");
+  if (host.executable.empty()) return fail(wanted + " is not on PATH");
   return host;
 }
 
 }  // namespace
 
-ContainerHost find_container_engine(const ContainerSpec& spec) {
-  ContainerHost host = find_engine(spec.engine);
-  host.agent_token = spec.agent_token;
+Result<ContainerHost> find_container_engine(const ContainerSpec& spec) {
+  auto host = find_engine(spec.engine);
+  if (host) host->agent_token = spec.agent_token;
   return host;
 }
 
-ContainerHost prepare_container_host(const ContainerSpec& spec) {
-  ContainerHost host = find_container_engine(spec);
+Result<ContainerHost> prepare_container_host(const ContainerSpec& spec) {
+  auto found = find_container_engine(spec);
+  if (!found) return found;
+  ContainerHost host = std::move(*found);
   const std::string name(container_engine_name(host.engine));
   const auto version = run_captured({host.executable, "--version"}, kQuick);
-  if (!version.ok()) throw ContainerError(name + " --version failed: " + said(version));
+  if (!version.ok()) return fail(name + " --version failed: " + said(version));
   const auto lines = split_lines(version.out);
   host.version = lines.empty() ? name : lines.front();
   if (!spec.image_file.empty()) {
@@ -70,7 +72,7 @@ ContainerHost prepare_container_host(const ContainerSpec& spec) {
     const bool a_file =
         spec.image.find("://") == std::string::npos && spec.image.find('/') != std::string::npos;
     if (a_file && ::access(spec.image.c_str(), R_OK) != 0)
-      throw ContainerError("image file " + spec.image + " is not readable");
+      return fail("image file " + spec.image + " is not readable");
     return host;
   }
   // Containers whose agent and reaper were both killed (kill -9 of every
@@ -79,18 +81,15 @@ ContainerHost prepare_container_host(const ContainerSpec& spec) {
   if (run_captured(present, kQuick).ok()) return host;
   const auto pull =
       run_captured(pull_image_command(host.engine, host.executable, spec.image), kPull);
-  if (!pull.ok()) throw ContainerError(name + " cannot pull " + spec.image + ": " + said(pull));
+  if (!pull.ok()) return fail(name + " cannot pull " + spec.image + ": " + said(pull));
   return host;
 }
 
 ContainerFacts container_facts(const ContainerSpec& spec) {
   ContainerFacts facts;
-  ContainerHost host;
-  try {
-    host = find_container_engine(spec);
-  } catch (const ContainerError&) {
-    return facts;
-  }
+  const auto found = find_container_engine(spec);
+  if (!found) return facts;
+  const ContainerHost& host = *found;
   const auto version = run_captured({host.executable, "--version"}, kQuick);
   const auto lines = split_lines(version.out);
   facts.engine = version.ok() && !lines.empty() ? lines.front()

@@ -5,10 +5,10 @@
 // the event loop starts and after it ends.
 #pragma once
 
-#include <stdexcept>
 #include <string>
 
 #include "agent/container_command.h"
+#include "common/result.h"
 #include "protocol/launch_spec.h"
 
 namespace dlaunch {
@@ -20,18 +20,13 @@ struct ContainerHost {
   std::string agent_token;  // the label value of this agent's containers
 };
 
-struct ContainerError : std::runtime_error {
-  using std::runtime_error::runtime_error;
-};
-
 // Finds the engine (`auto`: the first of engine_candidates() on PATH), with
-// the spec's agent token. Throws ContainerError when there is none.
-ContainerHost find_container_engine(const ContainerSpec& spec);
+// the spec's agent token; an error when there is none.
+Result<ContainerHost> find_container_engine(const ContainerSpec& spec);
 
 // find_container_engine, then its version, and makes sure the image is there,
-// pulling it if not. Throws ContainerError with a message that names the
-// engine and quotes what it said.
-ContainerHost prepare_container_host(const ContainerSpec& spec);
+// pulling it if not. An error names the engine and quotes what it said.
+Result<ContainerHost> prepare_container_host(const ContainerSpec& spec);
 
 // `dlaunch check`: the engine that `spec.engine` finds here and its version,
 // and with spec.image, the image's ID here (an image file: its size). Empty

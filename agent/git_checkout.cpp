@@ -6,7 +6,9 @@
 
 #include <cerrno>
 #include <chrono>
+#include <cstring>
 #include <filesystem>
+#include <utility>
 
 #include "common/captured_command.h"
 #include "common/text.h"
@@ -30,10 +32,11 @@ class GitRunner {
     return run_captured(argv, kGitTimeout, 64 * 1024, env_);
   }
 
-  void must(std::vector<std::string> args, const std::string& what) const {
+  Result<void> must(std::vector<std::string> args, const std::string& what) const {
     const auto r = run(std::move(args));
-    if (!r.started) throw GitCheckoutError("git is not installed");
-    if (!r.ok()) throw GitCheckoutError(what + ": " + words(r));
+    if (!r.started) return fail("git is not installed");
+    if (!r.ok()) return fail(what + ": " + words(r));
+    return {};
   }
 
   static std::string words(const CapturedOutput& r) {
@@ -48,54 +51,65 @@ class GitRunner {
 // Held while this host works on the checkout; released when the file closes.
 class DirectoryLock {
  public:
-  explicit DirectoryLock(const std::string& path)
-      : fd_(::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644)) {
-    if (fd_ < 0) throw GitCheckoutError("cannot create " + path);
-    while (::flock(fd_, LOCK_EX) != 0) {
-      if (errno != EINTR) throw GitCheckoutError("cannot lock " + path);
+  static Result<DirectoryLock> take(const std::string& path) {
+    DirectoryLock lock(::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644));
+    if (lock.fd_ < 0) return fail("cannot create " + path + ": " + std::strerror(errno));
+    while (::flock(lock.fd_, LOCK_EX) != 0) {
+      if (errno != EINTR) return fail("cannot lock " + path + ": " + std::strerror(errno));
     }
+    return lock;
   }
-  ~DirectoryLock() { ::close(fd_); }
-  DirectoryLock(const DirectoryLock&) = delete;
-  DirectoryLock& operator=(const DirectoryLock&) = delete;
+  DirectoryLock(DirectoryLock&& other) noexcept : fd_(std::exchange(other.fd_, -1)) {}
+  DirectoryLock& operator=(DirectoryLock&&) = delete;
+  ~DirectoryLock() {
+    if (fd_ >= 0) ::close(fd_);
+  }
 
  private:
+  explicit DirectoryLock(int fd) : fd_(fd) {}
   int fd_;
 };
 
 }  // namespace
 
-std::string checkout_git(const GitSpec& git, const std::string& workdir,
-                         const std::map<std::string, std::string>& job_env) {
+Result<std::string> checkout_git(const GitSpec& git, const std::string& workdir,
+                                 const std::map<std::string, std::string>& job_env) {
   namespace fs = std::filesystem;
   const std::string code = workdir + "/code";
   const std::string dir = code + "/" + git.name;
   std::error_code ec;
   fs::create_directories(code, ec);
-  if (ec) throw GitCheckoutError("cannot create " + code + ": " + ec.message());
-  DirectoryLock lock(code + "/." + git.name + ".dlaunch-lock");
+  if (ec) return fail("cannot create " + code + ": " + ec.message());
+  auto lock = DirectoryLock::take(code + "/." + git.name + ".dlaunch-lock");
+  if (!lock) return fail(lock.error());
   const GitRunner in_code(code, job_env);
   const GitRunner in_dir(dir, job_env);
   if (!fs::exists(dir + "/.git", ec)) {
     if (fs::exists(dir, ec) && !fs::is_empty(dir, ec))
-      throw GitCheckoutError(dir + " exists and is not a git checkout: move it away");
-    in_code.must({"clone", "--quiet", "--no-checkout", "--", git.url, git.name},
-                 "git clone " + git.url);
-  } else {
-    in_dir.must({"remote", "set-url", "origin", git.url}, "git remote set-url");
+      return fail(dir + " exists and is not a git checkout: move it away");
+    if (auto cloned = in_code.must({"clone", "--quiet", "--no-checkout", "--", git.url, git.name},
+                                   "git clone " + git.url);
+        !cloned)
+      return fail(cloned.error());
+  } else if (auto set = in_dir.must({"remote", "set-url", "origin", git.url}, "git remote set-url");
+             !set) {
+    return fail(set.error());
   }
   const std::string wanted = git.commit + "^{commit}";
   if (!in_dir.run({"cat-file", "-e", wanted}).ok()) {
     // Most servers give a reachable commit by its name; others only refs.
-    if (!in_dir.run({"fetch", "--quiet", "origin", git.commit}).ok())
-      in_dir.must({"fetch", "--quiet", "--tags", "origin", "+refs/heads/*:refs/remotes/origin/*"},
-                  "git fetch " + git.url);
+    if (!in_dir.run({"fetch", "--quiet", "origin", git.commit}).ok()) {
+      auto fetched = in_dir.must(
+          {"fetch", "--quiet", "--tags", "origin", "+refs/heads/*:refs/remotes/origin/*"},
+          "git fetch " + git.url);
+      if (!fetched) return fail(fetched.error());
+    }
     if (!in_dir.run({"cat-file", "-e", wanted}).ok())
-      throw GitCheckoutError("commit " + git.commit + " is not in " + git.url +
-                             " as seen from here");
+      return fail("commit " + git.commit + " is not in " + git.url + " as seen from here");
   }
-  in_dir.must({"checkout", "--quiet", "--force", "--detach", git.commit},
-              "git checkout " + git.commit);
+  auto checked_out = in_dir.must({"checkout", "--quiet", "--force", "--detach", git.commit},
+                                 "git checkout " + git.commit);
+  if (!checked_out) return fail(checked_out.error());
   return dir;
 }
 

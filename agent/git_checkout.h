@@ -7,20 +7,16 @@
 #pragma once
 
 #include <map>
-#include <stdexcept>
 #include <string>
 
+#include "common/result.h"
 #include "protocol/launch_spec.h"
 
 namespace dlaunch {
 
-struct GitCheckoutError : std::runtime_error {
-  using std::runtime_error::runtime_error;
-};
-
-// Returns the checkout's directory. Throws GitCheckoutError with git's words.
-std::string checkout_git(const GitSpec& git, const std::string& workdir,
-                         const std::map<std::string, std::string>& job_env);
+// Returns the checkout's directory; an error says what failed, in git's words.
+Result<std::string> checkout_git(const GitSpec& git, const std::string& workdir,
+                                 const std::map<std::string, std::string>& job_env);
 
 // The commit a checkout is at; empty when `dir` is none.
 std::string checkout_commit(const std::string& dir);

@@ -34,8 +34,8 @@ bool engine_has(const ContainerHost& host, const std::string& image) {
 
 // podman or docker: load the archive unless the image it loaded as is still
 // there.
-std::string load_archive(const ContainerHost& host, const std::string& path,
-                         const std::string& wanted) {
+Result<std::string> load_archive(const ContainerHost& host, const std::string& path,
+                                 const std::string& wanted) {
   const std::string engine(container_engine_name(host.engine));
   const std::string marker = path + "." + engine;
   const auto slash = marker.rfind('/');
@@ -45,10 +45,10 @@ std::string load_archive(const ContainerHost& host, const std::string& path,
     const auto run =
         run_captured(load_image_command(host.engine, host.executable, path), kLoad, 1 << 20);
     if (!run.ok())
-      throw ContainerError(engine + " cannot load " + path + ": " +
-                           (run.timed_out ? "no answer in time" : last_words(run)));
+      return fail(engine + " cannot load " + path + ": " +
+                  (run.timed_out ? "no answer in time" : last_words(run)));
     const auto name = loaded_image_name(run.out + "\n" + run.err);
-    if (!name) throw ContainerError(engine + " loaded " + path + " but did not say as what");
+    if (!name) return fail(engine + " loaded " + path + " but did not say as what");
     loaded = *name;
     // Whole or not at all: another agent of this machine may read it now.
     // Not kept: the next job loads the file again.
@@ -56,41 +56,41 @@ std::string load_archive(const ContainerHost& host, const std::string& path,
   }
   if (wanted.empty()) return loaded;
   if (!engine_has(host, wanted))
-    throw ContainerError("--image " + wanted + " is not in --image-file (it holds " + loaded + ")");
+    return fail("--image " + wanted + " is not in --image-file (it holds " + loaded + ")");
   return wanted;
 }
 
 }  // namespace
 
-std::string image_cache_directory() {
+Result<std::string> image_cache_directory() {
   const std::string base = dlaunch_cache_directory();
-  if (base.empty()) throw ContainerError("no home directory for the image cache");
+  if (base.empty()) return fail("no home directory for the image cache");
   const std::string dir = base + "/images";
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
-  if (ec) throw ContainerError("cannot create the image cache " + dir + ": " + ec.message());
+  if (ec) return fail("cannot create the image cache " + dir + ": " + ec.message());
   ::chmod(dir.c_str(), 0700);
   return dir;
 }
 
-std::string ready_cached_image(const ContainerHost& host, const std::string& path,
-                               const std::string& wanted) {
+Result<std::string> ready_cached_image(const ContainerHost& host, const std::string& path,
+                                       const std::string& wanted) {
   const std::string engine(container_engine_name(host.engine));
   const bool archive = ends_with(path, ".tar");
   switch (host.engine) {
     case ContainerEngine::podman:
     case ContainerEngine::docker:
       if (!archive)
-        throw ContainerError(engine + " runs image archives (`podman save`, `docker save`), not " +
-                             path + "; use --container-engine " +
-                             (ends_with(path, ".sif") ? "apptainer" : "enroot"));
+        return fail(engine + " runs image archives (`podman save`, `docker save`), not " + path +
+                    "; use --container-engine " +
+                    (ends_with(path, ".sif") ? "apptainer" : "enroot"));
       return load_archive(host, path, wanted);
     case ContainerEngine::apptainer:
-      if (ends_with(path, ".sqsh")) throw ContainerError("apptainer cannot run a squashfs image");
+      if (ends_with(path, ".sqsh")) return fail("apptainer cannot run a squashfs image");
       return archive ? "docker-archive:" + path : path;
     case ContainerEngine::enroot:
       if (!ends_with(path, ".sqsh"))
-        throw ContainerError("enroot runs squashfs images (.sqsh, `enroot import`), not " + path);
+        return fail("enroot runs squashfs images (.sqsh, `enroot import`), not " + path);
       return path;
   }
   return path;

@@ -17,16 +17,16 @@
 
 namespace dlaunch {
 
-// Created (mode 0700) when missing. Throws ContainerError naming the
-// directory when it cannot be.
-std::string image_cache_directory();
+// Created (mode 0700) when missing; an error names the directory when it
+// cannot be.
+Result<std::string> image_cache_directory();
 
 // What the ranks run from the cached file `path` ("<sha256>.tar", ".sif",
 // ".sqsh"): `wanted` (--image) when given, else the name the archive loaded
 // as, or the file itself. Blocking (a load takes seconds to minutes): run it
-// off the event loop. Throws ContainerError with the engine's message.
-std::string ready_cached_image(const ContainerHost& host, const std::string& path,
-                               const std::string& wanted);
+// off the event loop. An error gives the engine's message.
+Result<std::string> ready_cached_image(const ContainerHost& host, const std::string& path,
+                                       const std::string& wanted);
 
 // The first image `podman load` or `docker load` reports in `output`
 // ("Loaded image: NAME", "Loaded image(s): NAME,...", "Loaded image ID: ID").

@@ -55,16 +55,14 @@ int main(int argc, char** argv) {
   // whatever becomes of this agent, the reaper removes its containers last.
   if (!spec->container.image.empty() && !spec->check) {
     spec->container.agent_token = dlaunch::auth::to_hex(dlaunch::auth::random_bytes(8));
-    try {
-      if (auto token =
-              dlaunch::start_container_reaper(dlaunch::find_container_engine(spec->container))) {
+    // No engine here: the agent says so when it prepares the image.
+    if (auto engine = dlaunch::find_container_engine(spec->container)) {
+      if (auto token = dlaunch::start_container_reaper(std::move(*engine))) {
         spec->container.agent_token = *token;
       } else {
         dlaunch::log::warn(
             "cannot start the container reaper: containers may outlive a killed agent");
       }
-    } catch (const dlaunch::ContainerError&) {
-      // No engine here: the agent says so when it prepares the image.
     }
   }
   return dlaunch::run_guarded(

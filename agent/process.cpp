@@ -56,15 +56,16 @@ std::string resolve_program(const std::string& program,
 
 }  // namespace
 
-SpawnedProcess spawn_process(const SpawnRequest& request) {
+Result<SpawnedProcess> spawn_process(const SpawnRequest& request) {
   if (request.argv.empty()) throw std::invalid_argument("empty command");
   int out[2];
   int err[2];
-  if (::pipe2(out, O_CLOEXEC) != 0) throw std::runtime_error(std::strerror(errno));
+  if (::pipe2(out, O_CLOEXEC) != 0) return fail(std::string("pipe: ") + std::strerror(errno));
   if (::pipe2(err, O_CLOEXEC) != 0) {
+    const int e = errno;
     ::close(out[0]);
     ::close(out[1]);
-    throw std::runtime_error(std::strerror(errno));
+    return fail(std::string("pipe: ") + std::strerror(e));
   }
   const std::string program = resolve_program(request.argv[0], request.env);
   std::vector<std::string> env_strings;
@@ -85,14 +86,14 @@ SpawnedProcess spawn_process(const SpawnRequest& request) {
   if (::pipe2(status, O_CLOEXEC) != 0) {
     const int e = errno;
     for (int fd : {out[0], out[1], err[0], err[1]}) ::close(fd);
-    throw std::runtime_error(std::strerror(e));
+    return fail(std::string("pipe: ") + std::strerror(e));
   }
 
   const pid_t pid = fork_with_default_signals();
   if (pid < 0) {
     const int e = errno;
     for (int fd : {out[0], out[1], err[0], err[1], status[0], status[1]}) ::close(fd);
-    throw std::runtime_error(std::string("fork failed: ") + std::strerror(e));
+    return fail(std::string("fork failed: ") + std::strerror(e));
   }
   if (pid == 0) {
     // Child: only async-signal-safe calls from here on.
@@ -133,7 +134,7 @@ SpawnedProcess spawn_process(const SpawnRequest& request) {
   ::setpgid(pid, pid);  // also in the parent, so the group exists before we signal it
   ::close(out[1]);
   ::close(err[1]);
-  return {pid, out[0], err[0], std::move(failed)};
+  return SpawnedProcess{pid, out[0], err[0], std::move(failed)};
 }
 
 }  // namespace dlaunch

@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "common/result.h"
+
 namespace dlaunch {
 
 struct SpawnedProcess {
@@ -30,7 +32,9 @@ struct SpawnRequest {
   std::string workdir;  // empty: inherit
 };
 
-// Forks and execs, and returns once the child has exec'd or failed to.
-SpawnedProcess spawn_process(const SpawnRequest& request);
+// Forks and execs, and returns once the child has exec'd or failed to (an exec
+// failure is the process's exec_failure); an error when no child could be
+// made (pipes or fork: the system's limits).
+Result<SpawnedProcess> spawn_process(const SpawnRequest& request);
 
 }  // namespace dlaunch

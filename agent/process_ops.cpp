@@ -7,7 +7,7 @@
 
 namespace dlaunch {
 
-SpawnedProcess SystemProcessOps::spawn(const SpawnRequest& request) {
+Result<SpawnedProcess> SystemProcessOps::spawn(const SpawnRequest& request) {
   return spawn_process(request);
 }
 

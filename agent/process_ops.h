@@ -24,8 +24,8 @@ class ProcessOps {
   virtual ~ProcessOps() = default;
 
   // Starts a process in a new process group of its own, with its stdout and
-  // stderr on pipes. Throws std::exception when it cannot be started.
-  virtual SpawnedProcess spawn(const SpawnRequest& request) = 0;
+  // stderr on pipes; an error when it cannot be started.
+  virtual Result<SpawnedProcess> spawn(const SpawnRequest& request) = 0;
   virtual void signal_group(pid_t pgid, int signal) = 0;
   virtual void signal_pids(const std::vector<pid_t>& pids, int signal) = 0;
   // Every live descendant of this process, ranks included.
@@ -36,7 +36,7 @@ class ProcessOps {
 
 class SystemProcessOps final : public ProcessOps {
  public:
-  SpawnedProcess spawn(const SpawnRequest& request) override;
+  Result<SpawnedProcess> spawn(const SpawnRequest& request) override;
   void signal_group(pid_t pgid, int signal) override;
   void signal_pids(const std::vector<pid_t>& pids, int signal) override;
   std::vector<pid_t> descendants() override;

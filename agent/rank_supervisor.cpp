@@ -57,8 +57,8 @@ void RankSupervisor::start(const std::vector<RankLaunch>& launches) {
                             proto::Stream stream, std::string_view text, proto::LineEnd end) {
       callbacks_.on_line(global, stream, text, end);
     };
-    try {
-      const SpawnedProcess p = ops_.spawn(launch.request);
+    if (auto spawned = ops_.spawn(launch.request)) {
+      const SpawnedProcess& p = *spawned;
       rank->pid = p.pid;
       rank->out = std::make_unique<asio::posix::stream_descriptor>(io_, p.stdout_fd);
       rank->err = std::make_unique<asio::posix::stream_descriptor>(io_, p.stderr_fd);
@@ -69,10 +69,9 @@ void RankSupervisor::start(const std::vector<RankLaunch>& launches) {
         callbacks_.on_line(rank->global, proto::Stream::err, p.exec_failure,
                            proto::LineEnd::newline);
       }
-    } catch (const std::exception& e) {
+    } else {
       callbacks_.on_line(rank->global, proto::Stream::err,
-                         std::string("dlaunch: cannot start rank: ") + e.what(),
-                         proto::LineEnd::newline);
+                         "dlaunch: cannot start rank: " + spawned.error(), proto::LineEnd::newline);
       rank->exited = true;
       rank->wait_status = 127 << 8;
     }

@@ -158,7 +158,9 @@ class SshTransport : public Transport {
     return t;
   }
 
-  SshTarget target_for(const HostEntry& host) const {
+  // An error names the host and the jump (the hosts file's or ~/.ssh/config's
+  // ProxyJump) that cannot be read.
+  Result<SshTarget> target_for(const HostEntry& host) const {
     SshTarget t = resolve(host.address, host.user, host.port, host.identity);
     t.label = host.name.empty() ? host.address : host.name;
     // The hosts file wins over ~/.ssh/config, as ssh -J wins over ProxyJump.
@@ -167,8 +169,8 @@ class SshTransport : public Transport {
     if (jump.empty()) return t;
     const JumpChain chain = parse_jump_chain(jump);
     if (!chain.error.empty()) {
-      throw SshError(t.label + ": " + (from_file ? "jump" : "ProxyJump in ~/.ssh/config") + " '" +
-                     jump + "' " + chain.error);
+      return fail(t.label + ": " + (from_file ? "jump" : "ProxyJump in ~/.ssh/config") + " '" +
+                  jump + "' " + chain.error);
     }
     // A bastion is a host of its own: its user, port and keys come from the
     // hop or ~/.ssh/config for its name, never from the host behind it; the
@@ -208,12 +210,9 @@ class SshTransport : public Transport {
 
   void run_host(const HostEntry& host, const AgentLaunch& launch, const AgentEvents& events,
                 Control& control) {
-    SshTarget target;
-    try {
-      target = target_for(host);
-    } catch (const SshError& e) {
-      return post_exit(events, -1, e.what());
-    }
+    auto resolved = target_for(host);
+    if (!resolved) return post_exit(events, -1, resolved.error());
+    SshTarget target = std::move(*resolved);
     target.cancel_fd = control.wake_fd;
     std::unique_ptr<SshSession> session;
     AgentStart started;

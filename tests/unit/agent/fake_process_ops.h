@@ -52,13 +52,12 @@ class FakeProcessOps final : public ProcessOps {
   // argv[0] of programs that cannot be started.
   std::set<std::string> unstartable;
 
-  SpawnedProcess spawn(const SpawnRequest& request) override {
+  Result<SpawnedProcess> spawn(const SpawnRequest& request) override {
     if (unstartable.count(request.argv.at(0)) != 0)
-      throw std::runtime_error("no such file: " + request.argv.at(0));
+      return fail("no such file: " + request.argv.at(0));
     int out[2];
     int err[2];
-    if (::pipe2(out, O_CLOEXEC) != 0 || ::pipe2(err, O_CLOEXEC) != 0)
-      throw std::runtime_error("pipe2 failed");
+    if (::pipe2(out, O_CLOEXEC) != 0 || ::pipe2(err, O_CLOEXEC) != 0) return fail("pipe2 failed");
     const pid_t pid = next_pid_++;
     Process p;
     p.is_rank = true;
@@ -67,7 +66,7 @@ class FakeProcessOps final : public ProcessOps {
     p.request = request;
     processes_[pid] = std::move(p);
     spawned.push_back(pid);
-    return {pid, out[0], err[0]};
+    return SpawnedProcess{pid, out[0], err[0]};
   }
 
   void signal_group(pid_t pgid, int signal) override {
