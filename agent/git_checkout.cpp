@@ -1,16 +1,11 @@
 #include "agent/git_checkout.h"
 
-#include <fcntl.h>
-#include <sys/file.h>
-#include <unistd.h>
-
-#include <cerrno>
 #include <chrono>
-#include <cstring>
 #include <filesystem>
 #include <utility>
 
 #include "common/captured_command.h"
+#include "common/file_lock.h"
 #include "common/text.h"
 
 namespace dlaunch {
@@ -48,28 +43,6 @@ class GitRunner {
   std::map<std::string, std::string> env_;
 };
 
-// Held while this host works on the checkout; released when the file closes.
-class DirectoryLock {
- public:
-  static Result<DirectoryLock> take(const std::string& path) {
-    DirectoryLock lock(::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644));
-    if (lock.fd_ < 0) return fail("cannot create " + path + ": " + std::strerror(errno));
-    while (::flock(lock.fd_, LOCK_EX) != 0) {
-      if (errno != EINTR) return fail("cannot lock " + path + ": " + std::strerror(errno));
-    }
-    return lock;
-  }
-  DirectoryLock(DirectoryLock&& other) noexcept : fd_(std::exchange(other.fd_, -1)) {}
-  DirectoryLock& operator=(DirectoryLock&&) = delete;
-  ~DirectoryLock() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-
- private:
-  explicit DirectoryLock(int fd) : fd_(fd) {}
-  int fd_;
-};
-
 }  // namespace
 
 Result<std::string> checkout_git(const GitSpec& git, const std::string& workdir,
@@ -80,7 +53,8 @@ Result<std::string> checkout_git(const GitSpec& git, const std::string& workdir,
   std::error_code ec;
   fs::create_directories(code, ec);
   if (ec) return fail("cannot create " + code + ": " + ec.message());
-  auto lock = DirectoryLock::take(code + "/." + git.name + ".dlaunch-lock");
+  // Held while this host works on the checkout.
+  auto lock = FileLock::take(code + "/." + git.name + ".dlaunch-lock", 0644);
   if (!lock) return fail(lock.error());
   const GitRunner in_code(code, job_env);
   const GitRunner in_dir(dir, job_env);

@@ -1,42 +1,18 @@
 #include "launcher/record/job_claim.h"
 
-#include <fcntl.h>
-#include <sys/file.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <ctime>
 #include <utility>
 
+#include "common/file_lock.h"
 #include "launcher/record/job_store.h"
 
 namespace dlaunch {
 namespace {
-
-// flock on <log_dir>/.lock, held until the object goes (closing releases it).
-class StateDirLock {
- public:
-  static Result<StateDirLock> take(const std::string& log_dir) {
-    const std::string path = log_dir + "/.lock";
-    StateDirLock lock(::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600));
-    if (lock.fd_ < 0) return fail("cannot open " + path + ": " + std::strerror(errno));
-    while (::flock(lock.fd_, LOCK_EX) != 0) {
-      if (errno != EINTR) return fail("cannot lock " + path + ": " + std::strerror(errno));
-    }
-    return lock;
-  }
-  StateDirLock(StateDirLock&& other) noexcept : fd_(std::exchange(other.fd_, -1)) {}
-  StateDirLock& operator=(StateDirLock&&) = delete;
-  ~StateDirLock() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-
- private:
-  explicit StateDirLock(int fd) : fd_(fd) {}
-  int fd_ = -1;
-};
 
 bool exists(const std::string& path) {
   struct stat st {};
@@ -86,7 +62,8 @@ Result<ClaimedJob, ClaimRefused> claim_job(const std::string& log_dir, const std
     return fail(ClaimRefused{std::nullopt, std::move(error)});
   };
   if (auto made = make_private_dirs(log_dir); !made) return refused(made.error());
-  auto lock = StateDirLock::take(log_dir);
+  // One dlaunch at a time decides whose the name is (<log_dir>/.lock).
+  auto lock = FileLock::take(log_dir + "/.lock", 0600);
   if (!lock) return refused(lock.error());
   std::string taken_name = name;
   std::string archived;
