@@ -61,10 +61,7 @@ bool CheckRunner::run() {
 void CheckRunner::start_agent(const PlannedNode& planned) {
   const int node_rank = planned.node_rank;
   auto make_stdin = [this, node_rank](const std::string& local_address) {
-    LaunchContext context;
-    context.secret = s_.secret;
-    context.rdzv_host = s_.plan.rdzv_connect.empty() ? local_address : s_.plan.rdzv_connect;
-    context.rdzv_port = fleet_.server().port();
+    const LaunchContext context = fleet_.launch_context(s_.plan.rdzv_connect, local_address);
     LaunchSpec spec = make_launch_spec(s_.plan, fleet_.agent(node_rank).plan, s_.options, context);
     spec.check = true;
     // The Python a job's .py program would run with there: check reports it.

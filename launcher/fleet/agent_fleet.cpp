@@ -17,6 +17,15 @@ AgentFleet::AgentFleet(asio::io_context& io, AgentTransports& transports, Settin
       agents_(s_.nnodes),
       signals_(io, SIGINT, SIGTERM) {}
 
+LaunchContext AgentFleet::launch_context(const std::string& rdzv_connect,
+                                         const std::string& local_address) const {
+  LaunchContext context;
+  context.secret = s_.secret;
+  context.rdzv_host = rdzv_connect.empty() ? local_address : rdzv_connect;
+  context.rdzv_port = server_->port();
+  return context;
+}
+
 AgentFleet::~AgentFleet() = default;
 
 void AgentFleet::listen(RendezvousService::Callbacks callbacks) {

@@ -18,6 +18,7 @@
 #include "common/clock.h"
 #include "launcher/fleet/agent_link_perform.h"
 #include "launcher/fleet/agent_stderr.h"
+#include "launcher/plan/launch_spec_builder.h"
 #include "launcher/plan/plan.h"
 #include "launcher/transport/transport.h"
 #include "rendezvous/service.h"
@@ -62,6 +63,12 @@ class AgentFleet {
   void watch_signals(std::function<void(int)> on_signal);
   // Stops listening, closes every agent's connection and stops watching signals.
   void stop();
+
+  // Where an agent reaches this fleet's rendezvous, with its secret:
+  // `rdzv_connect` (the plan's address for every agent), else `local_address`
+  // (this machine as the agent's transport sees it).
+  LaunchContext launch_context(const std::string& rdzv_connect,
+                               const std::string& local_address) const;
 
   RendezvousService& server() { return *server_; }
   Agent& agent(int node) { return agents_[static_cast<std::size_t>(node)]; }

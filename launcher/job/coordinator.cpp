@@ -183,10 +183,7 @@ void Coordinator::start_server() {
 void Coordinator::start_agent(const PlannedNode& planned) {
   const int node_rank = planned.node_rank;
   auto make_stdin = [this, node_rank](const std::string& local_address) {
-    LaunchContext context;
-    context.secret = s_.secret;
-    context.rdzv_host = s_.plan.rdzv_connect.empty() ? local_address : s_.plan.rdzv_connect;
-    context.rdzv_port = fleet_.server().port();
+    LaunchContext context = fleet_.launch_context(s_.plan.rdzv_connect, local_address);
     context.local_workdir = workdir_;
     PlannedNode node = fleet_.agent(node_rank).plan;
     node.host.name = policy_.node_label(node_rank);
