@@ -1,8 +1,8 @@
 #!/usr/bin/python3
 """A stand-in for Slurm's srun that runs a dlaunch job step's agents on this
 machine, for tests of thousands of "nodes" where a real cluster cannot be
-had. dlaunch runs it as its srun (a link named srun, first on PATH), with the command line of
-launcher/transport/srun_argv.h:
+had. dlaunch runs it as its srun (a link named srun, first on PATH), with
+the command line of launcher/transport/srun_argv.h:
 
     fake_srun.py --nodes=N ... --nodelist=a,b,... --label ... <agent> --slurm
 
@@ -15,7 +15,8 @@ What it does as srun does, for the dlaunch agents' step:
     transport then shows them as srun's own lines);
   - a task that exits non-zero gets srun's line, "srun: error: <node>: task
     <i>: Exited with exit code <c>" (or the signal's name), at once;
-  - SIGTERM or SIGINT kills every task, as srun's SIGKILL to the step does.
+  - SIGTERM or SIGINT kills every task, as srun's SIGKILL to the step does;
+  - the step ends when its tasks have, whether or not stdin has.
 Exits 0 when every task did, else 1.
 
 A coordinator limited to 1,024 files passes that limit on to its srun, which
