@@ -87,10 +87,15 @@ std::vector<pid_t> process_ids() {
 
 namespace {
 
-// The children of `pid`, from /proc/PID/task/TID/children (each thread lists
-// the children it forked); nullopt where the kernel has no such file
-// (CONFIG_PROC_CHILDREN). Zombies are listed there too; the caller skips them.
-std::optional<std::vector<pid_t>> children_of(pid_t pid) {
+bool alive(pid_t pid) {
+  const auto fields = proc_stat(pid);
+  return fields.size() >= 4 && fields[2] != "Z";  // gone, or ended
+}
+
+// The live children of `pid`, from /proc/PID/task/TID/children (each thread
+// lists the children it forked); nullopt where the kernel has no such file
+// (CONFIG_PROC_CHILDREN).
+std::optional<std::vector<pid_t>> listed_children(pid_t pid) {
   const std::string task_dir = "/proc/" + std::to_string(pid) + "/task";
   DIR* dir = ::opendir(task_dir.c_str());
   if (dir == nullptr) return std::vector<pid_t>{};  // gone since it was listed
@@ -106,32 +111,27 @@ std::optional<std::vector<pid_t>> children_of(pid_t pid) {
       if (::stat((task_dir + "/" + entry->d_name).c_str(), &st) == 0) have_files = false;
       continue;
     }
-    for (long child = 0; file >> child;) children.push_back(static_cast<pid_t>(child));
+    for (long child = 0; file >> child;)
+      if (alive(static_cast<pid_t>(child))) children.push_back(static_cast<pid_t>(child));
   }
   ::closedir(dir);
   if (!have_files) return std::nullopt;
   return children;
 }
 
-// The same walk over every process's parent link: one read of /proc/N/stat
-// per process on the machine.
-std::vector<pid_t> descendants_by_scan(pid_t root) {
-  std::unordered_multimap<pid_t, pid_t> children;
-  for (const pid_t pid : process_ids()) {
-    const auto fields = proc_stat(pid);
-    if (fields.size() < 4 || fields[2] == "Z") continue;
-    children.emplace(static_cast<pid_t>(std::atol(fields[3].c_str())), pid);
-  }
+// Every descendant of `root`, by `children_of` (a process's live children;
+// nullopt when it cannot tell, which ends the walk with nullopt).
+template <class ChildrenOf>
+std::optional<std::vector<pid_t>> walk_down(pid_t root, ChildrenOf children_of) {
   std::vector<pid_t> found;
   std::vector<pid_t> frontier{root};
   while (!frontier.empty()) {
     const pid_t parent = frontier.back();
     frontier.pop_back();
-    auto [first, last] = children.equal_range(parent);
-    for (auto it = first; it != last; ++it) {
-      found.push_back(it->second);
-      frontier.push_back(it->second);
-    }
+    const std::optional<std::vector<pid_t>> children = children_of(parent);
+    if (!children) return std::nullopt;
+    found.insert(found.end(), children->begin(), children->end());
+    frontier.insert(frontier.end(), children->begin(), children->end());
   }
   return found;
 }
@@ -144,21 +144,20 @@ std::vector<pid_t> descendants_of(pid_t root) {
   // guardian sweeps its leftovers once at its end, and a thousand agents
   // ending together on one machine (a test of a large check) would otherwise
   // read a million files.
-  std::vector<pid_t> found;
-  std::vector<pid_t> frontier{root};
-  while (!frontier.empty()) {
-    const pid_t parent = frontier.back();
-    frontier.pop_back();
-    auto children = children_of(parent);
-    if (!children) return descendants_by_scan(root);
-    for (const pid_t child : *children) {
-      const auto fields = proc_stat(child);
-      if (fields.size() < 4 || fields[2] == "Z") continue;  // ended, or gone
-      found.push_back(child);
-      frontier.push_back(child);
-    }
+  if (auto found = walk_down(root, listed_children)) return std::move(*found);
+  // Without the lists: every live process's parent link, one /proc/N/stat each.
+  std::unordered_multimap<pid_t, pid_t> children;
+  for (const pid_t pid : process_ids()) {
+    const auto fields = proc_stat(pid);
+    if (fields.size() < 4 || fields[2] == "Z") continue;
+    children.emplace(static_cast<pid_t>(std::atol(fields[3].c_str())), pid);
   }
-  return found;
+  return *walk_down(root, [&children](pid_t parent) {
+    std::vector<pid_t> of_parent;
+    auto [first, last] = children.equal_range(parent);
+    for (auto it = first; it != last; ++it) of_parent.push_back(it->second);
+    return std::optional(std::move(of_parent));
+  });
 }
 
 void signal_group(pid_t pgid, int signal) {

@@ -69,6 +69,17 @@ const CLI::Validator existing_directory(
     },
     "DIR");
 
+// A CLI11 check from one of ours: CLI11 takes "" for a good value, else the
+// message to show.
+CLI::Validator cli_check(Result<void> (*check)(std::string_view), std::string shape) {
+  return CLI::Validator(
+      [check](std::string& text) {
+        const auto checked = check(text);
+        return checked ? std::string() : checked.error();
+      },
+      std::move(shape));
+}
+
 // CLI11 would say "Usage: dlaunch [OPTIONS]": the program and its arguments,
 // and the -- that may come before them, belong in it.
 class JobUsage : public CLI::Formatter {
@@ -489,23 +500,13 @@ ParseResult parse_options(int argc, const char* const* argv,
   app.add_option("--shm-size", o.shm_size,
                  "with --image (podman, docker): a private /dev/shm of this size per container, "
                  "e.g. 16g (default: the host's /dev/shm, shared as for plain ranks)")
-      ->check(CLI::Validator(
-          [](std::string& text) {
-            const auto checked = check_shm_size(text);
-            return checked ? std::string() : checked.error();
-          },
-          "SIZE"))
+      ->check(cli_check(check_shm_size, "SIZE"))
       ->group("Containers");
   app.add_option("--mount", o.mounts,
                  "with --image: bind-mount SRC:DST[:ro] into every container (repeatable), e.g. "
                  "/data/imagenet:/data:ro")
       ->allow_extra_args(false)
-      ->check(CLI::Validator(
-          [](std::string& text) {
-            const auto checked = check_mount(text);
-            return checked ? std::string() : checked.error();
-          },
-          "SRC:DST[:ro]"))
+      ->check(cli_check(check_mount, "SRC:DST[:ro]"))
       ->group("Containers");
   app.add_flag("-d,--detach", o.detach,
                "leave the terminal: print the job name once it is PENDING and return 0; the job "
