@@ -8,12 +8,21 @@ namespace {
 
 std::atomic<SteadyClock::rep> offset{0};
 std::atomic<bool> moved{false};
+// Non-zero while frozen: steady_clock's reading when it froze.
+std::atomic<SteadyClock::rep> frozen_at{0};
+
+SteadyClock::rep real_now() {
+  return std::chrono::duration_cast<SteadyClock::duration>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
 
 }  // namespace
 
 SteadyClock::time_point SteadyClock::now() noexcept {
-  return time_point(std::chrono::steady_clock::now().time_since_epoch() +
-                    duration(offset.load(std::memory_order_relaxed)));
+  const auto frozen = frozen_at.load(std::memory_order_relaxed);
+  return time_point(
+      duration((frozen != 0 ? frozen : real_now()) + offset.load(std::memory_order_relaxed)));
 }
 
 SteadyClock::duration SteadyClockWaitTraits::to_wait_duration(const SteadyClock::duration& d) {
@@ -32,6 +41,17 @@ void use_test_clock() {
 void advance_test_clock(SteadyClock::duration by) {
   use_test_clock();
   offset.fetch_add(by.count(), std::memory_order_relaxed);
+}
+
+FrozenTestClock::FrozenTestClock() {
+  use_test_clock();
+  frozen_at.store(real_now(), std::memory_order_relaxed);
+}
+
+FrozenTestClock::~FrozenTestClock() {
+  // From the frozen reading on: the real time that passed meanwhile is not added.
+  offset.fetch_add(frozen_at.exchange(0, std::memory_order_relaxed) - real_now(),
+                   std::memory_order_relaxed);
 }
 
 }  // namespace dlaunch

@@ -36,5 +36,16 @@ using Timer = asio::basic_waitable_timer<SteadyClock, SteadyClockWaitTraits>;
 // pending, to look at a clock that advance_test_clock() moves forward.
 void use_test_clock();
 void advance_test_clock(SteadyClock::duration by);
+// While a FrozenTestClock lives, the clock stands still but for
+// advance_test_clock: a test that plays a whole job reads timers' deadlines
+// exactly, and none fires because the machine was slow. Afterwards the clock
+// goes on from where it stood, so it never runs backwards.
+class FrozenTestClock {
+ public:
+  FrozenTestClock();
+  ~FrozenTestClock();
+  FrozenTestClock(const FrozenTestClock&) = delete;
+  FrozenTestClock& operator=(const FrozenTestClock&) = delete;
+};
 
 }  // namespace dlaunch

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -40,6 +41,18 @@ class FrameDecoder {
   void feed(std::string_view bytes) { buffer_.append(bytes); }
   // Takes the next whole frame out of the buffer, if there is one.
   Result next();
+  // Hands every whole frame buffered to `on_frame` (bool(Frame&&)), in order,
+  // until it returns false. Returns why the stream is bad, if it is; the
+  // frames before the bad one were handed out.
+  template <class OnFrame>
+  std::optional<std::string> each(OnFrame&& on_frame) {
+    for (;;) {
+      auto result = next();
+      if (result.status == Status::need_more) return std::nullopt;
+      if (result.status == Status::bad) return std::move(result.reason);
+      if (!on_frame(std::move(result.frame))) return std::nullopt;
+    }
+  }
   std::size_t buffered() const { return buffer_.size() - start_; }
 
  private:

@@ -161,22 +161,18 @@ void Connection::read_more() {
         if (n == self->read_capacity_)
           self->read_wanted_ = std::min(self->read_capacity_ * 4, self->read_limit_);
         self->decoder_.feed(std::string_view(self->read_buffer_.get(), n));
-        for (;;) {
-          auto result = self->decoder_.next();
-          if (result.status == FrameDecoder::Status::need_more) break;
-          if (result.status == FrameDecoder::Status::bad) {
-            self->close("bad frame: " + result.reason);
-            return;
-          }
-          auto message = proto::decode(result.frame.type, result.frame.payload);
+        const auto bad = self->decoder_.each([&self](Frame&& frame) {
+          auto message = proto::decode(frame.type, frame.payload);
           if (!message) {
-            self->close("malformed message of type " + std::to_string(result.frame.type));
-            return;
+            self->close("malformed message of type " + std::to_string(frame.type));
+            return false;
           }
-          if (std::holds_alternative<proto::Heartbeat>(*message)) continue;
+          if (std::holds_alternative<proto::Heartbeat>(*message)) return true;
           if (self->handler_.on_message) self->handler_.on_message(std::move(*message));
-          if (self->closed_) return;
-        }
+          return !self->closed_;
+        });
+        if (bad) self->close("bad frame: " + *bad);
+        if (self->closed_) return;
         if (self->reading_paused_) {
           self->read_parked_ = true;
           return;

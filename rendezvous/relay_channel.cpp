@@ -24,16 +24,12 @@ void RelayChannel::read_more() {
           return;
         }
         self->decoder_.feed(std::string_view(self->read_buffer_.get(), n));
-        for (;;) {
-          auto result = self->decoder_.next();
-          if (result.status == FrameDecoder::Status::need_more) break;
-          if (result.status == FrameDecoder::Status::bad) {
-            self->close("bad frame: " + result.reason);
-            return;
-          }
-          if (self->handler_.on_frame) self->handler_.on_frame(std::move(result.frame));
-          if (self->closed_) return;
-        }
+        const auto bad = self->decoder_.each([&self](Frame&& frame) {
+          if (self->handler_.on_frame) self->handler_.on_frame(std::move(frame));
+          return !self->closed_;
+        });
+        if (bad) self->close("bad frame: " + *bad);
+        if (self->closed_) return;
         self->read_more();
       });
 }

@@ -10,8 +10,10 @@
 #include <asio.hpp>
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -106,27 +108,59 @@ class AgentFleet {
 
 // A policy's named timers (an enum of Count values) on one io_context: arming
 // one again replaces its deadline, and a cancelled or replaced wait never calls
-// back. On common/clock.h's clock, which a unit test can move.
+// back. On common/clock.h's clock, which a unit test can move; the test reads
+// what is armed with time_left and expiries.
 template <class Which, std::size_t Count>
 class PolicyTimers {
  public:
   explicit PolicyTimers(asio::io_context& io) {
-    for (std::size_t i = 0; i < Count; ++i) timers_.push_back(std::make_unique<Timer>(io));
+    for (std::size_t i = 0; i < Count; ++i) timers_.push_back(std::make_unique<One>(io));
   }
   void arm(Which which, std::chrono::milliseconds after, std::function<void()> on_expiry) {
-    auto& timer = *timers_[static_cast<std::size_t>(which)];
-    timer.expires_after(after);
-    timer.async_wait([on_expiry = std::move(on_expiry)](const asio::error_code& ec) {
-      if (!ec) on_expiry();
-    });
+    auto& one = *timers_[static_cast<std::size_t>(which)];
+    one.timer.expires_after(after);
+    one.armed = true;
+    const auto generation = ++one.generation;
+    // A wait that had completed but not yet called back when it was replaced
+    // or cancelled ends here: only the latest arming's wait may call back.
+    one.timer.async_wait(
+        [&one, generation, on_expiry = std::move(on_expiry)](const asio::error_code& ec) {
+          if (ec || generation != one.generation) return;
+          one.armed = false;
+          ++one.expiries;
+          on_expiry();
+        });
   }
-  void cancel(Which which) { timers_[static_cast<std::size_t>(which)]->cancel(); }
+  void cancel(Which which) {
+    auto& one = *timers_[static_cast<std::size_t>(which)];
+    one.timer.cancel();
+    one.armed = false;
+    ++one.generation;
+  }
   void cancel_all() {
-    for (auto& timer : timers_) timer->cancel();
+    for (std::size_t i = 0; i < Count; ++i) cancel(static_cast<Which>(i));
+  }
+  // How long until `which` fires; nullopt when it is not armed.
+  std::optional<std::chrono::milliseconds> time_left(Which which) const {
+    const auto& one = *timers_[static_cast<std::size_t>(which)];
+    if (!one.armed) return std::nullopt;
+    return std::chrono::duration_cast<std::chrono::milliseconds>(one.timer.expiry() -
+                                                                 SteadyClock::now());
+  }
+  // How many times `which` has fired.
+  std::uint64_t expiries(Which which) const {
+    return timers_[static_cast<std::size_t>(which)]->expiries;
   }
 
  private:
-  std::vector<std::unique_ptr<Timer>> timers_;
+  struct One {
+    explicit One(asio::io_context& io) : timer(io) {}
+    Timer timer;
+    bool armed = false;
+    std::uint64_t generation = 0;  // of the latest arm or cancel
+    std::uint64_t expiries = 0;
+  };
+  std::vector<std::unique_ptr<One>> timers_;
 };
 
 }  // namespace dlaunch

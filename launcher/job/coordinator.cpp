@@ -94,6 +94,12 @@ Coordinator::Coordinator(asio::io_context& io, Settings settings, AgentTransport
 Coordinator::~Coordinator() = default;
 
 int Coordinator::run() {
+  if (!start()) return result_.exit_code;
+  io_.run();
+  return finish();
+}
+
+bool Coordinator::start() {
   std::signal(SIGHUP, SIG_IGN);  // a closed terminal or cron must not kill the job
   std::signal(SIGPIPE, SIG_IGN);
   // Local agents' orphans come to us if an agent is killed outright.
@@ -111,7 +117,7 @@ int Coordinator::run() {
     result_.exit_code = kExitFailure;
     result_.finished = std::time(nullptr);
     recorder_.finish(policy_, result_);
-    return kExitFailure;
+    return false;
   }
   if (sink_.holds_ranks_back()) {
     // Called on the terminal's writer thread once it has caught up.
@@ -127,7 +133,10 @@ int Coordinator::run() {
   for (const auto& planned : s_.plan.nodes) start_agent(planned);
   flush_logs_periodically();
   apply(policy_.start());
-  io_.run();
+  return true;
+}
+
+int Coordinator::finish() {
   sink_.terminal().on_space(nullptr);
   // Orphans of killed local agents were re-parented to us (we are a subreaper).
   if (fleet_.any_local()) end_descendants();

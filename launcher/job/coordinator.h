@@ -58,6 +58,19 @@ class Coordinator {
   int run();
   const JobResult& result() const { return result_; }
 
+  // run() in its three steps, for a test that drives the io_context itself
+  // (tests/unit/launcher/job/fake_job.h). start(): listens, starts every
+  // agent and the policy; false when it cannot listen (result() says why).
+  bool start();
+  // Once the io_context has run out or the policy finished: ends what is
+  // left, records the result and returns the exit code.
+  int finish();
+  // SIGINT and SIGTERM come here.
+  void on_signal(int signal);
+
+  const JobPolicy& policy() const { return policy_; }
+  const PolicyTimers<JobTimer, kJobTimers>& timers() const { return timers_; }
+
  private:
   void start_server();
   void flush_logs_periodically();
@@ -65,7 +78,6 @@ class Coordinator {
   void on_message(ConnId conn, proto::Message&& message);
   void on_log_line(ConnId conn, const proto::LogLine& line);
   void on_file_chunk(ConnId conn, const proto::FileChunk& chunk);
-  void on_signal(int signal);
   void watch_suspend();
 
   void apply(const JobActions& actions);

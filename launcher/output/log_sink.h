@@ -77,6 +77,8 @@ class LogSink {
   // Restart round `round` begins: its output goes to files of its own
   // (rank-<R>.<round>.log), and the failure summary forgets the last round.
   void mark_round(int round);
+  // The round whose files the ranks' output goes to.
+  int round() const { return files_.round(); }
 
   bool terminal_backlogged() const { return terminal_.over_bound(); }
   // Nothing is skipped (no_skip): the coordinator holds the ranks back while

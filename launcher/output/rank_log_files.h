@@ -38,6 +38,7 @@ class RankLogFiles {
   void append(int rank, std::string_view bytes, std::string_view end = {});
   // From now on, the files of restart round `round` (0: the first run).
   void start_round(int round);
+  int round() const { return round_; }
   void flush();
 
   std::string path_of(int rank) const;

@@ -47,6 +47,26 @@ TEST_CASE("frames round-trip when fed byte by byte") {
   CHECK(d.buffered() == 0);
 }
 
+TEST_CASE("each() hands out the frames before a bad one, then why; false stops it") {
+  FrameDecoder d(kMaxPreAuthFrame);
+  d.feed(encode_frame(1, "a") + encode_frame(2, "b") + encode_frame(3, "c"));
+  std::vector<std::string> got;
+  auto keep = [&got](Frame&& f) {
+    got.emplace_back(f.payload);
+    return f.type != 2;  // stop after the second
+  };
+  CHECK_FALSE(d.each(keep).has_value());
+  CHECK(got == std::vector<std::string>{"a", "b"});
+  CHECK_FALSE(d.each(keep).has_value());
+  CHECK(got == std::vector<std::string>{"a", "b", "c"});
+  // Then a frame over the limit: the reason, and nothing more handed out.
+  d.feed(encode_frame(4, std::string(kMaxPreAuthFrame + 1, 'x')).substr(0, 4));
+  const auto bad = d.each(keep);
+  REQUIRE(bad.has_value());
+  CHECK(bad->find("exceeds limit") != std::string::npos);
+  CHECK(got.size() == 3);
+}
+
 TEST_CASE("a frame over the limit is refused before its body arrives") {
   FrameDecoder d(kMaxPreAuthFrame);
   std::string header = encode_frame(1, std::string(kMaxPreAuthFrame, 'a')).substr(0, 4);

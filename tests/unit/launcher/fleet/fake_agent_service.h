@@ -76,7 +76,11 @@ class FakeAgentService : public RendezvousService {
          true,
          {{"198.18." + std::to_string(node / 250) + "." + std::to_string(node % 250 + 1), 16,
            false}}}};
-    asio::post(io_, [this, node, join] { callbacks_.on_join(conn(node), join); });
+    join_as(node, std::move(join));
+  }
+  // Node `node`'s agent joins with exactly this Join.
+  void join_as(int node, proto::Join join) {
+    asio::post(io_, [this, node, join = std::move(join)] { callbacks_.on_join(conn(node), join); });
   }
   void answer(ConnId id, proto::Message message) {
     asio::post(io_, [this, id, message = std::move(message)]() mutable {
@@ -90,6 +94,10 @@ class FakeAgentService : public RendezvousService {
     for (std::size_t i = 0; i < probe.addresses.size(); ++i)
       report.outcomes.push_back({true, 200, "eth0", ""});
     answer(id, report);
+  }
+  // The agent's connection closes for `reason` (a reset, a heartbeat timeout).
+  void lose(ConnId id, std::string reason) {
+    asio::post(io_, [this, id, reason = std::move(reason)] { callbacks_.on_close(id, reason); });
   }
   // The agent's connection closes, then `then` runs (its process exits).
   template <class Then>

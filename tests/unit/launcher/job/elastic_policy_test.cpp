@@ -2,6 +2,8 @@
 // a lost node, played on FakeJob (membership's own rules: membership_test).
 #include <doctest/doctest.h>
 
+#include <algorithm>
+
 #include "fake_job.h"
 
 using namespace dlaunch;
@@ -9,12 +11,12 @@ using dlaunch::testing::FakeJob;
 
 namespace {
 
-// Fires timers until the restart backoff has fired (the next round began).
-void wait_for_next_round(FakeJob& job) {
-  while (auto fired = job.fire_next_timer()) {
-    if (*fired == JobTimer::restart_backoff) return;
+// Fires timers until restart round `round` has begun (at once when no
+// backoff holds it).
+void wait_for_round(FakeJob& job, int round) {
+  while (job.policy().round() < round) {
+    if (!job.fire_next_timer()) FAIL("round " << round << " never began");
   }
-  FAIL("the next round never began");
 }
 
 bool printed_line(const std::string& printed, const std::string& line) {
@@ -45,11 +47,14 @@ TEST_CASE("elastic: a spare takes node 1's rank when its agent is lost; ranks ke
   CHECK(printed_line(lost,
                      "lost the agent of host1: connection reset; a new round without it "
                      "(restart 1 of 2)"));
+  // A round that replaces a lost node is no crash loop: it begins at once,
+  // without a backoff.
+  const auto lost_at = job.now();
   job.agent_done(0);
   job.agent_done(2);
-  // A round that replaces a lost node is no crash loop: no backoff.
-  CHECK(job.armed(JobTimer::restart_backoff) == std::chrono::milliseconds(0));
-  wait_for_next_round(job);
+  CHECK(job.policy().round() == 1);
+  CHECK(job.now() == lost_at);
+  CHECK_FALSE(job.armed(JobTimer::restart_backoff));
   CHECK(printed_line(job.printed(),
                      "host3 takes node 1 of host1 (lost the agent of host1: "
                      "connection reset)"));
@@ -62,7 +67,7 @@ TEST_CASE("elastic: a spare takes node 1's rank when its agent is lost; ranks ke
   // The others keep their node ranks and rank offsets.
   CHECK(job.received_of<proto::Assign>(2).back().rank_offset == 4);
   CHECK(job.received_of<proto::Assign>(1).size() == 1);  // the lost host: nothing more
-  CHECK(job.marked_rounds == std::vector<int>{1});
+  CHECK(job.log_round() == 1);  // the ranks' output goes to round 1's files
 
   // The spare's ranks report as ranks 2 and 3; the job succeeds.
   for (int rank : {0, 1}) job.rank_exits_on(0, rank, 0);
@@ -123,11 +128,10 @@ TEST_CASE("elastic: below MIN after a loss, the job fails naming the lost hosts"
   two.connection_lost(2, "heartbeat timeout");
   two.agent_done(0);
   two.agent_done(1);
-  wait_for_next_round(two);
+  wait_for_round(two, 1);
   CHECK(two.received_of<proto::Assign>(1).back().nnodes == 2);
   two.connection_lost(1, "link down");
-  two.agent_done(0);
-  wait_for_next_round(two);
+  two.agent_done(0);  // the next round would begin at once, but is one node
   const std::string printed = two.printed();
   CHECK(printed.find("job job failed: cannot go on: 1 nodes are left, fewer than the 2 the job "
                      "needs; retired: host1 (lost the agent of host1: link down), host2 (lost "
@@ -137,6 +141,15 @@ TEST_CASE("elastic: below MIN after a loss, the job fails naming the lost hosts"
   two.agent_exits(2, 1);
   REQUIRE(two.exit_code.has_value());
   CHECK(*two.exit_code == 1);
+}
+
+// The checkpoint files that reached `node`, in the order they came.
+std::vector<proto::FileChunk> checkpoint_chunks(FakeJob& job, int node) {
+  std::vector<proto::FileChunk> chunks;
+  for (auto& chunk : job.received_of<proto::FileChunk>(node)) {
+    if (chunk.set == proto::FileSet::checkpoint) chunks.push_back(chunk);
+  }
+  return chunks;
 }
 
 TEST_CASE(
@@ -150,42 +163,55 @@ TEST_CASE(
                .carry_checkpoint = true});
   job.start();
   job.join_all();
-  CHECK(job.checkpoint_carried.empty());  // the first round starts where the checkpoint is
+  // Rank 0 saves a checkpoint: the coordinator keeps a copy.
+  job.rank0_saves_checkpoint(0, "step-100.pt", "weights at step 100");
+  for (int node = 0; node < 4; ++node) CHECK(checkpoint_chunks(job, node).empty());
 
   // Node 1 is lost: node 0 stays, so the checkpoint is already there.
   job.connection_lost(1, "connection reset");
   job.agent_done(0);
   job.agent_done(2);
-  wait_for_next_round(job);
+  wait_for_round(job, 1);
   CHECK(job.received_of<proto::Assign>(3).back().node_rank == 1);
-  CHECK(job.checkpoint_carried.empty());
+  for (int node = 0; node < 4; ++node) CHECK(checkpoint_chunks(job, node).empty());
 
   // Node 0 is lost and no spare is left: the nodes after it move up, so host3
   // becomes node 0, and the checkpoint goes to it before its Assign.
+  job.printed();
   job.connection_lost(0, "heartbeat timeout");
   job.agent_done(2);
   job.agent_done(3);
-  wait_for_next_round(job);
-  REQUIRE(job.checkpoint_carried.size() == 1);
-  const auto [node, sent_before] = job.checkpoint_carried[0];
-  CHECK(node == 3);
-  const auto& inbox = job.received(node);
-  REQUIRE(inbox.size() > sent_before);
-  const auto* assign = std::get_if<proto::Assign>(&inbox[sent_before]);
+  wait_for_round(job, 2);
+  const auto carried = checkpoint_chunks(job, 3);
+  REQUIRE(carried.size() == 1);
+  CHECK(carried[0].path == "step-100.pt");
+  CHECK(carried[0].data == "weights at step 100");
+  CHECK(carried[0].complete);
+  const auto& inbox = job.received(3);
+  const auto chunk_at = std::find_if(inbox.begin(), inbox.end(), [](const proto::Message& m) {
+    return std::holds_alternative<proto::FileChunk>(m);
+  });
+  REQUIRE(chunk_at != inbox.end());
+  REQUIRE(chunk_at + 1 != inbox.end());
+  const auto* assign = std::get_if<proto::Assign>(&*(chunk_at + 1));
   REQUIRE(assign != nullptr);  // the next message it gets is the new round's Assign
   CHECK(assign->node_rank == 0);
   CHECK(assign->round == 2);
+  CHECK(printed_line(job.printed(),
+                     "host3 is the new node 0: sent it the last checkpoint (1 file, 19 B, 0.0 s)"));
+  CHECK(checkpoint_chunks(job, 2).empty());
 }
 
 TEST_CASE("without --checkpoint-dir nothing is carried") {
   FakeJob job({.nodes = 3, .nproc = 1, .max_restarts = 2, .spares = {2}});
   job.start();
   job.join_all();
+  job.rank0_saves_checkpoint(0, "step-100.pt", "weights at step 100");
   job.connection_lost(0, "connection reset");
   job.agent_done(1);
-  wait_for_next_round(job);
+  wait_for_round(job, 1);
   CHECK(job.received_of<proto::Assign>(2).back().node_rank == 0);
-  CHECK(job.checkpoint_carried.empty());
+  for (int node = 0; node < 3; ++node) CHECK(checkpoint_chunks(job, node).empty());
 }
 
 TEST_CASE("elastic: a host that joins after the start is a spare for the next round") {
@@ -207,7 +233,7 @@ TEST_CASE("elastic: a host that joins after the start is a spare for the next ro
   // than MAX allows.
   job.connection_lost(1, "connection reset");
   job.agent_done(0);
-  wait_for_next_round(job);
+  wait_for_round(job, 1);
   const auto late = job.received_of<proto::Assign>(2);
   REQUIRE(late.size() == 1);
   CHECK(late[0].node_rank == 1);
@@ -242,7 +268,7 @@ TEST_CASE(
   // Node 1 is lost: host3, whose files are in place, takes its place.
   job.connection_lost(1, "connection reset");
   job.agent_done(0);
-  wait_for_next_round(job);
+  wait_for_round(job, 1);
   CHECK(job.received_of<proto::Assign>(2).empty());
   const auto late = job.received_of<proto::Assign>(3);
   REQUIRE(late.size() == 1);

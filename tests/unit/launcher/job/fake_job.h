@@ -1,24 +1,31 @@
-// A whole job driven through JobPolicy the way the coordinator drives it, with
-// agents on a FakeTransport and timers on a fake clock: a test plays the
-// agents, the ranks and the user (signals), and reads back what the user would
-// see (the printed lines, the exit code) and what each agent was told.
+// A whole job run by the real Coordinator (its AgentFleet, PolicyTimers,
+// dispatch of every event, log sink, sync streams, checkpoint relay and job
+// record) over fakes: agents on a FakeTransport, a rendezvous service whose
+// connections the test plays (FakeAgentService), and a frozen clock that only
+// fire_next_timer moves. A test plays the agents, the ranks and the user
+// (signals, `dlaunch stop --grace`), and reads back what the user would see
+// (the printed lines, the exit code) and what each agent was told.
 #pragma once
 
 #include <doctest/doctest.h>
+#include <fcntl.h>
+#include <unistd.h>
 
-#include <cstdio>
-#include <cstdlib>
+#include <chrono>
 #include <map>
+#include <memory>
 #include <optional>
 #include <set>
 #include <string>
 #include <vector>
 
-#include "common/console.h"
-#include "common/text.h"
-#include "launcher/fleet/agent_stderr.h"
-#include "launcher/job/job_policy.h"
+#include "common/clock.h"
+#include "common/log.h"
+#include "launcher/job/coordinator.h"
+#include "launcher/job/job_recorder.h"
 #include "launcher/transport/fake_transport.h"
+#include "tests/unit/launcher/fleet/fake_agent_service.h"
+#include "tests/unit/scratch_dir.h"
 
 namespace dlaunch::testing {
 
@@ -48,43 +55,42 @@ class FakeJob {
 
   explicit FakeJob(Setup setup)
       : setup_(setup),
-        policy_(config(setup)),
-        out_(::open_memstream(&out_buf_, &out_size_)),
-        err_(::open_memstream(&err_buf_, &err_size_)),
-        console_(out_, err_) {}
+        terminal_fd_(::open((scratch_.path() + "/terminal").c_str(),
+                            O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600)),
+        transports_([] { return std::unique_ptr<Transport>(); },
+                    [this] { return std::unique_ptr<Transport>(new LentTransport(transport)); }),
+        sink_(sink_settings()) {
+    REQUIRE(terminal_fd_ >= 0);
+    log::set_level(log::Level::debug);
+    log::set_sink([this](log::Level level, const std::string& text) {
+      static const char* const kLevels[] = {"debug", "info", "warn", "error"};
+      logs.push_back(std::string(kLevels[static_cast<int>(level)]) + ": " + text);
+    });
+    coordinator_.emplace(io_, coordinator_settings(), transports_, sink_);
+  }
   ~FakeJob() {
-    handles_.clear();
-    std::fclose(out_);
-    std::fclose(err_);
-    std::free(out_buf_);
-    std::free(err_buf_);
+    coordinator_.reset();
+    log::set_sink({});
+    log::set_level(log::Level::warn);
+    ::close(terminal_fd_);
   }
   FakeJob(const FakeJob&) = delete;
   FakeJob& operator=(const FakeJob&) = delete;
 
-  static ConnId conn(int node) { return 1000 + static_cast<ConnId>(node); }
+  static ConnId conn(int node) { return FakeAgentService::conn(node); }
   static std::string host(int node) { return "host" + std::to_string(node); }
   int node_of_rank(int rank) const { return rank / setup_.nproc; }
   int world_size() const { return setup_.nodes * setup_.nproc; }
 
   // --- what happens -------------------------------------------------------
+  // Each event reaches the coordinator as from its socket or its agents'
+  // processes, and everything it causes runs before the call returns, timers
+  // already due included.
 
-  // The coordinator starts every node's agent, then the policy.
+  // The coordinator starts: it listens, starts every node's agent, then the policy.
   void start() {
-    for (int node = 0; node < setup_.nodes; ++node) {
-      AgentEvents events;
-      events.on_stderr = [this, node](std::string_view bytes) {
-        if (auto unreachable = stderr_[node].add(bytes, host(node)))
-          apply(policy_.on_agent_unreachable(node, std::move(*unreachable)));
-      };
-      events.on_exit = [this, node](int code, const std::string& error) {
-        apply(policy_.on_agent_exited(node, code, error, stderr_[node].last(5)));
-      };
-      HostEntry entry;
-      entry.name = host(node);
-      handles_.push_back(transport.start(entry, AgentLaunch{}, std::move(events)));
-    }
-    apply(policy_.start());
+    REQUIRE(coordinator_->start());
+    settle();
   }
   // `machine_id` and `gpus` as the agent reports them (default: unknown, none).
   void join(int node, const std::string& machine_id = "", int gpus = 0) {
@@ -108,7 +114,8 @@ class FakeJob {
                           true,
                           {{"198.18.2." + std::to_string(node), 24, false}}}};
     }
-    apply(policy_.on_join(conn(node), join));
+    agents_->join_as(node, std::move(join));
+    settle();
   }
   // A node's answer to the Probe it received: `reached` per candidate.
   void probe_report(int node, const std::vector<bool>& reached) {
@@ -118,7 +125,7 @@ class FakeJob {
                                  r ? (node == 0 ? "ens5" : "eth" + std::to_string(node)) : "",
                                  r ? "" : "timed out"});
     }
-    apply(policy_.on_probe_report(conn(node), report));
+    sends(node, report);
   }
   // The node's --sync ended (`error` empty: it succeeded).
   void sync_done(int node, const std::string& error = "") {
@@ -126,13 +133,28 @@ class FakeJob {
     done.files_written = 3;
     done.bytes_received = 100;
     done.error = error;
-    apply(policy_.on_sync_done(conn(node), done));
+    sends(node, done);
   }
   void join_all() {
     for (int node = 0; node < setup_.nodes; ++node) join(node);
   }
-  // A rank prints a line (kept for the failure summary, as the log sink does).
-  void rank_prints(int rank, const std::string& line) { tails_[rank].push_back(line); }
+  // A rank prints a line: its agent sends it (the failure summary keeps it).
+  void rank_prints(int rank, const std::string& text) {
+    proto::LogLine line;
+    line.rank = rank;
+    line.text = text;
+    sends(node_of_rank(rank), line);
+  }
+  // Rank 0's agent sends a whole checkpoint file (--checkpoint-dir).
+  void rank0_saves_checkpoint(int node, const std::string& path, const std::string& data) {
+    proto::FileChunk chunk;
+    chunk.path = path;
+    chunk.data = data;
+    chunk.set = proto::FileSet::checkpoint;
+    chunk.restart = true;  // a new version, from its first byte
+    chunk.complete = true;
+    sends(node, chunk);
+  }
   void rank_exits(int rank, int code, int signal = 0) {
     rank_exits_on(node_of_rank(rank), rank, code, signal);
   }
@@ -142,7 +164,7 @@ class FakeJob {
     exit.rank = rank;
     exit.exit_code = code;
     exit.signal = signal;
-    apply(policy_.on_rank_exit(conn(node), exit, tails_[rank]));
+    sends(node, exit);
   }
   void all_ranks_exit(int code) {
     for (int rank = 0; rank < world_size(); ++rank) rank_exits(rank, code);
@@ -150,74 +172,86 @@ class FakeJob {
   // The node's ranks have all exited this round.
   void agent_done(int node) {
     proto::AgentDone done;
-    done.round = policy_.rendezvous().round();
+    done.round = policy().rendezvous().round();
     done.next_master_port = 31000 + node;
-    apply(policy_.on_agent_done(conn(node), done));
+    sends(node, done);
   }
   void all_agents_done() {
     for (int node = 0; node < setup_.nodes; ++node) agent_done(node);
   }
   void connection_lost(int node, const std::string& reason) {
-    closed_[node] = true;
-    apply(policy_.on_connection_closed(conn(node), reason));
+    closed_.insert(node);
+    agents_->lose(conn(node), reason);
+    settle();
   }
   void agent_writes_stderr(int node, const std::string& bytes) {
     transport.write_stderr(static_cast<std::size_t>(node), bytes);
+    settle();
   }
   void agent_exits(int node, int code, const std::string& error = "") {
     transport.exit(static_cast<std::size_t>(node), code, error);
+    settle();
   }
   // An agent that was told to stop does: its connection closes, its process exits.
   void agent_stops(int node) {
-    if (!closed_[node] && policy_.node_of(conn(node))) connection_lost(node, "connection closed");
+    if (!closed_.contains(node) && policy().node_of(conn(node)))
+      connection_lost(node, "connection closed");
     agent_exits(node, 0);
   }
   void all_agents_stop() {
     for (int node = 0; node < setup_.nodes; ++node) agent_stops(node);
   }
+  // SIGINT or SIGTERM; `grace_s`: as `dlaunch stop --grace` leaves it.
   void signal(int signal, std::optional<int> grace_s = std::nullopt) {
-    apply(policy_.on_signal(signal, grace_s));
+    if (grace_s) REQUIRE(write_stop_request(job_dir(), *grace_s));
+    coordinator_->on_signal(signal);
+    settle();
   }
 
-  // Moves the clock to the earliest armed timer and fires it.
+  // Moves the clock to the earliest armed timer and lets it fire.
   std::optional<JobTimer> fire_next_timer() {
-    if (armed_.empty()) return std::nullopt;
-    auto next = armed_.begin();
-    for (auto it = armed_.begin(); it != armed_.end(); ++it) {
-      if (it->second < next->second) next = it;
+    std::optional<JobTimer> next;
+    ms left{0};
+    for (std::size_t i = 0; i < kJobTimers; ++i) {
+      const auto timer = static_cast<JobTimer>(i);
+      const auto t = armed(timer);
+      if (t && (!next || *t < left)) {
+        next = timer;
+        left = *t;
+      }
     }
-    const JobTimer timer = next->first;
-    now_ = next->second;
-    armed_.erase(next);
-    apply(policy_.on_timer(timer));
-    return timer;
+    if (!next) return std::nullopt;
+    advance_test_clock(left);
+    now_ += left;
+    run_until_fired(*next);
+    settle();
+    return next;
   }
 
   // --- what came out ------------------------------------------------------
 
   FakeTransport transport;
-  std::optional<int> exit_code;          // set when the policy finished the job
+  std::optional<int> exit_code;          // set when the job finished
   std::vector<std::string> logs;         // "warn: ..." as the launcher's log shows them
-  std::vector<int> marked_rounds;        // restart rounds the rank files were marked with
   std::vector<ConnId> closed_by_server;  // connections the coordinator closed
-  std::vector<int> sync_started;         // nodes whose --sync the coordinator was told to start
-  // --checkpoint-dir: each carry's node, and how many messages it had been
-  // sent by then (what comes after waits behind the checkpoint).
-  std::vector<std::pair<int, std::size_t>> checkpoint_carried;
+  std::vector<int> sync_started;         // nodes the coordinator began to offer --sync files
 
-  const JobPolicy& policy() const { return policy_; }
+  const JobPolicy& policy() const { return coordinator_->policy(); }
+  // The restart round the rank log files are now written for.
+  int log_round() const { return sink_.round(); }
   ms now() const { return now_; }
   // How long until `timer` fires, if it is armed.
-  std::optional<ms> armed(JobTimer timer) const {
-    auto it = armed_.find(timer);
-    if (it == armed_.end()) return std::nullopt;
-    return it->second - now_;
-  }
+  std::optional<ms> armed(JobTimer timer) const { return coordinator_->timers().time_left(timer); }
   // Everything printed on stderr since the last call, byte for byte.
   std::string printed() {
-    std::fflush(err_);
-    std::string text(err_buf_ + printed_until_, err_size_ - printed_until_);
-    printed_until_ = err_size_;
+    sink_.terminal().drain();
+    std::string text;
+    char buf[4096];
+    ssize_t n;
+    while ((n = ::pread(terminal_fd_, buf, sizeof buf, printed_until_)) > 0) {
+      text.append(buf, static_cast<std::size_t>(n));
+      printed_until_ += n;
+    }
     return text;
   }
   const std::vector<proto::Message>& received(int node) { return inbox_[conn(node)]; }
@@ -237,84 +271,151 @@ class FakeJob {
     }
     return false;
   }
+  std::string job_dir() const { return scratch_.path() + "/job"; }
 
  private:
-  static JobPolicy::Config config(const Setup& setup) {
-    JobPolicy::Config c;
-    c.rendezvous.nnodes = setup.nodes;
-    c.rendezvous.job = "job";
-    c.rendezvous.max_restarts = setup.max_restarts;
-    c.rendezvous.master_addr = "10.0.0.1";
-    for (int node = 0; node < setup.nodes; ++node) {
-      c.rendezvous.node_names.push_back(host(node));
-      c.nodes.push_back({host(node), true, setup.behind_jump.contains(node),
-                         setup.spares.contains(node), "198.19.0." + std::to_string(2 + node)});
+  // The remote transport of the coordinator's AgentTransports, which owns it:
+  // the test's FakeTransport.
+  class LentTransport : public Transport {
+   public:
+    explicit LentTransport(FakeTransport& fake) : fake_(fake) {}
+    std::unique_ptr<AgentHandle> start(const HostEntry& host, const AgentLaunch& launch,
+                                       AgentEvents events) override {
+      return fake_.start(host, launch, std::move(events));
     }
-    c.rdzv_timeout_s = setup.rdzv_timeout_s;
-    c.grace_s = setup.grace_s;
-    c.verbose = setup.verbose;
-    c.ranks_filter = setup.ranks_filter;
-    c.probe_master = setup.probe;
-    c.sync = setup.sync;
-    c.min_nodes = setup.min_nodes;
-    c.max_nodes = setup.max_nodes;
-    c.carry_checkpoint = setup.carry_checkpoint;
-    c.rendezvous.admit_late = !setup.spares.empty() || setup.max_nodes != 0;
-    c.rendezvous.hold_for_network =
-        setup.probe || setup.sync || !setup.spares.empty() || setup.max_nodes != 0;
-    c.master_sources.node0_address = "198.19.0.2";
-    return c;
+
+   private:
+    FakeTransport& fake_;
+  };
+
+  // The agents' connections: what the coordinator sends is kept per node.
+  class Agents : public FakeAgentService {
+   public:
+    Agents(asio::io_context& io, Callbacks callbacks, FakeJob& job)
+        : FakeAgentService(io, std::move(callbacks)), job_(job) {}
+    void close(ConnId id, const std::string& reason) override {
+      job_.closed_by_server.push_back(id);
+      job_.closed_.insert(node(id));
+      FakeAgentService::close(id, reason);
+    }
+
+   protected:
+    void on_send(ConnId id, const proto::Message& message) override {
+      job_.inbox_[id].push_back(message);
+      if (const auto* offer = std::get_if<proto::SyncOffer>(&message); offer && offer->first == 0)
+        job_.sync_started.push_back(node(id));
+    }
+
+   private:
+    FakeJob& job_;
+  };
+
+  LogSink::Settings sink_settings() {
+    LogSink::Settings s;
+    s.job_dir = job_dir();
+    s.quiet = true;  // the ranks' lines stay in their files
+    s.terminal.out_fd = terminal_fd_;
+    s.terminal.err_fd = terminal_fd_;
+    return s;
   }
 
-  // The coordinator's side of each action, on fakes.
-  void apply(const JobActions& actions) {
-    for (const auto& action : actions) {
-      REQUIRE_FALSE(exit_code.has_value());  // nothing comes after Finish
-      std::visit([this](const auto& a) { perform(a); }, action);
+  Coordinator::Settings coordinator_settings() {
+    std::filesystem::create_directories(job_dir());
+    Coordinator::Settings s;
+    Plan& plan = s.plan;
+    plan.mode = Mode::hosts;
+    plan.job = "job";
+    plan.nnodes = setup_.nodes;
+    plan.rdzv_bind = "127.0.0.1";
+    plan.master_addr = "10.0.0.1";
+    plan.node0_address = "198.19.0.2";
+    plan.probe_master = setup_.probe;
+    plan.command = {"train"};
+    for (int n = 0; n < setup_.nodes; ++n) {
+      PlannedNode planned;
+      planned.node_rank = n;
+      planned.host.name = host(n);
+      planned.host.address = "198.19.0." + std::to_string(2 + n);
+      planned.host.spare = setup_.spares.contains(n);
+      if (setup_.behind_jump.contains(n)) planned.host.jump = "bastion";
+      planned.local = false;
+      planned.nproc = setup_.nproc;
+      plan.nodes.push_back(planned);
     }
+    Options& o = s.options;
+    o.max_restarts = setup_.max_restarts;
+    o.grace_s = setup_.grace_s;
+    o.rdzv_timeout_s = setup_.rdzv_timeout_s;
+    o.verbose = setup_.verbose ? 1 : 0;
+    o.ranks_filter = setup_.ranks_filter;
+    o.min_nodes = setup_.min_nodes;
+    o.max_nodes = setup_.max_nodes;
+    if (setup_.sync) {
+      o.sync_dir = scratch_.path() + "/sync";
+      std::filesystem::create_directories(o.sync_dir);
+      s.sync = std::make_shared<const SyncManifest>(SyncManifest{.root = o.sync_dir});
+    }
+    if (setup_.carry_checkpoint) o.checkpoint_dir = "checkpoints";
+    s.job_dir = job_dir();
+    s.record.name = plan.job;
+    s.service = [this](RendezvousService::Callbacks callbacks) {
+      auto service = std::make_unique<Agents>(io_, std::move(callbacks), *this);
+      agents_ = service.get();
+      return std::unique_ptr<RendezvousService>(std::move(service));
+    };
+    return s;
   }
-  void perform(const job_action::Send& a) { inbox_[a.to].push_back(a.message); }
-  void perform(const job_action::CloseConnection& a) { closed_by_server.push_back(a.conn); }
-  void perform(const job_action::CloseStdin& a) { handles_.at(a.node)->close_stdin(); }
-  void perform(const job_action::KillAgent& a) { handles_.at(a.node)->kill(); }
-  void perform(const job_action::ArmTimer& a) { armed_[a.timer] = now_ + a.after; }
-  void perform(const job_action::CancelTimer& a) { armed_.erase(a.timer); }
-  void perform(const job_action::Note& a) { console_.note(a.text); }
-  void perform(const job_action::Log& a) {
-    static const char* const kLevels[] = {"debug", "info", "warn", "error"};
-    logs.push_back(std::string(kLevels[static_cast<int>(a.level)]) + ": " + a.text);
+
+  void sends(int node, proto::Message message) {
+    agents_->answer(conn(node), std::move(message));
+    settle();
   }
-  void perform(const job_action::MarkRound& a) { marked_rounds.push_back(a.round); }
-  void perform(const job_action::StartSync& a) {
-    CHECK(a.conn == conn(a.node));
-    sync_started.push_back(a.node);
+
+  // Runs what is ready, then the timers already due, as the event loop would
+  // before it sleeps; notes when the job finished.
+  void settle() {
+    io_.poll();
+    for (;;) {
+      std::optional<JobTimer> due;
+      for (std::size_t i = 0; i < kJobTimers && !due; ++i) {
+        const auto timer = static_cast<JobTimer>(i);
+        if (const auto left = armed(timer); left && left->count() <= 0) due = timer;
+      }
+      if (!due) break;
+      run_until_fired(*due);
+      io_.poll();
+    }
+    if (!exit_code && policy().finished()) exit_code = coordinator_->finish();
   }
-  void perform(const job_action::CarryCheckpoint& a) {
-    CHECK(a.conn == conn(a.node));
-    checkpoint_carried.emplace_back(a.node, inbox_[a.conn].size());
-  }
-  void perform(const job_action::Finish& a) {
-    exit_code = a.exit_code;
-    armed_.clear();
+
+  // The timer is due on the test's clock: the event loop sees it within a
+  // millisecond (common/clock.h). Another timer due with it may cancel it.
+  void run_until_fired(JobTimer timer) {
+    const auto before = coordinator_->timers().expiries(timer);
+    const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    auto due = [&] {
+      const auto left = armed(timer);
+      return left && left->count() <= 0;
+    };
+    while (coordinator_->timers().expiries(timer) == before && due() && !io_.stopped()) {
+      REQUIRE(std::chrono::steady_clock::now() < give_up);
+      io_.run_one_for(std::chrono::milliseconds(5));
+    }
   }
 
   Setup setup_;
-  JobPolicy policy_;
-  std::vector<std::unique_ptr<AgentHandle>> handles_;  // by node
-  std::map<int, AgentStderr> stderr_;                  // each agent's own diagnostics
-  std::map<int, std::vector<std::string>> tails_;      // each rank's last lines
-  std::map<int, bool> closed_;                         // connection closed, by node
+  ScratchDir scratch_;
+  FrozenTestClock clock_;
+  int terminal_fd_;  // the console's stderr (and stdout)
+  asio::io_context io_;
+  AgentTransports transports_;
+  LogSink sink_;
+  Agents* agents_ = nullptr;  // made by the coordinator's start()
+  std::optional<Coordinator> coordinator_;
   std::map<ConnId, std::vector<proto::Message>> inbox_;
-  std::map<JobTimer, ms> armed_;  // deadlines on the fake clock
+  std::set<int> closed_;  // nodes whose connection closed
   ms now_{0};
-  char* out_buf_ = nullptr;
-  std::size_t out_size_ = 0;
-  char* err_buf_ = nullptr;
-  std::size_t err_size_ = 0;
-  std::size_t printed_until_ = 0;
-  std::FILE* out_;
-  std::FILE* err_;
-  Console console_;
+  off_t printed_until_ = 0;
 };
 
 }  // namespace dlaunch::testing

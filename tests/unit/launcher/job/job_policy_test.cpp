@@ -149,7 +149,7 @@ TEST_CASE("restarts back off 500 ms, 1 s, 2 s ... up to 30 s, then the job fails
     const auto before = job.now();
     CHECK(job.fire_next_timer() == JobTimer::restart_backoff);
     CHECK(job.now() - before == delays[static_cast<std::size_t>(round)]);
-    CHECK(job.marked_rounds.back() == round + 1);
+    CHECK(job.log_round() == round + 1);
     CHECK(job.has_log("info: restart " + std::to_string(round + 1) + " of 8: starting all ranks"));
     for (int node = 0; node < kNodes; node += 111) {
       const auto assigns = job.received_of<proto::Assign>(node);
@@ -186,7 +186,7 @@ TEST_CASE("a node lost while restarting fails the job instead of waiting for it"
   CHECK(job.transport.agent(998).kills == 0);
   check_everyone_got(job, kNodes, stop_of(1, "job job failed: " + what), {999});
   CHECK_FALSE(job.armed(JobTimer::restart_backoff));
-  CHECK(job.marked_rounds.empty());
+  CHECK(job.log_round() == 0);
 
   for (int node = 0; node < kNodes; ++node) job.agent_stops(node);
   CHECK(job.exit_code == 1);
@@ -323,6 +323,8 @@ TEST_CASE("a lost agent fails the job at once, even with restarts left") {
     job.agent_writes_stderr(2, "warning: low disk\nerror: cannot bind\n\n");
     job.agent_exits(2, 3);
     CHECK(job.printed() ==
+          "[host2 agent] warning: low disk\n"
+          "[host2 agent] error: cannot bind\n"
           "dlaunch: job job failed: the agent on host2 exited with code 3: warning: low disk\n"
           "error: cannot bind\n");
     CHECK(job.transport.agent(2).stdin_closed);
@@ -446,14 +448,18 @@ TEST_CASE("a refused agent is told why and dropped; exits of foreign ranks are i
   CHECK(rejects[0].reason == "this connection has already joined");
   CHECK(job.closed_by_server == std::vector<ConnId>{FakeJob::conn(0)});
   CHECK(job.has_log("warn: refused an agent: this connection has already joined"));
+  // Its connection is closed, so its agent is lost.
+  CHECK(job.printed().find("lost the agent of node 0 (host0)") != std::string::npos);
 
-  job.join(1);
-  job.rank_exits_on(0, 3, 5);  // node 0 reports a rank of node 1
+  FakeJob two({.nodes = 2});
+  two.start();
+  two.join_all();
+  two.rank_exits_on(0, 3, 5);  // node 0 reports a rank of node 1
   CHECK(
-      job.has_log("warn: host0 reported an exit for rank 3, which is not one of its ranks; "
+      two.has_log("warn: host0 reported an exit for rank 3, which is not one of its ranks; "
                   "ignored"));
-  CHECK(job.printed().empty());
-  CHECK(job.received_of<proto::Stop>(1).empty());
+  CHECK(two.printed().empty());
+  CHECK(two.received_of<proto::Stop>(1).empty());
 }
 
 TEST_CASE("a --ranks-filter rank the world turns out not to have is warned about once") {
