@@ -40,14 +40,12 @@ bool CheckRunner::run() {
   std::signal(SIGPIPE, SIG_IGN);
   become_subreaper();  // orphans of local agents come back to us
   fleet_.watch_signals([this](int signal) { apply(policy_.on_signal(signal)); });
-  try {
-    fleet_.listen(
-        {[this](ConnId c, const proto::Join& j) { apply(policy_.on_join(c, j, now_us())); },
-         [this](ConnId c, proto::Message&& m) { apply(policy_.on_message(c, m, now_us())); },
-         [this](ConnId c, const std::string& r) { apply(policy_.on_connection_closed(c, r)); }});
-  } catch (const std::exception& e) {
-    console().error("cannot listen for the rendezvous on " + s_.plan.rdzv_bind + ":" +
-                    std::to_string(s_.plan.rdzv_port) + ": " + e.what());
+  auto listening = fleet_.listen(
+      {[this](ConnId c, const proto::Join& j) { apply(policy_.on_join(c, j, now_us())); },
+       [this](ConnId c, proto::Message&& m) { apply(policy_.on_message(c, m, now_us())); },
+       [this](ConnId c, const std::string& r) { apply(policy_.on_connection_closed(c, r)); }});
+  if (!listening) {
+    console().error(listening.error());
     fleet_.stop();
     return false;
   }

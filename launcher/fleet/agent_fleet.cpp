@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <csignal>
+#include <system_error>
 
 #include "common/log.h"
 #include "common/posix.h"
@@ -28,30 +29,42 @@ LaunchContext AgentFleet::launch_context(const std::string& rdzv_connect,
 
 AgentFleet::~AgentFleet() = default;
 
-void AgentFleet::listen(RendezvousService::Callbacks callbacks) {
+Result<void> AgentFleet::listen(RendezvousService::Callbacks callbacks) {
   if (s_.service) {
     server_ = s_.service(std::move(callbacks));
-    return;
+    return {};
   }
   RendezvousServer::Options options;
   options.heartbeat_timeout = s_.heartbeat_timeout;
   // Room for every expected agent in the handshake at once, plus a margin for
   // retries and strays: a whole fleet arriving together is never evicted.
   options.max_pending = std::max(options.max_pending, s_.nnodes + 1024);
-  const asio::ip::tcp::endpoint endpoint(asio::ip::make_address(s_.bind),
-                                         static_cast<std::uint16_t>(s_.port));
+  // Asio reports a bad address, a port in use and a relay that cannot start
+  // by throwing std::system_error (common/README.md): here they become the
+  // one message both jobs and checks give.
+  try {
+    const asio::ip::tcp::endpoint endpoint(asio::ip::make_address(s_.bind),
+                                           static_cast<std::uint16_t>(s_.port));
+    if (s_.relays > 0) {
+      options.max_sessions = s_.sessions_per_relay;
+      server_ = std::make_unique<RelayedRendezvous>(io_, endpoint, s_.secret, std::move(callbacks),
+                                                    options, s_.relays);
+    } else {
+      server_ = std::make_unique<RendezvousServer>(io_, endpoint, s_.secret, std::move(callbacks),
+                                                   options);
+    }
+  } catch (const std::system_error& e) {
+    return fail("cannot listen for the rendezvous on " + s_.bind + ":" + std::to_string(s_.port) +
+                ": " + e.what() +
+                (s_.port ? " (is another job using it? choose another with --rdzv-port)" : ""));
+  }
   if (s_.relays > 0) {
-    options.max_sessions = s_.sessions_per_relay;
-    server_ = std::make_unique<RelayedRendezvous>(io_, endpoint, s_.secret, std::move(callbacks),
-                                                  options, s_.relays);
     log::info("rendezvous: ", s_.relays, " relay processes hold the agents' connections, up to ",
               s_.sessions_per_relay, " each (this process may open ", descriptor_limit(),
               " files)");
-  } else {
-    server_ =
-        std::make_unique<RendezvousServer>(io_, endpoint, s_.secret, std::move(callbacks), options);
   }
   log::debug("rendezvous listening on ", s_.bind, ":", server_->port());
+  return {};
 }
 
 void AgentFleet::start_agent(const PlannedNode& planned,

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "common/clock.h"
+#include "common/result.h"
 #include "launcher/fleet/agent_link_perform.h"
 #include "launcher/fleet/agent_stderr.h"
 #include "launcher/plan/launch_spec_builder.h"
@@ -54,8 +55,8 @@ class AgentFleet {
   AgentFleet(asio::io_context& io, AgentTransports& transports, Settings settings);
   ~AgentFleet();
 
-  // Throws when it cannot listen.
-  void listen(RendezvousService::Callbacks callbacks);
+  // The error says where it could not listen, and why.
+  Result<void> listen(RendezvousService::Callbacks callbacks);
   // Starts `planned`'s agent; `make_stdin` builds its launch spec once the
   // transport knows this machine's address as the host sees it.
   void start_agent(const PlannedNode& planned,

@@ -106,13 +106,8 @@ bool Coordinator::start() {
   become_subreaper();
   fleet_.watch_signals([this](int signal) { on_signal(signal); });
   watch_suspend();
-  try {
-    start_server();
-  } catch (const std::exception& e) {
-    result_.root_cause =
-        std::string("cannot listen for the rendezvous on ") + s_.plan.rdzv_bind + ":" +
-        std::to_string(s_.plan.rdzv_port) + ": " + e.what() +
-        (s_.plan.rdzv_port ? " (is another job using it? choose another with --rdzv-port)" : "");
+  if (auto listening = start_server(); !listening) {
+    result_.root_cause = listening.error();
     console().error(result_.root_cause);
     result_.exit_code = kExitFailure;
     result_.finished = std::time(nullptr);
@@ -163,17 +158,19 @@ void Coordinator::flush_logs_periodically() {
   });
 }
 
-void Coordinator::start_server() {
-  fleet_.listen({[this](ConnId c, const proto::Join& j) { apply(policy_.on_join(c, j)); },
-                 [this](ConnId c, proto::Message&& m) { on_message(c, std::move(m)); },
-                 [this](ConnId c, const std::string& r) {
-                   if (checkpoints_) checkpoints_->drop(c);
-                   held_.erase(c);
-                   apply(policy_.on_connection_closed(c, r));
-                 }});
+Result<void> Coordinator::start_server() {
+  auto listening =
+      fleet_.listen({[this](ConnId c, const proto::Join& j) { apply(policy_.on_join(c, j)); },
+                     [this](ConnId c, proto::Message&& m) { on_message(c, std::move(m)); },
+                     [this](ConnId c, const std::string& r) {
+                       if (checkpoints_) checkpoints_->drop(c);
+                       held_.erase(c);
+                       apply(policy_.on_connection_closed(c, r));
+                     }});
+  if (!listening) return listening;
   if (!s_.options.checkpoint_dir.empty() && !s_.job_dir.empty())
     checkpoints_.emplace(s_.job_dir + "/checkpoint", fleet_.server());
-  if (!s_.sync && !s_.image) return;
+  if (!s_.sync && !s_.image) return {};
   SyncStreams::Settings sync;
   // The image first: its load then runs before the directory arrives.
   if (s_.image)
@@ -187,6 +184,7 @@ void Coordinator::start_server() {
       [this](ConnId conn, const proto::SyncDone& done, const std::string& what) {
         apply(policy_.on_sync_done(conn, done, what));
       });
+  return {};
 }
 
 void Coordinator::start_agent(const PlannedNode& planned) {

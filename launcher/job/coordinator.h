@@ -72,7 +72,7 @@ class Coordinator {
   const PolicyTimers<JobTimer, kJobTimers>& timers() const { return timers_; }
 
  private:
-  void start_server();
+  Result<void> start_server();
   void flush_logs_periodically();
   void start_agent(const PlannedNode& planned);
   void on_message(ConnId conn, proto::Message&& message);

@@ -6,7 +6,6 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 import tempfile
 import unittest
 
@@ -36,9 +35,7 @@ class ElasticCase(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         sshd_harness.require_sshd()
-        if not sshd_harness.can_use_netns() or os.environ.get("DLAUNCH_TEST_NO_NETNS"):
-            print("SKIP: needs root and network namespaces (hosts that can be cut off)")
-            sys.exit(harness.SKIP)
+        sshd_harness.require_netns("elastic tests (hosts that can be cut off)")
         cls.hosts = sshd_harness.SshHosts(4)
         cls.hosts.__enter__()
         cls.hosts.write_known_hosts()
@@ -54,14 +51,10 @@ class ElasticCase(unittest.TestCase):
         self.cut = None
 
     def tearDown(self):
-        if self.proc and self.proc.poll() is None:
-            self.proc.kill()
-        if self.proc:
-            self.proc.communicate()
+        harness.end_job_process(self.proc, self.job)
         if self.cut:
             subprocess.run(["ip", "netns", "exec", self.cut, "ip", "link", "set", "eth0", "up"],
                            check=False)
-        harness.kill_marker(self.job)
         shutil.rmtree(self.marks, ignore_errors=True)
 
     def finish(self, timeout=120):

@@ -74,6 +74,17 @@ def wait_no_marker(job, timeout=10.0):
     return left
 
 
+def end_job_process(proc, job):
+    """A test's coordinator and what it started, gone: `proc` (None, or a
+    Popen with pipes) killed if it still runs and reaped, then every process
+    carrying the job's marker."""
+    if proc is not None:
+        if proc.poll() is None:
+            proc.kill()
+        proc.communicate()
+    kill_marker(job)
+
+
 def kill_marker(job):
     for pid in processes_with_marker(job):
         try:

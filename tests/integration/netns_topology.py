@@ -377,13 +377,7 @@ MaxSessions 50
 
     def env(self, **extra):
         """The coordinator's environment: HOME with the client key and known_hosts."""
-        env = dict(os.environ)
-        env["HOME"] = self.home
-        env["DLAUNCH_REMOTE_CACHE"] = self.remote_cache
-        env["DLAUNCH_STATE_DIR"] = os.path.join(self.tmp, "state")
-        env.pop("SSH_AUTH_SOCK", None)
-        env.update(extra)
-        return env
+        return sshd_harness.coordinator_env(self.tmp, **extra)
 
     def hosts_file(self, path=None, slots=1, extra="", host_extra=None):
         """A hosts file listing every host by its management address, node 0

@@ -71,10 +71,67 @@ def can_use_netns():
     return ok
 
 
+def netns_usable():
+    """Whether tests may make network namespaces: root, `ip netns`, and
+    DLAUNCH_TEST_NO_NETNS unset (which forces the loopback variants)."""
+    return can_use_netns() and not os.environ.get("DLAUNCH_TEST_NO_NETNS")
+
+
+def require_netns(tests_need):
+    """Ends the test program as skipped, saying why, unless netns_usable()."""
+    if not netns_usable():
+        print(f"SKIP: {tests_need} need root and network namespaces (`ip netns`; "
+              "DLAUNCH_TEST_NO_NETNS unset)")
+        sys.exit(harness.SKIP)
+
+
+def coordinator_env(tmp, **extra):
+    """The environment a test's dlaunch runs with, against hosts set up under
+    `tmp`: HOME (the client key and known_hosts), the hosts' agent cache and
+    the state dir there, no ssh-agent; `extra` on top."""
+    env = dict(os.environ)
+    env["HOME"] = os.path.join(tmp, "home")
+    env["DLAUNCH_REMOTE_CACHE"] = os.path.join(tmp, "remote-cache")
+    env["DLAUNCH_STATE_DIR"] = os.path.join(tmp, "state")
+    env.pop("SSH_AUTH_SOCK", None)
+    env.update(extra)
+    return env
+
+
 def processes_with_marker(job):
     """PIDs carrying the job's marker in every network namespace: they all share
     /proc, so harness's one scan finds the ranks of every host."""
     return harness.processes_with_marker(job)
+
+
+def check_noexec_cache_fallback(test, hosts):
+    """An agent cache on a noexec mount (inside the first host's sshd, whose
+    mount namespace is its own): the agent is installed under
+    /tmp/dlaunch-UID instead, with a warning that names both, and that
+    directory is the user's alone. What the run adds there is removed."""
+    cache = os.path.join(hosts.tmp, "noexec-cache")
+    os.makedirs(cache, exist_ok=True)
+    in_sshd = ["nsenter", "-t", str(hosts.hosts[0]["proc"].pid), "-m"]
+    if subprocess.run(in_sshd + ["mount", "-t", "tmpfs", "-o", "noexec,size=64m", "tmpfs",
+                                 cache], capture_output=True).returncode != 0:
+        test.skipTest("cannot mount a tmpfs")
+    fallback = f"/tmp/dlaunch-{os.getuid()}"
+    existed = os.path.isdir(fallback)
+    before = set(os.listdir(fallback)) if existed else set()
+    try:
+        r = hosts.dlaunch(["--hosts", hosts.hosts_file([1]), "--", "true"],
+                          DLAUNCH_REMOTE_CACHE=cache)
+        test.assertEqual(r.returncode, 0, r.stderr)
+        test.assertIn(f"h1: {cache} does not let the agent run (noexec?); "
+                      f"using {fallback}/agent-", r.stderr)
+        test.assertEqual(os.stat(fallback).st_mode & 0o777, 0o700)
+    finally:
+        subprocess.run(in_sshd + ["umount", cache], capture_output=True)
+        if os.path.isdir(fallback):
+            for name in set(os.listdir(fallback)) - before:
+                os.remove(os.path.join(fallback, name))
+            if not existed:
+                os.rmdir(fallback)
 
 
 def cgroup_mounts_script():
@@ -140,8 +197,8 @@ class SshHosts:
         self.sftp = sftp
         self.key_types = key_types
         self.sshd_extra = sshd_extra
-        if netns is None:  # DLAUNCH_TEST_NO_NETNS=1 forces the loopback variant
-            netns = can_use_netns() and not os.environ.get("DLAUNCH_TEST_NO_NETNS")
+        if netns is None:
+            netns = netns_usable()
         self.netns = netns
         self.tmp = tempfile.mkdtemp(prefix="dlaunch-sshd-")
         self.home = os.path.join(self.tmp, "home")
@@ -362,13 +419,7 @@ MaxSessions 50
         return harness.dlaunch(args, self.env(**extra_env), timeout)
 
     def env(self, **extra):
-        env = dict(os.environ)
-        env["HOME"] = self.home
-        env["DLAUNCH_REMOTE_CACHE"] = self.remote_cache
-        env["DLAUNCH_STATE_DIR"] = os.path.join(self.tmp, "state")
-        env.pop("SSH_AUTH_SOCK", None)
-        env.update(extra)
-        return env
+        return coordinator_env(self.tmp, **extra)
 
     def restart_with_new_host_key(self, h):
         """Gives a host a new host key (as after a reinstall) and restarts its sshd."""

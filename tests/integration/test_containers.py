@@ -176,11 +176,7 @@ class ContainersTest(unittest.TestCase):
         self.proc = None
 
     def tearDown(self):
-        if self.proc and self.proc.poll() is None:
-            self.proc.kill()
-        if self.proc:
-            self.proc.communicate()
-        harness.kill_marker(self.job)
+        harness.end_job_process(self.proc, self.job)
         for cid in self.store.containers(self.job):
             self.store.podman("rm", "-f", cid, check=False)
 

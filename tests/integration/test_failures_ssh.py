@@ -35,11 +35,7 @@ class SshFailureTest(unittest.TestCase):
         self.proc = None
 
     def tearDown(self):
-        if self.proc and self.proc.poll() is None:
-            self.proc.kill()
-        if self.proc:
-            self.proc.communicate()
-        harness.kill_marker(self.job)
+        harness.end_job_process(self.proc, self.job)
 
     def start(self, rank_env=None, args=()):
         env = self.hosts.env()

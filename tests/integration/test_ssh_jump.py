@@ -172,22 +172,14 @@ class JumpHostTest(unittest.TestCase):
             self.assertTrue(harness.wait_for(
                 lambda: not sshd_harness.processes_with_marker(job), 30), "ranks left behind")
         finally:
-            if proc.poll() is None:
-                proc.kill()
-                proc.communicate()
-            harness.kill_marker(job)
+            harness.end_job_process(proc, job)
 
 
 if __name__ == "__main__":
     harness.require_binaries()
     sshd_harness.require_sshd()
-    if os.environ.get("DLAUNCH_TEST_NO_NETNS"):
-        print("SKIP: DLAUNCH_TEST_NO_NETNS is set; the bastion tests need network namespaces")
-        sys.exit(harness.SKIP)
-    if not sshd_harness.can_use_netns():
-        print("SKIP: bastion tests need root and `ip netns` (a host reachable only through "
-              "another needs network namespaces and a firewall)")
-        sys.exit(harness.SKIP)
+    # A host reachable only through another needs namespaces and a firewall.
+    sshd_harness.require_netns("the bastion tests")
     if not (shutil.which("nft") or shutil.which("iptables")):
         print("SKIP: bastion tests need nft or iptables for the firewall in front of each host")
         sys.exit(harness.SKIP)

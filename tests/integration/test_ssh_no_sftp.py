@@ -80,28 +80,7 @@ class NoSftpTest(unittest.TestCase):
     def test_noexec_cache_falls_back_to_tmp(self):
         if os.geteuid() != 0 or not self.hosts.netns:
             self.skipTest("needs root and a network namespace to mount a noexec file system")
-        cache = os.path.join(self.hosts.tmp, "noexec-cache")
-        os.makedirs(cache, exist_ok=True)
-        in_sshd = ["nsenter", "-t", str(self.hosts.hosts[0]["proc"].pid), "-m"]
-        if subprocess.run(in_sshd + ["mount", "-t", "tmpfs", "-o", "noexec,size=64m", "tmpfs",
-                                     cache], capture_output=True).returncode != 0:
-            self.skipTest("cannot mount a tmpfs")
-        fallback = f"/tmp/dlaunch-{os.getuid()}"
-        existed = os.path.isdir(fallback)
-        before = set(os.listdir(fallback)) if existed else set()
-        try:
-            r = self.hosts.dlaunch(["--hosts", self.hosts.hosts_file([1]), "--", "true"],
-                             DLAUNCH_REMOTE_CACHE=cache)
-            self.assertEqual(r.returncode, 0, r.stderr)
-            self.assertIn(f"h1: {cache} does not let the agent run (noexec?); "
-                          f"using {fallback}/agent-", r.stderr)
-        finally:
-            subprocess.run(in_sshd + ["umount", cache], capture_output=True)
-            if os.path.isdir(fallback):
-                for name in set(os.listdir(fallback)) - before:
-                    os.remove(os.path.join(fallback, name))
-                if not existed:
-                    os.rmdir(fallback)
+        sshd_harness.check_noexec_cache_fallback(self, self.hosts)
 
 
 if __name__ == "__main__":

@@ -130,21 +130,14 @@ class RendezvousViaSshTest(unittest.TestCase):
             self.assertEqual(proc.returncode, 130, err)
             self.assertEqual(harness.wait_no_marker(job, 30), [], "ranks left behind")
         finally:
-            if proc.poll() is None:
-                proc.kill()
-                proc.communicate()
-            harness.kill_marker(job)
+            harness.end_job_process(proc, job)
 
 
 if __name__ == "__main__":
     harness.require_binaries()
     sshd_harness.require_sshd()
-    if os.environ.get("DLAUNCH_TEST_NO_NETNS"):
-        print("SKIP: DLAUNCH_TEST_NO_NETNS is set; the rendezvous-via-SSH tests need network namespaces")
-        sys.exit(harness.SKIP)
-    if not sshd_harness.can_use_netns():
-        print("SKIP: needs root and `ip netns` to put the hosts behind a firewall")
-        sys.exit(harness.SKIP)
+    # Hosts behind a firewall need namespaces.
+    sshd_harness.require_netns("the rendezvous-via-SSH tests")
     if not (shutil.which("nft") or shutil.which("iptables")):
         print("SKIP: needs nft or iptables for the firewall in front of the coordinator")
         sys.exit(harness.SKIP)

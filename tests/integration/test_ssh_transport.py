@@ -144,30 +144,7 @@ class SshTransportTest(unittest.TestCase):
     def test_noexec_cache_falls_back_to_tmp_with_a_warning(self):
         if os.geteuid() != 0:
             self.skipTest("needs root to mount a noexec file system")
-        cache = os.path.join(self.hosts.tmp, "noexec-cache")
-        os.makedirs(cache, exist_ok=True)
-        # In sshd's own mount namespace: `ip netns exec` gives it a private one.
-        in_sshd = ["nsenter", "-t", str(self.hosts.hosts[0]["proc"].pid), "-m"]
-        if subprocess.run(in_sshd + ["mount", "-t", "tmpfs", "-o", "noexec,size=64m", "tmpfs",
-                                     cache], capture_output=True).returncode != 0:
-            self.skipTest("cannot mount a tmpfs")
-        fallback = f"/tmp/dlaunch-{os.getuid()}"
-        existed = os.path.isdir(fallback)
-        before = set(os.listdir(fallback)) if existed else set()
-        try:
-            r = self.hosts.dlaunch(["--hosts", self.hosts.hosts_file([1]), "--", "true"],
-                        DLAUNCH_REMOTE_CACHE=cache)
-            self.assertEqual(r.returncode, 0, r.stderr)
-            self.assertIn(f"h1: {cache} does not let the agent run (noexec?); "
-                          f"using {fallback}/agent-", r.stderr)
-            self.assertEqual(os.stat(fallback).st_mode & 0o777, 0o700)
-        finally:
-            subprocess.run(in_sshd + ["umount", cache], capture_output=True)
-            if os.path.isdir(fallback):
-                for name in set(os.listdir(fallback)) - before:
-                    os.remove(os.path.join(fallback, name))
-                if not existed:
-                    os.rmdir(fallback)
+        sshd_harness.check_noexec_cache_fallback(self, self.hosts)
 
     def test_dropped_connection_ends_the_job_naming_the_host(self):
         victim = self.hosts.hosts[1]
@@ -189,9 +166,7 @@ class SshTransportTest(unittest.TestCase):
                 lambda: not sshd_harness.processes_with_marker(self.job), 30),
                 "ranks left behind")
         finally:
-            if proc.poll() is None:
-                proc.kill()
-                proc.communicate()
+            harness.end_job_process(proc, self.job)
 
 
 class ChattyShellTest(unittest.TestCase):

@@ -223,7 +223,7 @@ class TestNodesInNamespaces(TorchrunCase):
 
     @classmethod
     def setUpClass(cls):
-        if not sshd_harness.can_use_netns() or os.environ.get("DLAUNCH_TEST_NO_NETNS"):
+        if not sshd_harness.netns_usable():
             raise unittest.SkipTest("needs root and network namespaces")
         sshd_harness.require_sshd()
         cls.hosts = sshd_harness.SshHosts(2)
