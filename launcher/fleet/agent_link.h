@@ -3,6 +3,7 @@
 // types for both, carried out by agent_link_perform.h in both runners.
 #pragma once
 
+#include <sstream>
 #include <string>
 #include <type_traits>
 
@@ -31,6 +32,14 @@ struct Log {
   log::Level level = log::Level::info;
   std::string text;
 };
+
+// A Log whose text is `args` written one after the other.
+template <class... Args>
+Log log_line(log::Level level, const Args&... args) {
+  std::ostringstream out;
+  (out << ... << args);
+  return {level, out.str()};
+}
 
 template <class Action>
 inline constexpr bool is_action =

@@ -1,7 +1,6 @@
 #include "launcher/job/job_policy.h"
 
 #include <algorithm>
-#include <sstream>
 #include <utility>
 
 #include "common/exit_codes.h"
@@ -9,14 +8,10 @@
 #include "launcher/plan/plan.h"
 
 namespace dlaunch {
-namespace {
 
-template <class... Args>
-job_action::Log log_line(log::Level level, const Args&... args) {
-  std::ostringstream out;
-  (out << ... << args);
-  return {level, out.str()};
-}
+using agent_link::log_line;
+
+namespace {
 
 // Back off like torchrun between rounds, so a crash loop does not spin.
 std::chrono::milliseconds restart_delay(int round) {
@@ -352,139 +347,6 @@ void JobPolicy::maybe_assign() {
     send_all(rendezvous_.assign_with_network(rendezvous_.master_addr(), {}));
   }
   if (rendezvous_.assigned() && phase_ == Phase::starting) on_assigned();
-}
-
-// Every node tries node 0's candidate addresses at node 0's probe port; the
-// ranks start only once one address is known to work from everywhere. The
-// probe starts once node 0 has joined (its addresses and probe port are known)
-// and asks each node as it joins, so on a big job it runs while the last nodes
-// arrive. Without a probe port or a candidate there is nothing to try: the
-// choice then waits for every node (their interfaces name each one's NIC).
-void JobPolicy::start_probe() {
-  Node& node0 = nodes_[static_cast<std::size_t>(master_host())];
-  if (!node0.conn) return;
-  // After a round, each agent listens on the port its AgentDone named.
-  if (const auto* member = rendezvous_.member(*node0.conn); member && rendezvous_.started())
-    node0.probe_port = member->master_port;
-  config_.master_sources.node0_interfaces = node0.interfaces;
-  if (elastic() && !node0.setup.address.empty())
-    config_.master_sources.node0_address = node0.setup.address;
-  candidates_ = net::master_candidates(config_.master_sources);
-  if ((node0.probe_port == 0 || candidates_.empty()) && !rendezvous_.all_joined() && !elastic())
-    return;
-  probe_sent_ = true;
-  if (node0.probe_port == 0) {
-    emit(log_line(log::Level::warn, "node 0 (", node0.setup.label,
-                  ") could not open a probe port; MASTER_ADDR=", rendezvous_.master_addr(),
-                  " is used untested"));
-    // An elastic job's node 0 may have changed hands: its own address then.
-    const bool own = elastic() && !node0.setup.address.empty();
-    network_.emplace(own ? node0.setup.address : rendezvous_.master_addr(),
-                     std::vector<std::string>{});
-    network_chosen();
-    return;
-  }
-  emit(log_line(log::Level::debug, "probing ", candidates_.size(),
-                " candidate MASTER_ADDRs of node 0 from every node at port ", node0.probe_port));
-  if (candidates_.empty()) {
-    choose_master();
-    return;
-  }
-  probe_.emplace(candidates_, node0.probe_port, config_.probe_timeout_ms, nodes_.size());
-  // An elastic job probes from the roster's nodes only: spares and lost hosts
-  // count as gone, so the probe does not wait for them.
-  for (std::size_t i = 0; i < nodes_.size(); ++i) {
-    const bool member = !elastic() || rendezvous_.node_rank_of(static_cast<int>(i)) >= 0;
-    if (member && nodes_[i].conn) {
-      probe_->on_joined(i);
-    } else if (elastic()) {
-      probe_->on_lost(i);
-    }
-  }
-  apply_probe_reply(probe_->start());
-}
-
-void JobPolicy::send_probes(const std::vector<MasterProbe::Send>& sends) {
-  for (const auto& send : sends) {
-    if (const auto& conn = nodes_[send.node].conn) emit(job_action::Send{*conn, send.probe});
-  }
-}
-
-void JobPolicy::apply_probe_reply(MasterProbe::Reply reply) {
-  for (auto& n : reply.notes) emit(job_action::Log{n.level, std::move(n.text)});
-  if (reply.unreachable) {
-    fail(kExitFailure, *reply.unreachable, -1, {});
-    return;
-  }
-  send_probes(reply.sends);
-  if (probe_->complete()) choose_master();
-}
-
-JobActions JobPolicy::on_probe_report(ConnId conn, const proto::ProbeReport& report) {
-  const auto index = node_of(conn);
-  if (finished_ || !index || !probe_ || probe_->complete() ||
-      (!reprobing_ && (rendezvous_.assigned() || phase_ != Phase::starting)))
-    return {};
-  const auto node = static_cast<std::size_t>(*index);
-  apply_probe_reply(probe_->on_report(node, nodes_[node].setup.label, report.outcomes));
-  return take();
-}
-
-void JobPolicy::choose_master() {
-  std::vector<net::NodeProbe> probes;
-  // An elastic job keeps its hosts' interfaces for the probes of later
-  // rounds; a fixed one needs them no more (thousands of nodes: moved).
-  auto interfaces_of = [this](Node& n) {
-    return elastic() ? n.interfaces : std::move(n.interfaces);
-  };
-  if (probe_) {
-    std::vector<std::string> labels;
-    std::vector<net::Interfaces> interfaces;
-    for (auto& n : nodes_) {
-      labels.push_back(n.setup.label);
-      interfaces.push_back(interfaces_of(n));
-    }
-    probes = probe_->take_probes(std::move(labels), std::move(interfaces));
-  } else {
-    for (auto& n : nodes_)
-      probes.push_back(net::node_probe(n.setup.label, interfaces_of(n), std::nullopt, 0));
-  }
-  // The roster's nodes, in node-rank order: the choice is theirs to make.
-  const auto& roster = rendezvous_.roster();
-  if (elastic()) {
-    std::vector<net::NodeProbe> members;
-    for (int host : roster) members.push_back(std::move(probes[static_cast<std::size_t>(host)]));
-    probes = std::move(members);
-  }
-  const auto result = net::choose_master(candidates_, config_.master_sources, probes);
-  if (!result.choice) {
-    reprobing_ = false;
-    fail(kExitFailure, result.report, -1, {});
-    return;
-  }
-  emit(log_line(log::Level::info, result.report));
-  for (const auto& w : result.choice->warnings) emit(log_line(log::Level::warn, w));
-  std::vector<std::string> interface_by_host = result.choice->interface_by_node;
-  if (elastic()) {
-    interface_by_host.assign(nodes_.size(), "");
-    for (std::size_t rank = 0;
-         rank < roster.size() && rank < result.choice->interface_by_node.size(); ++rank)
-      interface_by_host[static_cast<std::size_t>(roster[rank])] =
-          result.choice->interface_by_node[rank];
-  }
-  network_.emplace(result.choice->address, std::move(interface_by_host));
-  probed_roster_ = roster;
-  network_chosen();
-}
-
-void JobPolicy::network_chosen() {
-  if (!reprobing_) {
-    maybe_assign();
-    return;
-  }
-  reprobing_ = false;
-  rendezvous_.set_network(network_->first, network_->second);
-  send_round();
 }
 
 void JobPolicy::on_assigned() {
@@ -851,94 +713,6 @@ JobActions JobPolicy::on_timer(JobTimer timer) {
       break;
   }
   return take();
-}
-
-// Names at most `at_most` of the nodes `missing` picks, and how many more.
-std::string JobPolicy::names_of(const std::function<bool(std::size_t)>& missing,
-                                std::size_t at_most) const {
-  std::string names;
-  std::size_t count = 0;
-  for (std::size_t i = 0; i < nodes_.size(); ++i) {
-    if (!missing(i)) continue;
-    if (++count <= at_most) names += (names.empty() ? "" : ", ") + nodes_[i].setup.label;
-  }
-  if (count > at_most) names += " and " + std::to_string(count - at_most) + " more";
-  return names;
-}
-
-std::string JobPolicy::missing_nodes(std::size_t at_most) const {
-  return names_of([this](std::size_t i) { return !nodes_[i].conn.has_value(); }, at_most);
-}
-
-std::string JobPolicy::missing_probe_reports(std::size_t at_most) const {
-  return names_of([this](std::size_t i) { return probe_ && !probe_->reported(i); }, at_most);
-}
-
-std::string JobPolicy::missing_syncs(std::size_t at_most) const {
-  return names_of([this](std::size_t i) { return !nodes_[i].synced; }, at_most);
-}
-
-// Every node joined and the probe (if any) is answered: only --sync is left.
-bool JobPolicy::waiting_for_sync() const {
-  return config_.sync && rendezvous_.all_joined() && synced_ < nodes_.size() &&
-         (!probe_sent_ || (probe_ && probe_->complete()));
-}
-
-void JobPolicy::report_waiting() {
-  if (rendezvous_.assigned() || phase_ != Phase::starting) return;
-  elapsed_waiting_ += kWaitingReport;
-  if (waiting_for_sync()) {
-    note("waiting for " + std::to_string(nodes_.size() - synced_) + " nodes to finish " +
-         config_.sync_what + ": " + missing_syncs(20));
-    emit(job_action::ArmTimer{JobTimer::waiting_report, kWaitingReport});
-    return;
-  }
-  if (probe_sent_ && rendezvous_.all_joined()) {
-    note("waiting for " + std::to_string(probe_ ? probe_->reports_missing() : 0) +
-         " nodes to report their probe of node 0's addresses: " + missing_probe_reports(20));
-    emit(job_action::ArmTimer{JobTimer::waiting_report, kWaitingReport});
-    return;
-  }
-  const auto joined = static_cast<std::size_t>(rendezvous_.joined());
-  note("waiting for " + std::to_string(nodes_.size() - joined) + " of " +
-       std::to_string(nodes_.size()) + " nodes to join (" +
-       std::to_string(elapsed_waiting_.count()) + " s of --rdzv-timeout " +
-       std::to_string(config_.rdzv_timeout_s) + " s): " + missing_nodes(20));
-  emit(job_action::ArmTimer{JobTimer::waiting_report, kWaitingReport});
-}
-
-void JobPolicy::on_rendezvous_timeout() {
-  if (rendezvous_.assigned() || phase_ != Phase::starting) return;
-  if (waiting_for_sync()) {
-    fail(kExitFailure,
-         "timed out after " + std::to_string(config_.rdzv_timeout_s) + " s waiting for " +
-             config_.sync_what + " to finish on: " + missing_syncs(50) +
-             " (the sync counts within --rdzv-timeout; raise it for a large first copy)",
-         -1, {});
-    return;
-  }
-  if (probe_sent_ && rendezvous_.all_joined()) {
-    fail(kExitFailure,
-         "timed out after " + std::to_string(config_.rdzv_timeout_s) +
-             " s waiting for the probe of node 0's addresses from: " + missing_probe_reports(50),
-         -1, {});
-    return;
-  }
-  const std::string hint =
-      " (raise --rdzv-timeout, or check that they can reach the rendezvous port" + jump_host_hint();
-  fail(kExitFailure,
-       "timed out after " + std::to_string(config_.rdzv_timeout_s) +
-           " s waiting for nodes to join: " + missing_nodes(50) + hint + ")",
-       -1, {});
-}
-
-std::string JobPolicy::jump_host_hint() const {
-  const std::string behind_jump = names_of(
-      [this](std::size_t i) { return nodes_[i].setup.behind_jump && !nodes_[i].conn; }, 50);
-  if (behind_jump.empty()) return "";
-  return "; " + behind_jump +
-         " reached through a jump host: a network that lets only SSH in needs via = \"ssh\" "
-         "under [rendezvous] in the hosts file, or --rdzv-via-ssh";
 }
 
 void JobPolicy::on_stop_deadline() {

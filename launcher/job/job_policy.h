@@ -24,6 +24,10 @@
 //   failed sync fails the job before any rank starts, naming the host.
 // - Stopping gives agents the grace period plus 5 s before they are killed; a
 //   second SIGINT/SIGTERM asks for grace 0 and kills the agents after 3 s.
+//
+// Defined in three files: job_policy.cpp (events, rounds, the end),
+// job_policy_master.cpp (the MASTER_ADDR probe and choice) and
+// job_policy_waiting.cpp (what a job not yet started waits for).
 #pragma once
 
 #include <chrono>
