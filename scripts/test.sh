@@ -5,9 +5,10 @@
 #      libFuzzer targets and the bench tools: the fuzzers (frame decoder,
 #      hosts-file loader) run for FUZZ_SECONDS (30) side by side, then the
 #      doctest units and every integration test that needs no unsanitized build
-#   2. the threaded code built with ThreadSanitizer: the rendezvous server and
-#      the terminal writer in thread_tests, and dlaunch itself under the SSH
-#      tests labelled `threads` (a thread per host, jump hosts, reverse forwards)
+#   2. the threaded code built with ThreadSanitizer: the rendezvous server, the
+#      terminal writer and an agent beside its server in thread_tests, and
+#      dlaunch itself under the SSH tests labelled `threads` (a thread per
+#      host, jump hosts, reverse forwards)
 #   3. the normal build (GCC, each file alone, so a missing #include shows): the
 #      product, mnist_dist and the aarch64 agent, and the integration tests
 #      labelled `unsanitized` (tests/CMakeLists.txt): real LibTorch ranks, the
@@ -47,7 +48,7 @@ if [[ -z "${DLAUNCH_QUICK:-}" ]]; then
   ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
     ctest --test-dir build-asan --output-on-failure -j "$jobs" -LE unsanitized
 
-  phase "ThreadSanitizer: rendezvous server, terminal writer, SSH transport and jump hosts"
+  phase "ThreadSanitizer: rendezvous server, terminal writer, agent, SSH transport and jump hosts"
   configure build-tsan "${common[@]}" "${sanitized[@]}" -DDLAUNCH_SANITIZE=thread
   cmake --build build-tsan -j "$jobs" --target thread_tests dlaunch dlaunch-agent
   TSAN_OPTIONS=halt_on_error=1 ./build-tsan/bin/thread_tests
