@@ -28,7 +28,9 @@ CheckRunner::CheckRunner(asio::io_context& io, Settings settings, AgentTransport
              {s_.plan.rdzv_bind, s_.plan.rdzv_port, s_.secret,
               std::chrono::seconds(s_.options.heartbeat_timeout_s),
               static_cast<std::size_t>(s_.plan.nnodes), s_.rendezvous_relays, s_.sessions_per_relay,
-              s_.service}),
+              s_.service,
+              // check has no --rdzv-port: its port is the hosts file's.
+              "[rendezvous] port in the hosts file"}),
       timers_(io) {
   s_.plan.rdzv_connect = address_for_agents(s_.plan.rdzv_connect);
 }

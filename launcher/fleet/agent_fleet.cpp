@@ -56,7 +56,9 @@ Result<void> AgentFleet::listen(RendezvousService::Callbacks callbacks) {
   } catch (const std::system_error& e) {
     return fail("cannot listen for the rendezvous on " + s_.bind + ":" + std::to_string(s_.port) +
                 ": " + e.what() +
-                (s_.port ? " (is another job using it? choose another with --rdzv-port)" : ""));
+                (s_.port
+                     ? " (is another job using it? choose another with " + s_.port_chosen_by + ")"
+                     : ""));
   }
   if (s_.relays > 0) {
     log::info("rendezvous: ", s_.relays, " relay processes hold the agents' connections, up to ",

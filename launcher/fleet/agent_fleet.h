@@ -44,6 +44,8 @@ class AgentFleet {
     std::size_t relays = 0;
     std::size_t sessions_per_relay = 0;
     ServiceFactory service = {};
+    // Where a port given but in use is chosen anew, for the error.
+    std::string port_chosen_by = "--rdzv-port";
   };
   struct Agent {
     PlannedNode plan;

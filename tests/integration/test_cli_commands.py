@@ -4,6 +4,7 @@ suggestion, and programs (also one named like a command, after --) still run."""
 
 import os
 import re
+import socket
 import subprocess
 import sys
 import unittest
@@ -39,6 +40,24 @@ class CliCommandsTest(DlaunchTestCase):
         r = self.run_dlaunch(["check"])
         self.assertEqual(r.returncode, 2, r.stderr)
         self.assertIn("--hosts", r.stderr)
+
+    def test_a_rendezvous_port_in_use_is_named_with_how_to_choose_another(self):
+        with socket.socket() as taken:
+            taken.bind(("127.0.0.1", 0))
+            taken.listen()
+            port = taken.getsockname()[1]
+            hosts = self.write("hosts.toml", f"[rendezvous]\nport = {port}\n\n"
+                               '[[host]]\nname = "localhost"\naddress = "127.0.0.1"\n')
+            in_use = (f"dlaunch: error: cannot listen for the rendezvous on 127.0.0.1:{port}: "
+                      "bind: Address already in use (is another job using it? choose another "
+                      "with ")
+            r = self.run_dlaunch(["--hosts", hosts, "--", "true"])
+            self.assertEqual(r.returncode, 1, r.stderr)
+            self.assertIn(in_use + "--rdzv-port)\n", r.stderr)
+            # check has no --rdzv-port: its port is the hosts file's alone.
+            r = self.run_dlaunch(["check", "--hosts", hosts])
+            self.assertEqual(r.returncode, 1, r.stderr)
+            self.assertIn(in_use + "[rendezvous] port in the hosts file)\n", r.stderr)
 
     def test_unknown_command_exits_2_with_a_suggestion(self):
         r = self.run_dlaunch(["chek"])

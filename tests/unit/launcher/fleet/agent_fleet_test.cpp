@@ -32,6 +32,18 @@ TEST_CASE("a rendezvous port in use: the error names it and says how to choose a
   const std::string where = "cannot listen for the rendezvous on 127.0.0.1:" + std::to_string(port);
   CHECK(listening.error().starts_with(where + ": "));
   CHECK(listening.error().ends_with(" (is another job using it? choose another with --rdzv-port)"));
+
+  // dlaunch check takes its port from the hosts file only.
+  asio::io_context io2;
+  AgentTransports none([] { return std::unique_ptr<Transport>(); },
+                       [] { return std::unique_ptr<Transport>(); });
+  AgentFleet::Settings s{"127.0.0.1", port, std::string(32, 's')};
+  s.port_chosen_by = "[rendezvous] port in the hosts file";
+  AgentFleet check(io2, none, s);
+  const auto refused = check.listen({});
+  REQUIRE_FALSE(refused);
+  CHECK(refused.error().ends_with(
+      " (is another job using it? choose another with [rendezvous] port in the hosts file)"));
 }
 
 TEST_CASE("a rendezvous address that is none: the error names it; any free port listens") {
