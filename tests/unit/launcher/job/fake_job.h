@@ -55,12 +55,12 @@ class FakeJob {
 
   explicit FakeJob(Setup setup)
       : setup_(setup),
-        terminal_fd_(::open((scratch_.path() + "/terminal").c_str(),
-                            O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600)),
+        terminal_{::open((scratch_.path() + "/terminal").c_str(),
+                         O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600)},
         transports_([] { return std::unique_ptr<Transport>(); },
                     [this] { return std::unique_ptr<Transport>(new LentTransport(transport)); }),
         sink_(sink_settings()) {
-    REQUIRE(terminal_fd_ >= 0);
+    REQUIRE(terminal_.fd >= 0);
     log::set_level(log::Level::debug);
     log::set_sink([this](log::Level level, const std::string& text) {
       static const char* const kLevels[] = {"debug", "info", "warn", "error"};
@@ -72,7 +72,6 @@ class FakeJob {
     coordinator_.reset();
     log::set_sink({});
     log::set_level(log::Level::warn);
-    ::close(terminal_fd_);
   }
   FakeJob(const FakeJob&) = delete;
   FakeJob& operator=(const FakeJob&) = delete;
@@ -248,7 +247,7 @@ class FakeJob {
     std::string text;
     char buf[4096];
     ssize_t n;
-    while ((n = ::pread(terminal_fd_, buf, sizeof buf, printed_until_)) > 0) {
+    while ((n = ::pread(terminal_.fd, buf, sizeof buf, printed_until_)) > 0) {
       text.append(buf, static_cast<std::size_t>(n));
       printed_until_ += n;
     }
@@ -314,8 +313,8 @@ class FakeJob {
     LogSink::Settings s;
     s.job_dir = job_dir();
     s.quiet = true;  // the ranks' lines stay in their files
-    s.terminal.out_fd = terminal_fd_;
-    s.terminal.err_fd = terminal_fd_;
+    s.terminal.out_fd = terminal_.fd;
+    s.terminal.err_fd = terminal_.fd;
     return s;
   }
 
@@ -406,7 +405,14 @@ class FakeJob {
   Setup setup_;
   ScratchDir scratch_;
   FrozenTestClock clock_;
-  int terminal_fd_;  // the console's stderr (and stdout)
+  // The console's stderr (and stdout); closed after the sink, whose writer
+  // drains into it as it goes.
+  struct File {
+    int fd = -1;
+    ~File() {
+      if (fd >= 0) ::close(fd);
+    }
+  } terminal_;
   asio::io_context io_;
   AgentTransports transports_;
   LogSink sink_;
