@@ -87,9 +87,11 @@ std::vector<pid_t> process_ids() {
 
 namespace {
 
-bool alive(pid_t pid) {
+// The parent of `pid` while it runs; nullopt once it is gone or has ended.
+std::optional<pid_t> live_parent(pid_t pid) {
   const auto fields = proc_stat(pid);
-  return fields.size() >= 4 && fields[2] != "Z";  // gone, or ended
+  if (fields.size() < 4 || fields[2] == "Z") return std::nullopt;
+  return static_cast<pid_t>(std::atol(fields[3].c_str()));
 }
 
 // The live children of `pid`, from /proc/PID/task/TID/children (each thread
@@ -112,7 +114,7 @@ std::optional<std::vector<pid_t>> listed_children(pid_t pid) {
       continue;
     }
     for (long child = 0; file >> child;)
-      if (alive(static_cast<pid_t>(child))) children.push_back(static_cast<pid_t>(child));
+      if (live_parent(static_cast<pid_t>(child))) children.push_back(static_cast<pid_t>(child));
   }
   ::closedir(dir);
   if (!have_files) return std::nullopt;
@@ -148,9 +150,7 @@ std::vector<pid_t> descendants_of(pid_t root) {
   // Without the lists: every live process's parent link, one /proc/N/stat each.
   std::unordered_multimap<pid_t, pid_t> children;
   for (const pid_t pid : process_ids()) {
-    const auto fields = proc_stat(pid);
-    if (fields.size() < 4 || fields[2] == "Z") continue;
-    children.emplace(static_cast<pid_t>(std::atol(fields[3].c_str())), pid);
+    if (const auto parent = live_parent(pid)) children.emplace(*parent, pid);
   }
   return *walk_down(root, [&children](pid_t parent) {
     std::vector<pid_t> of_parent;

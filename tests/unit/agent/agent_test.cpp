@@ -7,6 +7,7 @@
 #include <doctest/doctest.h>
 
 #include <chrono>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -139,6 +140,18 @@ class OneAgent {
   std::vector<std::string> log_;
 };
 
+// One rank that says "started" and would then sleep a minute; once it has
+// started, the coordinator does `then`.
+OneAgent one_sleeping_rank(std::function<void(OneAgent&)> then) {
+  return OneAgent({"/bin/sh", "-c", "echo started; exec sleep 60"}, 1,
+                  [then](OneAgent& a, const proto::Message& m) {
+                    if (std::holds_alternative<proto::Join>(m)) a.send(OneAgent::assign(1));
+                    if (const auto* line = std::get_if<proto::LogLine>(&m);
+                        line && line->text == "started")
+                      then(a);
+                  });
+}
+
 }  // namespace
 
 TEST_CASE("agent: joins, runs its ranks with their environment, reports each exit, then stops") {
@@ -178,13 +191,9 @@ TEST_CASE("agent: joins, runs its ranks with their environment, reports each exi
 }
 
 TEST_CASE("agent: a Stop with grace 0 ends ranks that would run on, and the agent exits") {
-  OneAgent one({"/bin/sh", "-c", "echo started; exec sleep 60"}, 1,
-               [](OneAgent& a, const proto::Message& m) {
-                 if (std::holds_alternative<proto::Join>(m)) a.send(OneAgent::assign(1));
-                 if (const auto* line = std::get_if<proto::LogLine>(&m);
-                     line && line->text == "started")
-                   a.send(proto::Stop{130, false, 0, "interrupted"});
-               });
+  OneAgent one = one_sleeping_rank([](OneAgent& a) {
+    a.send(proto::Stop{130, false, 0, "interrupted"});
+  });
   one.run();
   const auto exits = one.received_of<proto::RankExit>();
   REQUIRE(exits.size() == 1);
@@ -192,13 +201,7 @@ TEST_CASE("agent: a Stop with grace 0 ends ranks that would run on, and the agen
 }
 
 TEST_CASE("agent: when the coordinator vanishes it ends its ranks by itself and exits non-zero") {
-  OneAgent one({"/bin/sh", "-c", "echo started; exec sleep 60"}, 1,
-               [](OneAgent& a, const proto::Message& m) {
-                 if (std::holds_alternative<proto::Join>(m)) a.send(OneAgent::assign(1));
-                 if (const auto* line = std::get_if<proto::LogLine>(&m);
-                     line && line->text == "started")
-                   a.vanish();
-               });
+  OneAgent one = one_sleeping_rank([](OneAgent& a) { a.vanish(); });
   CHECK(one.run() != 0);
   CHECK(one.received_of<proto::RankExit>().empty());  // nobody was left to tell
   CHECK(one.logged("lost the coordinator: "));

@@ -17,6 +17,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "common/clock.h"
@@ -209,22 +210,14 @@ class FakeJob {
 
   // Moves the clock to the earliest armed timer and lets it fire.
   std::optional<JobTimer> fire_next_timer() {
-    std::optional<JobTimer> next;
-    ms left{0};
-    for (std::size_t i = 0; i < kJobTimers; ++i) {
-      const auto timer = static_cast<JobTimer>(i);
-      const auto t = armed(timer);
-      if (t && (!next || *t < left)) {
-        next = timer;
-        left = *t;
-      }
-    }
+    const auto next = next_armed();
     if (!next) return std::nullopt;
+    const auto [timer, left] = *next;
     advance_test_clock(left);
     now_ += left;
-    run_until_fired(*next);
+    run_until_fired(timer);
     settle();
-    return next;
+    return timer;
   }
 
   // --- what came out ------------------------------------------------------
@@ -374,17 +367,23 @@ class FakeJob {
   // before it sleeps; notes when the job finished.
   void settle() {
     io_.poll();
-    for (;;) {
-      std::optional<JobTimer> due;
-      for (std::size_t i = 0; i < kJobTimers && !due; ++i) {
-        const auto timer = static_cast<JobTimer>(i);
-        if (const auto left = armed(timer); left && left->count() <= 0) due = timer;
-      }
-      if (!due) break;
-      run_until_fired(*due);
+    while (const auto next = next_armed()) {
+      if (next->second.count() > 0) break;
+      run_until_fired(next->first);
       io_.poll();
     }
     if (!exit_code && policy().finished()) exit_code = coordinator_->finish();
+  }
+
+  // The armed timer that fires first, and how long until it does.
+  std::optional<std::pair<JobTimer, ms>> next_armed() const {
+    std::optional<std::pair<JobTimer, ms>> next;
+    for (std::size_t i = 0; i < kJobTimers; ++i) {
+      const auto timer = static_cast<JobTimer>(i);
+      if (const auto left = armed(timer); left && (!next || *left < next->second))
+        next.emplace(timer, *left);
+    }
+    return next;
   }
 
   // The timer is due on the test's clock: the event loop sees it within a
