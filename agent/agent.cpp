@@ -22,6 +22,8 @@
 #include "agent/peer_bench.h"
 #include "agent/port_holder.h"
 #include "agent/prober.h"
+#include "common/console.h"
+#include "common/directory_overlap.h"
 #include "common/exit_codes.h"
 #include "common/gpus.h"
 #include "common/log.h"
@@ -79,13 +81,14 @@ void Agent::start() {
     return;
   }
   if (!spec_.git.url.empty() && !spec_.check) {
-    const auto dir = checkout_git(spec_.git, ranks_directory(), spec_.env);
+    auto dir = checkout_git(spec_.git, ranks_directory(), spec_.env);
     if (!dir) {
       log::error(spec_.host_name, ": --sync-git ", spec_.git.url, ": ", dir.error());
       finish(kExitUsage);
       return;
     }
-    log::debug(spec_.host_name, ": ", *dir, " at ", spec_.git.commit);
+    log::debug(spec_.host_name, ": ", dir->dir, " at ", spec_.git.commit);
+    checkout_hold_.emplace(std::move(dir->hold));
   }
   gpus_ = count_gpus();
   if (!prepare_containers()) {
@@ -335,6 +338,9 @@ void Agent::on_sync_offer(proto::SyncOffer&& offer) {
       refused = "this agent was not started for --sync";
     } else {
       dest = ranks_directory();
+      const DirectoryIdentity source{offer.source_machine, offer.source_path, offer.source_device,
+                                     offer.source_inode};
+      refused = describe_overlap(directory_overlap(source, dest), source.path, dest);
     }
     if (!refused.empty()) {
       if (client_) client_->send(proto::SyncDone{0, 0, 0, refused});
@@ -508,7 +514,7 @@ void Agent::apply(const AgentAction& action) {
             flush_senders(report);
           },
           [this](const AnnounceStop& a) {
-            if (spec_.echo) std::fprintf(stderr, "dlaunch: %s\n", a.reason.c_str());
+            if (spec_.echo) console().note(a.reason);
           },
           [this](const DropCoordinator&) {
             client_.reset();

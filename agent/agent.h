@@ -16,6 +16,7 @@
 #include "agent/agent_state.h"
 #include "agent/container_host.h"
 #include "agent/directory_sender.h"
+#include "agent/git_checkout.h"
 #include "agent/guardian.h"
 #include "agent/probe_listener.h"
 #include "agent/process_ops.h"
@@ -80,8 +81,9 @@ class Agent {
   int nproc_ = 1;
   int gpus_ = 0;
   net::Interfaces interfaces_;
-  std::optional<ContainerHost> containers_;  // --image: the engine ranks run in
-  std::optional<proto::HostFacts> facts_;    // check mode: collected before joining
+  std::optional<ContainerHost> containers_;    // --image: the engine ranks run in
+  std::optional<CheckoutHold> checkout_hold_;  // --sync-git: this job's code, held
+  std::optional<proto::HostFacts> facts_;      // check mode: collected before joining
   // Open from the start until the first round's ranks start: node 0's port
   // for probes and then for MASTER_PORT (see ProbeListener).
   std::optional<ProbeListener> probe_listener_;

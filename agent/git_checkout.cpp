@@ -1,12 +1,22 @@
 #include "agent/git_checkout.h"
 
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <chrono>
+#include <cstring>
 #include <filesystem>
 #include <utility>
+#include <vector>
 
 #include "common/captured_command.h"
 #include "common/file_lock.h"
+#include "common/posix.h"
 #include "common/text.h"
+#include "protocol/auth.h"
 
 namespace dlaunch {
 namespace {
@@ -43,9 +53,73 @@ class GitRunner {
   std::map<std::string, std::string> env_;
 };
 
+// A job holding the checkout: its hold file's first two lines.
+struct Holder {
+  std::string commit;
+  std::string job;
+};
+
+std::string short_commit(const std::string& commit) {
+  return commit.substr(0, 12);
+}
+
+// The jobs whose agents hold the checkout now. A hold file that nobody holds
+// locked is an ended agent's, and is removed. Called under the code lock, so
+// no hold is being written meanwhile.
+std::vector<Holder> live_holders(const std::string& jobs_dir) {
+  std::vector<Holder> live;
+  DIR* d = ::opendir(jobs_dir.c_str());
+  if (d == nullptr) return live;
+  std::vector<std::string> names;
+  while (const dirent* ent = ::readdir(d)) {
+    const std::string name = ent->d_name;
+    if (name != "." && name != "..") names.push_back(name);
+  }
+  ::closedir(d);
+  for (const auto& name : names) {
+    const std::string path = jobs_dir + "/" + name;
+    const int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0) continue;
+    if (::flock(fd, LOCK_EX | LOCK_NB) == 0) {
+      ::unlink(path.c_str());  // stale: its agent has ended
+    } else if (errno == EWOULDBLOCK) {
+      std::string text(4096, '\0');
+      const ssize_t n = ::pread(fd, text.data(), text.size(), 0);
+      text.resize(n > 0 ? static_cast<std::size_t>(n) : 0);
+      const auto lines = split_lines(text);
+      if (lines.size() >= 2) live.push_back({lines[0], lines[1]});
+    }
+    ::close(fd);
+  }
+  return live;
+}
+
+Result<CheckoutHold> take_hold(const std::string& jobs_dir, const GitSpec& git) {
+  std::error_code ec;
+  std::filesystem::create_directories(jobs_dir, ec);
+  if (ec) return fail("cannot create " + jobs_dir + ": " + ec.message());
+  const std::string path =
+      jobs_dir + "/" + std::to_string(::getpid()) + "-" + auth::to_hex(auth::random_bytes(6));
+  const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+  if (fd < 0) return fail("cannot create " + path + ": " + std::strerror(errno));
+  CheckoutHold hold(path, fd);
+  if (::flock(fd, LOCK_EX) != 0 || !write_all(fd, git.commit + "\n" + git.job + "\n"))
+    return fail("cannot write " + path + ": " + std::strerror(errno));
+  return hold;
+}
+
 }  // namespace
 
-Result<std::string> checkout_git(const GitSpec& git, const std::string& workdir,
+CheckoutHold::CheckoutHold(CheckoutHold&& other) noexcept
+    : path_(std::move(other.path_)), fd_(std::exchange(other.fd_, -1)) {}
+
+CheckoutHold::~CheckoutHold() {
+  if (fd_ < 0) return;
+  ::unlink(path_.c_str());
+  ::close(fd_);
+}
+
+Result<GitCheckout> checkout_git(const GitSpec& git, const std::string& workdir,
                                  const std::map<std::string, std::string>& job_env) {
   namespace fs = std::filesystem;
   const std::string code = workdir + "/code";
@@ -56,6 +130,23 @@ Result<std::string> checkout_git(const GitSpec& git, const std::string& workdir,
   // Held while this host works on the checkout.
   auto lock = FileLock::take(code + "/." + git.name + ".dlaunch-lock", 0644);
   if (!lock) return fail(lock.error());
+  const std::string jobs_dir = code + "/." + git.name + ".dlaunch-jobs";
+  bool shared = false;  // a running job holds the tree at this very commit
+  for (const auto& holder : live_holders(jobs_dir)) {
+    if (holder.commit == git.commit) {
+      shared = true;
+      continue;
+    }
+    return fail(dir + " is checked out at " + short_commit(holder.commit) + " for job '" +
+                holder.job + "', which is running (here or on a host sharing the directory); " +
+                "this job wants " + short_commit(git.commit) +
+                " and a running job's code never changes under it: give this job another " +
+                "--workdir, or wait for '" + holder.job + "' to end");
+  }
+  auto hold = take_hold(jobs_dir, git);
+  if (!hold) return fail(hold.error());
+  // Left as it is: a checkout again could reset files under the running job.
+  if (shared) return GitCheckout{dir, std::move(*hold)};
   const GitRunner in_code(code, job_env);
   const GitRunner in_dir(dir, job_env);
   if (!fs::exists(dir + "/.git", ec)) {
@@ -84,7 +175,7 @@ Result<std::string> checkout_git(const GitSpec& git, const std::string& workdir,
   auto checked_out = in_dir.must({"checkout", "--quiet", "--force", "--detach", git.commit},
                                  "git checkout " + git.commit);
   if (!checked_out) return fail(checked_out.error());
-  return dir;
+  return GitCheckout{dir, std::move(*hold)};
 }
 
 std::string checkout_commit(const std::string& dir) {

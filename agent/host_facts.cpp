@@ -214,18 +214,4 @@ proto::HostFacts collect_host_facts(std::chrono::milliseconds python_timeout,
   return facts;
 }
 
-std::string machine_identity() {
-  auto first_line = [](const char* path) {
-    std::ifstream in(path);
-    std::string line;
-    std::getline(in, line);
-    while (!line.empty() && std::isspace(static_cast<unsigned char>(line.back()))) line.pop_back();
-    return line.substr(0, 60);
-  };
-  const std::string machine = first_line("/etc/machine-id");
-  const std::string boot = first_line("/proc/sys/kernel/random/boot_id");
-  if (machine.empty() && boot.empty()) return {};
-  return machine + "/" + boot;
-}
-
 }  // namespace dlaunch

@@ -26,11 +26,6 @@ proto::HostFacts collect_host_facts(std::chrono::milliseconds python_timeout,
 // The host's time of day in microseconds since the epoch.
 std::int64_t wall_clock_us();
 
-// What tells this machine from every other one running now: /etc/machine-id
-// and the kernel's boot id ("<machine-id>/<boot-id>"). Copied VM images may
-// share a machine id; the boot id tells them apart. Empty when unreadable.
-std::string machine_identity();
-
 // Pure helpers, unit-tested.
 // PRETTY_NAME of an os-release file ("Debian GNU/Linux 12 (bookworm)"), quotes
 // and escapes removed; else NAME and VERSION_ID; empty when neither is there.

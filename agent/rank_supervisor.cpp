@@ -256,7 +256,11 @@ bool RankSupervisor::ranks_running() const {
 
 void RankSupervisor::stop(std::chrono::milliseconds grace) {
   for (const auto& r : ranks_) {
-    if (!r->exited) ops_.signal_group(r->pid, SIGTERM);
+    if (r->exited) continue;
+    ops_.signal_group(r->pid, SIGTERM);
+    // A stopped rank (SIGSTOP, a debugger let go) would hold the SIGTERM
+    // pending for the whole grace; Slurm's scancel sends SIGCONT too.
+    ops_.signal_group(r->pid, SIGCONT);
   }
   kill_after(grace);
 }

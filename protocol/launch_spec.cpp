@@ -57,6 +57,7 @@ void fields(C& c, S& s) {
   c.str(s.git.url, 4096);
   c.str(s.git.commit, 128);
   c.str(s.git.name, 256);
+  c.str(s.git.job, 1024);
 }
 
 }  // namespace

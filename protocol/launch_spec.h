@@ -40,6 +40,7 @@ struct GitSpec {
   std::string url;     // as git takes it; empty: no --sync-git
   std::string commit;  // the full object name
   std::string name;    // the directory under <workdir>/code
+  std::string job;     // the job's name: another job's refusal names it
 };
 
 struct LaunchSpec {

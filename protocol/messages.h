@@ -50,7 +50,7 @@ inline constexpr std::uint32_t kMagic = 0x444C5256;  // "DLRV"
 //     commit.
 // 12: SyncOffer says where its files go: the ranks' working directory
 //     (--sync) or the host's image cache (--image-file).
-inline constexpr std::uint16_t kVersion = 12;
+inline constexpr std::uint16_t kVersion = 13;
 inline constexpr std::size_t kNonceSize = 32;
 inline constexpr std::size_t kMaxHostName = 255;
 inline constexpr std::size_t kMaxMachineId = 128;
@@ -366,6 +366,13 @@ struct SyncOffer {
   std::vector<SyncEntry> entries = {};
   bool last = false;
   SyncInto into = SyncInto::workdir;
+  // The source directory as the coordinator's machine names it
+  // (common/directory_overlap.h): an agent on that machine refuses a
+  // destination that holds it, is it, or lies inside it. Empty machine: unknown.
+  std::string source_machine = {};
+  std::string source_path = {};
+  std::uint64_t source_device = 0;
+  std::uint64_t source_inode = 0;
 };
 
 // The files the agent lacks or holds with other content, by offer index,

@@ -6,10 +6,11 @@
 #include <asio.hpp>
 #include <chrono>
 #include <csignal>
-#include <cstdio>
 #include <memory>
+#include <string>
 #include <unordered_set>
 
+#include "common/console.h"
 #include "common/log.h"
 #include "rendezvous/relay_channel.h"
 #include "rendezvous/relay_wire.h"
@@ -169,8 +170,8 @@ int run_rendezvous_relay() {
   // shape, naming which relay spoke.
   log::set_sink([pid = ::getpid()](log::Level level, const std::string& message) {
     static constexpr const char* names[] = {"debug", "info", "warning", "error"};
-    std::fprintf(stderr, "dlaunch: %s: rendezvous relay %d: %s\n", names[static_cast<int>(level)],
-                 static_cast<int>(pid), message.c_str());
+    console().note(std::string(names[static_cast<int>(level)]) + ": rendezvous relay " +
+                   std::to_string(pid) + ": " + message);
   });
   // Run by hand (the name is only a way in), descriptors 3 and 4 are not
   // what the coordinator passes: say so rather than fail obscurely.

@@ -50,7 +50,8 @@ LaunchSpec make_launch_spec(const Plan& plan, const PlannedNode& node, const Opt
   spec.checkpoint_dir = options.checkpoint_dir;
   spec.sync = !options.sync_dir.empty();
   if (!options.git_url.empty())
-    spec.git = {options.git_url, options.git_commit, git_repository_name(options.git_url)};
+    spec.git = {options.git_url, options.git_commit, git_repository_name(options.git_url),
+                plan.job};
   spec.container.image = node.host.image.empty() ? options.image : node.host.image;
   spec.container.image_file = options.image_file_name;
   if (!spec.container.image.empty() || !spec.container.image_file.empty()) {

@@ -127,6 +127,7 @@ Result<SyncManifest> build_sync_manifest(const std::string& dir, bool hash) {
   }
   SyncManifest manifest;
   manifest.root = abs;
+  if (auto source = identify_directory(abs)) manifest.source = std::move(*source);
   manifest.ignore = rules.lines();
   Walker walker{abs == "/" ? std::string() : abs, rules, hash, manifest, {}};
   if (!walker.walk("")) return fail("--sync " + dir + ": " + walker.error);

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "common/directory_overlap.h"
 #include "common/result.h"
 #include "protocol/messages.h"
 
@@ -21,6 +22,9 @@ struct SyncManifest {
   // A manifest of one file read from here whatever its entry is named
   // (--image-file, launcher/sync/image_file.h); empty for a directory's.
   std::string source_file = {};
+  // A directory's, for the agents to refuse a destination that overlaps it
+  // (common/directory_overlap.h); empty machine for a file's manifest.
+  DirectoryIdentity source = {};
   std::vector<proto::SyncEntry> entries = {};
   std::vector<std::string> ignore = {};  // the rules' lines, for the agents
   std::uint64_t files = 0;               // regular files among the entries

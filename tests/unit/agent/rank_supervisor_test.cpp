@@ -192,8 +192,11 @@ TEST_CASE("stop sends SIGTERM to each running rank's group; ranks that obey end 
   f.ops.exit(f.ops.spawned[0], exited_status(0));
   REQUIRE(f.run_until([&] { return f.exits.size() == 1; }));
   f.supervisor.stop(1000ms);
+  // SIGCONT after it, as Slurm sends: a SIGSTOPped rank would otherwise hold
+  // the SIGTERM pending for the whole grace and then be killed.
   CHECK(f.ops.group_signals ==
-        std::vector<std::pair<pid_t, int>>{{f.ops.spawned[1], SIGTERM}});  // not the exited one
+        std::vector<std::pair<pid_t, int>>{{f.ops.spawned[1], SIGTERM},
+                                           {f.ops.spawned[1], SIGCONT}});  // not the exited one
   REQUIRE(f.run_until([&] { return f.ranks_ended == 1; }));
   CHECK(f.exits[1].signal == SIGTERM);
   CHECK(f.ops.count_signals(f.ops.group_signals, SIGKILL) == 0);

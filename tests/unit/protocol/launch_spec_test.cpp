@@ -41,12 +41,13 @@ TEST_CASE("launch spec round-trips through a pipe") {
   s.pass_local_rank = true;
   s.container = {"localhost/train:1", "podman", "8g", {"/data:/data:ro", "/scratch:/tmp/s"}};
   s.container.image_file = std::string(64, 'c') + ".tar";
-  s.git = {"git://198.18.0.1/repo.git", std::string(40, 'a'), "repo"};
+  s.git = {"git://198.18.0.1/repo.git", std::string(40, 'a'), "repo", "train-7"};
   auto back = through_a_pipe(s);
   REQUIRE(back.has_value());
   CHECK(back->git.url == s.git.url);
   CHECK(back->git.commit == s.git.commit);
   CHECK(back->git.name == "repo");
+  CHECK(back->git.job == "train-7");
   CHECK(back->pass_local_rank);
   CHECK(back->container.image == "localhost/train:1");
   CHECK(back->container.engine == "podman");
