@@ -1,6 +1,5 @@
 #include "agent/git_checkout.h"
 
-#include <dirent.h>
 #include <fcntl.h>
 #include <sys/file.h>
 #include <unistd.h>
@@ -68,16 +67,11 @@ std::string short_commit(const std::string& commit) {
 // no hold is being written meanwhile.
 std::vector<Holder> live_holders(const std::string& jobs_dir) {
   std::vector<Holder> live;
-  DIR* d = ::opendir(jobs_dir.c_str());
-  if (d == nullptr) return live;
-  std::vector<std::string> names;
-  while (const dirent* ent = ::readdir(d)) {
-    const std::string name = ent->d_name;
-    if (name != "." && name != "..") names.push_back(name);
-  }
-  ::closedir(d);
-  for (const auto& name : names) {
-    const std::string path = jobs_dir + "/" + name;
+  std::error_code ec;
+  std::vector<std::string> paths;
+  for (const auto& entry : std::filesystem::directory_iterator(jobs_dir, ec))
+    paths.push_back(entry.path().string());
+  for (const auto& path : paths) {
     const int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
     if (fd < 0) continue;
     if (::flock(fd, LOCK_EX | LOCK_NB) == 0) {

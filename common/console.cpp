@@ -1,7 +1,5 @@
 #include "common/console.h"
 
-#include <utility>
-
 namespace dlaunch {
 
 void Console::say_skipped() {
@@ -52,14 +50,7 @@ bool Console::skippable_line(std::string_view text) {
 }
 
 void Console::status(std::string_view text) {
-  // Appended piece by piece: GCC 12 at -O3 takes "\r" + std::string(text)
-  // for an overlapping copy (a false -Wrestrict) and fails a Release build.
-  std::string redraw;
-  redraw.reserve(text.size() + 4);
-  redraw += '\r';
-  redraw.append(text);
-  redraw += "\x1b[K";
-  emit_err(std::move(redraw));
+  emit_err("\r" + std::string(text) + "\x1b[K");
 }
 
 void Console::out(std::string_view text) {

@@ -83,4 +83,13 @@ configure build "${normal[@]}"
 cmake --build build -j "$jobs"
 phase "normal build: running"
 ctest --test-dir build --output-on-failure -j "$jobs" "${only[@]}"
+
+# The Release configuration users build (-O3) warns where -O2 does not: GCC
+# 12's false -Wrestrict on string concatenation (CMakeLists.txt) once failed
+# it. The files it failed on, compiled as a Release build compiles them.
+phase "Release build: the files -O3 once failed on"
+configure build-release -DDLAUNCH_WERROR=ON -DCMAKE_BUILD_TYPE=Release -DDLAUNCH_UNIT_TESTS=OFF \
+  -DDLAUNCH_BUILD_EXAMPLES=OFF -DDLAUNCH_BUILD_BENCH=OFF
+cmake --build build-release -j "$jobs" --target common/CMakeFiles/dlaunch_common.dir/console.cpp.o \
+  ssh/CMakeFiles/dlaunch_ssh_spec.dir/jump_spec.cpp.o
 phase "done"

@@ -83,6 +83,12 @@ std::string unknown_command_message(std::string_view word) {
   return message;
 }
 
+bool is_python_file(std::string_view word) {
+  struct stat st {};
+  return word.ends_with(".py") && ::stat(std::string(word).c_str(), &st) == 0 &&
+         S_ISREG(st.st_mode);
+}
+
 }  // namespace
 
 std::span<const Command> commands() {
@@ -110,8 +116,9 @@ FirstWord resolve_first_word(int argc, const char* const* argv, const ProgramLoo
   // Options and "--" lead a launch, and a path or a program on PATH is the
   // program to launch: all of these worked before there were commands.
   // An empty word goes to the launch too, which names it as an empty program.
+  // A Python file here is torchrun's first word (`torchrun train.py`).
   if (word.empty() || word.starts_with('-') || word.find('/') != std::string_view::npos ||
-      on_path(word)) {
+      is_python_file(word) || on_path(word)) {
     return {launch, 0, {}};
   }
   return {nullptr, 0, unknown_command_message(word)};

@@ -179,8 +179,22 @@ Result<Claim, int> claim(const Plan& plan, const Options& o, bool exact) {
   }
   if (!claimed->archived_as.empty())
     log::info("the previous job ", plan.job, " is now ", claimed->archived_as);
-  // The job goes on without its record; `list` and `get` will not know it.
-  if (!claimed->write_error.empty()) log::warn(claimed->write_error);
+  if (!claimed->write_error.empty()) {
+    // A detached job is reached only through its record: without it `list`
+    // would not show it, `stop` could not find it, and its name would be
+    // free for a duplicate. Nothing is started.
+    if (o.detach) {
+      console().error(claimed->write_error + ": a detached job without its record could not be " +
+                      "listed or stopped, so none was started (free space in " + o.log_dir +
+                      ", or set --log-dir or DLAUNCH_STATE_DIR)");
+      std::error_code ec;
+      std::filesystem::remove_all(claimed->dir, ec);
+      return fail(kExitFailure);
+    }
+    // In the foreground the job goes on without its record; `list` and `get`
+    // will not know it.
+    log::warn(claimed->write_error);
+  }
   info.name = claimed->name;
   return Claim{claimed->name, claimed->dir, info};
 }

@@ -322,24 +322,18 @@ std::string sync_dir_name(const std::string& dir) {
 
 ParseResult parse_options(int argc, const char* const* argv,
                           std::span<const CommandHelp> commands) {
-  // Everything after the first "--" is the program, byte for byte; CLI11 never
-  // sees it, so a trainer flag can never be mistaken for ours.
-  std::vector<std::string> ours;
   Options o;
-  bool seen_dashes = false;
-  for (int i = 1; i < argc; ++i) {
-    if (!seen_dashes && std::string_view(argv[i]) == "--") {
-      seen_dashes = true;
-      continue;
-    }
-    (seen_dashes ? o.command : ours).emplace_back(argv[i]);
-  }
-
   CLI::App app{"dlaunch: start distributed PyTorch/LibTorch training on plain hosts", "dlaunch"};
   app.set_version_flag("--version", std::string("dlaunch ") + kVersion);
   app.footer(help_footer(commands));
   app.formatter(std::make_shared<JobUsage>());
-  app.prefix_command(!seen_dashes);  // `dlaunch -n 2 prog args` also works without "--"
+  // The program is the first word that is no option of ours nor an option's
+  // value, or what follows "--": everything after it is the program's, byte
+  // for byte, "--" and --help included (torchrun's way). CLI11 stops there.
+  app.prefix_command(true);
+  // An option given twice takes the last value, as argparse does (torchrun,
+  // deepspeed); lists (-e, --mount, ...) keep every value.
+  app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
 
   std::string nproc_text;
   std::string ranks_filter_text;
@@ -534,8 +528,12 @@ ParseResult parse_options(int argc, const char* const* argv,
 
   // Words CLI11 does not know come back in remaining(), checked below: an
   // unknown option is named, never taken for the program.
-  app.allow_extras(seen_dashes);
-  std::vector<std::string> reversed(ours.rbegin(), ours.rend());
+  std::vector<std::string> reversed;
+  for (int i = argc - 1; i >= 1; --i) reversed.emplace_back(argv[i]);
+  // PET_* first: the command line's own flags come later and win.
+  const auto from_env =
+      torchrun_env_arguments(app, [](const char* n) -> const char* { return std::getenv(n); });
+  reversed.insert(reversed.end(), from_env.rbegin(), from_env.rend());
   try {
     app.parse(reversed);
   } catch (const CLI::CallForHelp&) {
@@ -545,12 +543,13 @@ ParseResult parse_options(int argc, const char* const* argv,
   } catch (const CLI::ParseError& e) {
     return {std::nullopt, 2, e.what()};
   }
-  if (seen_dashes) {
-    if (!app.remaining().empty()) return {std::nullopt, 2, unknown_option(app, app.remaining())};
+  std::vector<std::string> rest = app.remaining();
+  if (!rest.empty() && rest.front() == "--") {
+    o.command.assign(rest.begin() + 1, rest.end());
+  } else if (!rest.empty() && rest.front().starts_with('-')) {
+    return {std::nullopt, 2, unknown_option(app, rest)};
   } else {
-    for (auto& rest : app.remaining()) o.command.push_back(rest);
-    if (!o.command.empty() && o.command.front().starts_with('-'))
-      return {std::nullopt, 2, unknown_option(app, o.command)};
+    o.command = std::move(rest);
   }
   o.forward_env_defaults = !no_forward_env;
   o.rdzv_port_given = rdzv_port->count() > 0;

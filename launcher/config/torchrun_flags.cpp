@@ -279,4 +279,49 @@ Result<void> apply_torchrun_flags(const TorchrunFlags& f, Options& o) {
   return {};
 }
 
+std::vector<std::string> torchrun_env_arguments(const CLI::App& app,
+                                                const char* (*getenv)(const char*)) {
+  // torchrun's flags (torch.distributed.run), each read from PET_<NAME>.
+  static constexpr const char* kNames[] = {"nnodes",
+                                           "nproc_per_node",
+                                           "rdzv_backend",
+                                           "rdzv_endpoint",
+                                           "rdzv_id",
+                                           "rdzv_conf",
+                                           "standalone",
+                                           "max_restarts",
+                                           "monitor_interval",
+                                           "start_method",
+                                           "role",
+                                           "module",
+                                           "no_python",
+                                           "run_path",
+                                           "log_dir",
+                                           "redirects",
+                                           "tee",
+                                           "local_ranks_filter",
+                                           "node_rank",
+                                           "master_addr",
+                                           "master_port",
+                                           "local_addr"};
+  std::vector<std::string> words;
+  for (const char* name : kNames) {
+    std::string variable = "PET_";
+    for (const char* c = name; *c != '\0'; ++c)
+      variable += static_cast<char>(std::toupper(static_cast<unsigned char>(*c)));
+    const char* value = getenv(variable.c_str());
+    if (value == nullptr) continue;
+    const std::string flag = std::string("--") + name;
+    const CLI::Option* option = app.get_option_no_throw(flag);
+    if (option == nullptr) continue;
+    if (option->get_type_size_max() == 0) {  // a switch
+      const std::string v = value;
+      if (v == "1" || v == "true" || v == "True" || v == "TRUE") words.push_back(flag);
+    } else {
+      words.push_back(flag + "=" + value);
+    }
+  }
+  return words;
+}
+
 }  // namespace dlaunch

@@ -4,6 +4,8 @@ detached job, --json, delete."""
 
 import json
 import os
+import shlex
+import shutil
 import signal
 import subprocess
 import sys
@@ -26,6 +28,33 @@ class JobLifecycleTest(DlaunchTestCase):
 
     def status(self, job):
         return self.get(job)["status"]
+
+    def test_a_detached_job_that_cannot_write_its_record_starts_nothing(self):
+        # A full state dir: a tmpfs of its own, filled, in a mount namespace of
+        # this test's (so nothing outside sees the mount, and it goes with it).
+        if os.geteuid() != 0 or not shutil.which("unshare"):
+            self.skipTest("needs root and unshare for a full tmpfs state dir")
+        job = self.job_name("full")
+        state = os.path.join(self.tmp, "full-state")
+        os.makedirs(state)
+        ran = os.path.join(self.tmp, "ran")
+        q = shlex.quote
+        script = (f"mount -t tmpfs -o size=64k tmpfs {q(state)} || exit 99\n"
+                  f"head -c 1M /dev/zero > {q(state)}/filler 2>/dev/null\n"
+                  f"DLAUNCH_STATE_DIR={q(state)} {q(harness.DLAUNCH)} -d --name {q(job)} "
+                  f"-- sh -c {q('touch ' + q(ran))}\n"
+                  "echo \"rc=$?\"\n"
+                  "sleep 2\n"
+                  f"DLAUNCH_STATE_DIR={q(state)} {q(harness.DLAUNCH)} list --all\n")
+        r = subprocess.run(["unshare", "-m", "sh", "-c", script], capture_output=True, text=True,
+                           timeout=60, env=self.env(), stdin=subprocess.DEVNULL)
+        if r.returncode == 99:
+            self.skipTest("cannot mount a tmpfs here: " + r.stderr)
+        self.assertIn("rc=1", r.stdout, r.stderr)
+        self.assertNotIn(job + "\n", r.stdout.split("rc=")[0])  # no name printed as started
+        self.assertIn("none was started", r.stderr)
+        self.assertFalse(os.path.exists(ran), "the detached job's rank ran")
+        self.assertNotIn(job, r.stdout.split("rc=1", 1)[1])  # and `list` knows of no job
 
     def test_detached_job_runs_and_logs_follow_returns_at_its_end(self):
         job = self.job_name("det")

@@ -2,8 +2,12 @@
 
 #include <doctest/doctest.h>
 
+#include <filesystem>
+#include <fstream>
 #include <string>
 #include <vector>
+
+#include "tests/unit/scratch_dir.h"
 
 using namespace dlaunch;
 
@@ -129,4 +133,17 @@ TEST_CASE("--help lists every command, its examples, and every launch option") {
                              "--rdzv-via-ssh", "--version"}) {
     CHECK_MESSAGE(help.find(option) != std::string::npos, option);
   }
+}
+
+TEST_CASE("a Python file in the current directory is the program, as torchrun's first word") {
+  dlaunch::testing::ScratchDir dir;
+  const auto before = std::filesystem::current_path();
+  std::filesystem::current_path(dir.path());
+  { std::ofstream(dir.path() + "/train.py") << "print(1)\n"; }
+  const auto first = resolve({"train.py"});
+  const auto missing = resolve({"other.py"});
+  std::filesystem::current_path(before);
+  CHECK(first.command == find_command("run"));
+  CHECK(first.first_arg == 0);
+  CHECK(missing.command == nullptr);  // no such file: still an unknown word
 }

@@ -9,6 +9,7 @@
 #include "launcher/config/options.h"
 #include "launcher/config/torchrun_flags.h"
 #include "launcher/plan/this_machine.h"
+#include "tests/unit/scoped_env.h"
 
 using namespace dlaunch;
 
@@ -166,4 +167,43 @@ TEST_CASE("which address names this machine") {
   CHECK(names_this_machine("n1-alias", "n1", {"127.0.1.1"}, local));
   CHECK_FALSE(names_this_machine("head", "n1", {"10.0.0.6"}, local));
   CHECK_FALSE(names_this_machine("n2", "n1", {}, local));
+}
+
+TEST_CASE("everything after the program is the program's, -- and --help included (torchrun)") {
+  auto r = torchrun_parse({"--nproc_per_node=2", "train.py", "--lr", "1", "--", "--z"});
+  REQUIRE_MESSAGE(r.options, r.message);
+  CHECK(r.options->nproc_per_node == 2);
+  const auto& c = r.options->command;
+  REQUIRE(c.size() >= 6);
+  CHECK(std::vector<std::string>(c.end() - 5, c.end()) ==
+        std::vector<std::string>{"train.py", "--lr", "1", "--", "--z"});
+
+  auto help = torchrun_parse({"-n", "2", "train.py", "--help"});
+  REQUIRE_MESSAGE(help.options, help.message);  // the program's help, not dlaunch's
+  CHECK(help.options->command.back() == "--help");
+  CHECK(help.options->nproc_per_node == 2);
+}
+
+TEST_CASE("an option given twice takes the last value, as argparse") {
+  auto r = torchrun_parse({"-n", "2", "-n", "3", "--name", "a", "--name", "b", "prog"});
+  REQUIRE_MESSAGE(r.options, r.message);
+  CHECK(r.options->nproc_per_node == 3);
+  CHECK(r.options->name == "b");
+  // Lists keep every value.
+  auto env = torchrun_parse({"-e", "A=1", "-e", "B=2", "prog"});
+  REQUIRE_MESSAGE(env.options, env.message);
+  CHECK(env.options->env == std::vector<std::string>{"A=1", "B=2"});
+}
+
+TEST_CASE("PET_* variables stand for torchrun's flags; the command line wins") {
+  dlaunch::testing::ScopedEnv nproc("PET_NPROC_PER_NODE", "2");
+  dlaunch::testing::ScopedEnv standalone("PET_STANDALONE", "1");
+  dlaunch::testing::ScopedEnv id("PET_RDZV_ID", "kubeflow-job");
+  auto r = torchrun_parse({"./train.py"});
+  REQUIRE_MESSAGE(r.options, r.message);
+  CHECK(r.options->nproc_per_node == 2);
+  CHECK(r.options->name == "kubeflow-job");
+  auto flag_wins = torchrun_parse({"--nproc_per_node", "3", "./train.py"});
+  REQUIRE_MESSAGE(flag_wins.options, flag_wins.message);
+  CHECK(flag_wins.options->nproc_per_node == 3);
 }
