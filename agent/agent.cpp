@@ -338,9 +338,7 @@ void Agent::on_sync_offer(proto::SyncOffer&& offer) {
       refused = "this agent was not started for --sync";
     } else {
       dest = ranks_directory();
-      const DirectoryIdentity source{offer.source_machine, offer.source_path, offer.source_device,
-                                     offer.source_inode};
-      refused = describe_overlap(directory_overlap(source, dest), source.path, dest);
+      refused = describe_overlap(directory_overlap(offer.source, dest), offer.source.path, dest);
     }
     if (!refused.empty()) {
       if (client_) client_->send(proto::SyncDone{0, 0, 0, refused});

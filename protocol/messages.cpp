@@ -202,10 +202,10 @@ void fields(C& c, Like<SyncOffer> auto& m) {
   });
   c.flag(m.last);
   c.enumeration(m.into, SyncInto::workdir, SyncInto::image_cache);
-  c.str(m.source_machine, kMaxMachineId);
-  c.str(m.source_path, kMaxFilePath);
-  c.u64(m.source_device);
-  c.u64(m.source_inode);
+  c.str(m.source.machine, kMaxMachineId);
+  c.str(m.source.path, kMaxFilePath);
+  c.u64(m.source.device);
+  c.u64(m.source.inode);
 }
 
 template <class C>

@@ -29,6 +29,7 @@
 #include <variant>
 #include <vector>
 
+#include "common/directory_overlap.h"
 #include "protocol/network_facts.h"
 
 namespace dlaunch::proto {
@@ -50,6 +51,8 @@ inline constexpr std::uint32_t kMagic = 0x444C5256;  // "DLRV"
 //     commit.
 // 12: SyncOffer says where its files go: the ranks' working directory
 //     (--sync) or the host's image cache (--image-file).
+// 13: SyncOffer names its source directory (machine, path, device, inode),
+//     so that an agent on that machine refuses a destination overlapping it.
 inline constexpr std::uint16_t kVersion = 13;
 inline constexpr std::size_t kNonceSize = 32;
 inline constexpr std::size_t kMaxHostName = 255;
@@ -369,10 +372,7 @@ struct SyncOffer {
   // The source directory as the coordinator's machine names it
   // (common/directory_overlap.h): an agent on that machine refuses a
   // destination that holds it, is it, or lies inside it. Empty machine: unknown.
-  std::string source_machine = {};
-  std::string source_path = {};
-  std::uint64_t source_device = 0;
-  std::uint64_t source_inode = 0;
+  DirectoryIdentity source = {};
 };
 
 // The files the agent lacks or holds with other content, by offer index,

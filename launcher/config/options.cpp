@@ -531,8 +531,7 @@ ParseResult parse_options(int argc, const char* const* argv,
   std::vector<std::string> reversed;
   for (int i = argc - 1; i >= 1; --i) reversed.emplace_back(argv[i]);
   // PET_* first: the command line's own flags come later and win.
-  const auto from_env =
-      torchrun_env_arguments(app, [](const char* n) -> const char* { return std::getenv(n); });
+  const auto from_env = torchrun_env_arguments(app);
   reversed.insert(reversed.end(), from_env.rbegin(), from_env.rend());
   try {
     app.parse(reversed);

@@ -3,6 +3,7 @@
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cctype>
+#include <cstdlib>
 
 #include "launcher/config/flags_without_effect.h"
 #include "launcher/config/options.h"
@@ -279,8 +280,7 @@ Result<void> apply_torchrun_flags(const TorchrunFlags& f, Options& o) {
   return {};
 }
 
-std::vector<std::string> torchrun_env_arguments(const CLI::App& app,
-                                                const char* (*getenv)(const char*)) {
+std::vector<std::string> torchrun_env_arguments(const CLI::App& app) {
   // torchrun's flags (torch.distributed.run), each read from PET_<NAME>.
   static constexpr const char* kNames[] = {"nnodes",
                                            "nproc_per_node",
@@ -309,7 +309,7 @@ std::vector<std::string> torchrun_env_arguments(const CLI::App& app,
     std::string variable = "PET_";
     for (const char* c = name; *c != '\0'; ++c)
       variable += static_cast<char>(std::toupper(static_cast<unsigned char>(*c)));
-    const char* value = getenv(variable.c_str());
+    const char* value = std::getenv(variable.c_str());
     if (value == nullptr) continue;
     const std::string flag = std::string("--") + name;
     const CLI::Option* option = app.get_option_no_throw(flag);

@@ -68,9 +68,8 @@ std::optional<StreamSpec> parse_stream_spec(const std::string& text);
 // (PET_NPROC_PER_NODE=2), and Kubeflow's PyTorchJob passes its settings that
 // way. The words those variables stand for, as "--flag=value" ("--flag" for a
 // switch set to 1 or true), to be put before the command line's own so that
-// a flag given there wins. `getenv` is std::getenv outside tests.
-std::vector<std::string> torchrun_env_arguments(const CLI::App& app,
-                                                const char* (*getenv)(const char*));
+// a flag given there wins.
+std::vector<std::string> torchrun_env_arguments(const CLI::App& app);
 
 // Puts the flags onto `o` (before manual mode is decided: the endpoint makes
 // a multi-node job manual). A usage error, or nothing; what is said once goes

@@ -14,10 +14,7 @@ std::optional<proto::SyncOffer> SyncSender::next_offer() {
   if (next_entry_ == 0) {
     offer.delete_extra = delete_extra_;
     offer.ignore = manifest_.ignore;
-    offer.source_machine = manifest_.source.machine;
-    offer.source_path = manifest_.source.path;
-    offer.source_device = manifest_.source.device;
-    offer.source_inode = manifest_.source.inode;
+    offer.source = manifest_.source;
   }
   std::size_t bytes = 0;
   const auto& entries = manifest_.entries;
