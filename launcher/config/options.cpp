@@ -320,8 +320,12 @@ std::string sync_dir_name(const std::string& dir) {
   return path == path.root_path() ? std::string() : path.filename().string();
 }
 
-ParseResult parse_options(int argc, const char* const* argv,
-                          std::span<const CommandHelp> commands) {
+namespace {
+
+// parse_options without naming the PET_* variables it read in an error;
+// `env_said` gets them.
+ParseResult parse_command_line(int argc, const char* const* argv,
+                               std::span<const CommandHelp> commands, std::string& env_said) {
   Options o;
   CLI::App app{"dlaunch: start distributed PyTorch/LibTorch training on plain hosts", "dlaunch"};
   app.set_version_flag("--version", std::string("dlaunch ") + kVersion);
@@ -532,7 +536,8 @@ ParseResult parse_options(int argc, const char* const* argv,
   for (int i = argc - 1; i >= 1; --i) reversed.emplace_back(argv[i]);
   // PET_* first: the command line's own flags come later and win.
   const auto from_env = torchrun_env_arguments(app);
-  reversed.insert(reversed.end(), from_env.rbegin(), from_env.rend());
+  reversed.insert(reversed.end(), from_env.words.rbegin(), from_env.words.rend());
+  env_said = from_env.said;
   try {
     app.parse(reversed);
   } catch (const CLI::CallForHelp&) {
@@ -708,6 +713,18 @@ ParseResult parse_options(int argc, const char* const* argv,
         "dlaunch makes each job's secret when it starts the agents itself");
   if (o.log_dir.empty()) o.log_dir = default_log_dir();
   return {o, 0, {}};
+}
+
+}  // namespace
+
+ParseResult parse_options(int argc, const char* const* argv,
+                          std::span<const CommandHelp> commands) {
+  std::string env_said;
+  ParseResult result = parse_command_line(argc, argv, commands, env_said);
+  // A flag the user never typed: say where it came from.
+  if (!result.options && result.exit_code == 2 && !env_said.empty())
+    result.message += " (flags read from the environment: " + env_said + ")";
+  return result;
 }
 
 }  // namespace dlaunch

@@ -280,7 +280,7 @@ Result<void> apply_torchrun_flags(const TorchrunFlags& f, Options& o) {
   return {};
 }
 
-std::vector<std::string> torchrun_env_arguments(const CLI::App& app) {
+EnvArguments torchrun_env_arguments(const CLI::App& app) {
   // torchrun's flags (torch.distributed.run), each read from PET_<NAME>.
   static constexpr const char* kNames[] = {"nnodes",
                                            "nproc_per_node",
@@ -304,7 +304,7 @@ std::vector<std::string> torchrun_env_arguments(const CLI::App& app) {
                                            "master_addr",
                                            "master_port",
                                            "local_addr"};
-  std::vector<std::string> words;
+  EnvArguments out;
   for (const char* name : kNames) {
     std::string variable = "PET_";
     for (const char* c = name; *c != '\0'; ++c)
@@ -316,12 +316,13 @@ std::vector<std::string> torchrun_env_arguments(const CLI::App& app) {
     if (option == nullptr) continue;
     if (option->get_type_size_max() == 0) {  // a switch
       const std::string v = value;
-      if (v == "1" || v == "true" || v == "True" || v == "TRUE") words.push_back(flag);
+      if (v == "1" || v == "true" || v == "True" || v == "TRUE") out.words.push_back(flag);
     } else {
-      words.push_back(flag + "=" + value);
+      out.words.push_back(flag + "=" + value);
     }
+    out.said += (out.said.empty() ? "" : ", ") + variable + "=" + value;
   }
-  return words;
+  return out;
 }
 
 }  // namespace dlaunch

@@ -68,8 +68,13 @@ std::optional<StreamSpec> parse_stream_spec(const std::string& text);
 // (PET_NPROC_PER_NODE=2), and Kubeflow's PyTorchJob passes its settings that
 // way. The words those variables stand for, as "--flag=value" ("--flag" for a
 // switch set to 1 or true), to be put before the command line's own so that
-// a flag given there wins.
-std::vector<std::string> torchrun_env_arguments(const CLI::App& app);
+// a flag given there wins. `said` lists the variables read
+// ("PET_NPROC_PER_NODE=abc, ..."), for an error to name them.
+struct EnvArguments {
+  std::vector<std::string> words;
+  std::string said;
+};
+EnvArguments torchrun_env_arguments(const CLI::App& app);
 
 // Puts the flags onto `o` (before manual mode is decided: the endpoint makes
 // a multi-node job manual). A usage error, or nothing; what is said once goes

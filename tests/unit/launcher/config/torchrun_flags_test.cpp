@@ -207,3 +207,13 @@ TEST_CASE("PET_* variables stand for torchrun's flags; the command line wins") {
   REQUIRE_MESSAGE(flag_wins.options, flag_wins.message);
   CHECK(flag_wins.options->nproc_per_node == 3);
 }
+
+TEST_CASE("a bad PET_* value is an error that names the variable") {
+  dlaunch::testing::ScopedEnv nproc("PET_NPROC_PER_NODE", "abc");
+  auto r = torchrun_parse({"./train.py"});
+  REQUIRE_FALSE(r.options);
+  CHECK(r.exit_code == 2);
+  CHECK_MESSAGE(r.message.find("got 'abc' (flags read from the environment: "
+                               "PET_NPROC_PER_NODE=abc)") != std::string::npos,
+                r.message);
+}
