@@ -6,6 +6,7 @@
 #include <fstream>
 
 #include "common/captured_command.h"
+#include "common/file_lock.h"
 #include "common/posix.h"
 #include "common/private_file.h"
 #include "common/text.h"
@@ -33,12 +34,16 @@ bool engine_has(const ContainerHost& host, const std::string& image) {
 }
 
 // podman or docker: load the archive unless the image it loaded as is still
-// there.
+// there. One agent at a time: two agents of one machine (a host listed twice,
+// two jobs) that both found the image gone would load it together, and the
+// engine may untag it between one load and the other, under ranks starting.
 Result<std::string> load_archive(const ContainerHost& host, const std::string& path,
                                  const std::string& wanted) {
   const std::string engine(container_engine_name(host.engine));
   const std::string marker = path + "." + engine;
   const auto slash = marker.rfind('/');
+  auto turn = FileLock::take(marker + ".lock", 0600);
+  if (!turn) return fail(turn.error());
   std::string loaded = read_marker(marker);
   const std::string check = wanted.empty() ? loaded : wanted;
   if (loaded.empty() || check.empty() || !engine_has(host, check)) {
