@@ -124,7 +124,10 @@ void Agent::start() {
   join.gpus = gpus_;
   join.host = spec_.host_name;
   interfaces_ = list_interfaces();
-  probe_listener_.emplace(io_, static_cast<std::uint16_t>(spec_.master_port));
+  ProbeListener::Limits limits;
+  // `dlaunch check`'s bulk tests write to it for up to their whole length.
+  if (spec_.check) limits.lifetime = std::chrono::milliseconds(proto::kMaxPeerTestMs + 10'000);
+  probe_listener_.emplace(io_, static_cast<std::uint16_t>(spec_.master_port), limits);
   join.probe_port = probe_listener_->port();
   if (spec_.master_port != 0 && join.probe_port != spec_.master_port) {
     // Rank 0 listens on MASTER_PORT on node 0: starting it there would only

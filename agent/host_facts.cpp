@@ -5,7 +5,6 @@
 #include <sched.h>
 #include <signal.h>
 #include <spawn.h>
-#include <sys/statvfs.h>
 #include <sys/utsname.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -19,6 +18,7 @@
 #include "agent/gpu_helper_process.h"
 #include "common/agent_arch.h"
 #include "common/captured_command.h"
+#include "common/disk_space.h"
 #include "common/gpu_holders.h"
 #include "common/text.h"
 #include "common/version.h"
@@ -38,18 +38,6 @@ std::string unquote(std::string_view v) {
     out.push_back(v[i]);
   }
   return out;
-}
-
-std::int64_t free_bytes(const char* path) {
-  struct statvfs st {};
-  if (path == nullptr || ::statvfs(path, &st) != 0) return -1;
-  return static_cast<std::int64_t>(st.f_bavail) * static_cast<std::int64_t>(st.f_frsize);
-}
-
-std::int64_t size_bytes(const char* path) {
-  struct statvfs st {};
-  if (::statvfs(path, &st) != 0) return -1;
-  return static_cast<std::int64_t>(st.f_blocks) * static_cast<std::int64_t>(st.f_frsize);
 }
 
 int usable_cpus() {
@@ -205,10 +193,10 @@ proto::HostFacts collect_host_facts(std::chrono::milliseconds python_timeout,
     for (const auto& [index, job] : holders)
       facts.gpus[static_cast<std::size_t>(index)].held_by_job = fact_text(job);
   }
-  facts.home_free = free_bytes(std::getenv("HOME"));
+  facts.home_free = free_disk_bytes(std::getenv("HOME"));
   const char* tmp = std::getenv("TMPDIR");
-  facts.tmp_free = free_bytes(tmp && *tmp ? tmp : "/tmp");
-  facts.shm_size = size_bytes("/dev/shm");
+  facts.tmp_free = free_disk_bytes(tmp && *tmp ? tmp : "/tmp");
+  facts.shm_size = disk_size_bytes("/dev/shm");
   parse_python_output(run_python(python, python_timeout), facts.python_version, facts.python_path,
                       facts.torch_version);
   return facts;

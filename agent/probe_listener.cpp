@@ -26,24 +26,21 @@ bool open_on(asio::ip::tcp::acceptor& acceptor, const asio::ip::tcp::endpoint& e
   return false;
 }
 
-void discard(std::shared_ptr<asio::ip::tcp::socket> socket, ProbeListener::Buffer buffer) {
-  auto& s = *socket;
-  auto& b = *buffer;
-  s.async_read_some(asio::buffer(b), [socket = std::move(socket), buffer = std::move(buffer)](
-                                         const asio::error_code& ec, std::size_t) mutable {
-    if (ec) {
-      asio::error_code ignored;
-      socket->close(ignored);
-      return;
-    }
-    discard(std::move(socket), std::move(buffer));
-  });
-}
-
 }  // namespace
 
+struct ProbeListener::Held {
+  explicit Held(asio::ip::tcp::socket s) : socket(std::move(s)), expiry(socket.get_executor()) {}
+  asio::ip::tcp::socket socket;
+  asio::steady_timer expiry;
+  std::list<std::shared_ptr<Held>>::iterator pos;
+  bool released = false;
+};
+
 ProbeListener::ProbeListener(asio::io_context& io, std::uint16_t wanted)
-    : state_(std::make_shared<State>(io)) {
+    : ProbeListener(io, wanted, Limits{}) {}
+
+ProbeListener::ProbeListener(asio::io_context& io, std::uint16_t wanted, Limits limits)
+    : state_(std::make_shared<State>(io, limits)) {
   auto open = [this](std::uint16_t port) {
     return open_on(state_->acceptor, {asio::ip::address_v6::any(), port}) ||
            open_on(state_->acceptor, {asio::ip::address_v4::any(), port});
@@ -55,9 +52,7 @@ ProbeListener::ProbeListener(asio::io_context& io, std::uint16_t wanted)
     port_ = 0;
     return;
   }
-  // One buffer for every connection: what is read is thrown away, and a
-  // buffer zeroed per accept cost node 0's agent 64 KiB of memset for each of
-  // the 20,000 probes of a 10,000-node job. The handlers run on this one
+  // One buffer for every connection (drain). The handlers run on this one
   // io_context thread, so no two reads fill it at once.
   state_->buffer = std::make_shared<std::array<char, 64 * 1024>>();
   accept(state_);
@@ -84,13 +79,50 @@ void ProbeListener::accept(std::shared_ptr<State> state) {
               // `dlaunch check` writes until it is done: either way, read on
               // until the peer closes.
               (void)::send(socket.native_handle(), &kProbeAnswer, 1, MSG_NOSIGNAL | MSG_DONTWAIT);
-              discard(std::make_shared<asio::ip::tcp::socket>(std::move(socket)), state->buffer);
+              hold(state, std::move(socket));
             });
         // An error (out of descriptors, say) stops this batch: the connections
         // left queued wait, and their probers' own timeouts cover the pause.
         if (ec || failed) return pause_then_accept(std::move(state));
         accept(std::move(state));
       });
+}
+
+// Held until its peer closes or its lifetime ends; at max_open the oldest,
+// answered long ago, gives way, so that strangers holding connections cannot
+// keep a real probe (or node 0's descriptors) out.
+void ProbeListener::hold(const std::shared_ptr<State>& state, asio::ip::tcp::socket socket) {
+  if (state->open.size() >= state->limits.max_open) release(*state, *state->open.front());
+  auto held = std::make_shared<Held>(std::move(socket));
+  held->pos = state->open.insert(state->open.end(), held);
+  held->expiry.expires_after(state->limits.lifetime);
+  held->expiry.async_wait([state, weak = std::weak_ptr<Held>(held)](const asio::error_code& ec) {
+    auto h = weak.lock();
+    if (!ec && h) release(*state, *h);
+  });
+  drain(state, std::move(held));
+}
+
+// What arrives is read and thrown away, into the one shared buffer: a buffer
+// zeroed per accept cost node 0's agent 64 KiB of memset for each of the
+// 20,000 probes of a 10,000-node job.
+void ProbeListener::drain(std::shared_ptr<State> state, std::shared_ptr<Held> held) {
+  auto& socket = held->socket;
+  socket.async_read_some(asio::buffer(*state->buffer),
+                         [state, held](const asio::error_code& ec, std::size_t) mutable {
+                           if (held->released) return;
+                           if (ec) return release(*state, *held);
+                           drain(std::move(state), std::move(held));
+                         });
+}
+
+void ProbeListener::release(State& state, Held& held) {
+  if (held.released) return;
+  held.released = true;
+  asio::error_code ignored;
+  held.socket.close(ignored);
+  held.expiry.cancel();
+  state.open.erase(held.pos);  // may free `held` once its handlers have run
 }
 
 void ProbeListener::pause_then_accept(std::shared_ptr<State> state) {

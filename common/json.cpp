@@ -3,11 +3,26 @@
 #include <cmath>
 #include <cstdio>
 
+#include "common/utf8.h"
+
 namespace dlaunch {
 
 std::string json_quote(std::string_view text) {
   std::string out = "\"";
-  for (char c : text) {
+  for (std::size_t at = 0; at < text.size(); ++at) {
+    const char c = text[at];
+    // JSON is UTF-8: a byte outside a valid sequence (a host name from the
+    // wire) would make the whole record unreadable. Each shows as U+FFFD.
+    if (static_cast<unsigned char>(c) >= 0x80) {
+      const std::size_t length = utf8_sequence_length(text, at);
+      if (length == 0) {
+        out += "\\ufffd";
+      } else {
+        out.append(text.substr(at, length));
+        at += length - 1;
+      }
+      continue;
+    }
     switch (c) {
       case '"':
         out += "\\\"";

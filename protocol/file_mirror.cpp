@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -80,15 +81,57 @@ const char* FileMirror::write_file(const std::string& path, const proto::FileChu
   return ok ? nullptr : "write";
 }
 
+Result<void> FileMirror::refuse(const std::string& path, std::string why) {
+  if (failed_.size() >= kMaxFiles) {
+    if (refusals_unsaid_) return {};
+    refusals_unsaid_ = true;
+    return fail("refused " + std::to_string(kMaxFiles) + " " + options_.what + " files from " +
+                options_.source + "; the rest are refused without a word");
+  }
+  if (!failed_.insert(path).second) return {};
+  return fail(std::move(why));
+}
+
+Result<std::uint64_t> FileMirror::check_bounds(const proto::FileChunk& chunk) {
+  const auto it = sizes_.find(chunk.path);
+  const std::uint64_t end = it == sizes_.end() ? 0 : it->second;
+  const std::string file = options_.what + " file " + chunk.path + " from " + options_.source;
+  if (it == sizes_.end() && sizes_.size() >= kMaxFiles)
+    return fail("refused " + file + ": the copy already holds " + std::to_string(kMaxFiles) +
+                " files");
+  // A sender appends: a version starts at 0 and each chunk where the last ended.
+  if (chunk.restart ? chunk.offset != 0 : (it == sizes_.end() || chunk.offset > end))
+    return fail("refused " + file + ": a chunk at offset " + std::to_string(chunk.offset) +
+                ", past the " + std::to_string(chunk.restart ? 0 : end) +
+                " bytes that came before it");
+  const std::uint64_t old = chunk.restart ? 0 : end;
+  const std::uint64_t grown = std::max(old, chunk.offset + chunk.data.size()) - old;
+  const std::uint64_t others = total_ - end;
+  if (others + old + grown > options_.max_bytes)
+    return fail("refused " + file + ": the copy would take more than " +
+                std::to_string(options_.max_bytes) + " bytes (what this disk can spare)");
+  return grown;
+}
+
 Result<void> FileMirror::write(const proto::FileChunk& chunk) {
   if (!safe_relative_path(chunk.path) || is_partial_file(chunk.path)) {
-    if (!failed_.insert(chunk.path).second) return {};
-    return fail("refused a " + options_.what + " file path from " + options_.source + ": '" +
-                chunk.path + "'");
+    return refuse(chunk.path, "refused a " + options_.what + " file path from " + options_.source +
+                                  ": '" + chunk.path + "'");
   }
   // A checkpoint file that starts again gets a new chance.
   if (options_.whole_files && chunk.restart) failed_.erase(chunk.path);
   if (failed_.contains(chunk.path)) return {};
+  // The rest of a version whose start this copy never saw.
+  if (options_.whole_files && !chunk.restart && !partial_.contains(chunk.path)) return {};
+  const auto grown = check_bounds(chunk);
+  if (!grown) return refuse(chunk.path, grown.error());
+  auto& end = sizes_[chunk.path];
+  if (chunk.restart) {
+    total_ -= end;
+    end = 0;
+  }
+  end += *grown;
+  total_ += *grown;
   const std::string path = root_ + "/" + chunk.path;
   if (!make_parents(chunk.path)) {
     failed_.insert(chunk.path);

@@ -4,9 +4,14 @@
 // --checkpoint-dir's under <job dir>/checkpoint; a new node 0's agent receives
 // the checkpoint into its own directory. Paths come from the other side and
 // are checked: relative, no "..", "." or empty part (protocol/relative_path.h),
-// so nothing is written outside the root.
+// so nothing is written outside the root. What one sender can make it hold is
+// bounded: kMaxFiles files, each only ever grown from its end (no chunk past
+// what came before: no sparse file of terabytes), and Options::max_bytes in all.
 #pragma once
 
+#include <cstdint>
+#include <limits>
+#include <map>
 #include <optional>
 #include <set>
 #include <string>
@@ -30,7 +35,12 @@ class FileMirror {
     // directory); otherwise 0777 and 0666 less the umask, as the ranks' own
     // files would be.
     bool private_files = true;
+    // The bytes every file of the copy may take together (the coordinator
+    // sets what its disk can spare); a chunk past it is refused.
+    std::uint64_t max_bytes = std::numeric_limits<std::uint64_t>::max();
   };
+  // Files followed, and refused paths remembered (DirectoryFollower's bound).
+  static constexpr std::size_t kMaxFiles = 10'000;
   static constexpr std::string_view kPartSuffix = ".dlaunch-part";
 
   explicit FileMirror(std::string root) : FileMirror(std::move(root), Options{}) {}
@@ -43,14 +53,22 @@ class FileMirror {
 
  private:
   Result<void> write_whole(const proto::FileChunk& chunk, const std::string& path);
+  // Refuses the rest of `path` with `why`, said once; past kMaxFiles refused
+  // paths, the rest go unsaid after one line that says so.
+  Result<void> refuse(const std::string& path, std::string why);
+  // Whether `chunk` keeps within the bounds; its growth of the copy when so.
+  Result<std::uint64_t> check_bounds(const proto::FileChunk& chunk);
   bool make_parents(std::string_view relative);
   const char* write_file(const std::string& path, const proto::FileChunk& chunk) const;
 
   std::string root_;
   Options options_;
   std::set<std::string> failed_;
-  std::set<std::string> partial_;  // whole_files: begun, not yet complete
-  bool root_made_ = false;         // the root and its parents exist
+  std::set<std::string> partial_;               // whole_files: begun, not yet complete
+  bool root_made_ = false;                      // the root and its parents exist
+  std::map<std::string, std::uint64_t> sizes_;  // each file's end as written
+  std::uint64_t total_ = 0;                     // the sizes together
+  bool refusals_unsaid_ = false;                // past kMaxFiles refused paths
 };
 
 // A name the mirror writes while a file is incomplete (never a file to copy).

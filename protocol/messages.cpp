@@ -5,6 +5,7 @@
 #include <type_traits>
 #include <utility>
 
+#include "common/utf8.h"
 #include "protocol/field_codec.h"
 #include "protocol/frame.h"
 #include "protocol/relative_path.h"
@@ -312,13 +313,19 @@ bool valid(const M&) {
   return true;
 }
 
+// The host name and nproc are checked by the rendezvous, which says why in
+// its Reject; what only a broken agent sends is refused here. Names reach
+// node 0's terminal and the job record: printable text only.
 bool valid(const Join& m) {
-  if (m.nproc < 1 || m.gpus < 0 || m.node_rank < -1 || !valid_port(m.master_port) || m.nnodes < 0 ||
-      !valid_port(m.probe_port))
+  if (m.nproc < 1 || m.gpus < 0 || m.gpus > static_cast<std::int32_t>(kMaxGpus) ||
+      m.node_rank < -1 || !valid_port(m.master_port) || m.nnodes < 0 || !valid_port(m.probe_port) ||
+      !printable_utf8(m.machine_id))
     return false;
-  for (const auto& i : m.interfaces)
+  for (const auto& i : m.interfaces) {
+    if (!printable_utf8(i.name)) return false;
     for (const auto& a : i.addresses)
-      if (a.prefix > (a.ipv6 ? 128 : 32)) return false;
+      if (a.prefix > (a.ipv6 ? 128 : 32) || !printable_utf8(a.address)) return false;
+  }
   return true;
 }
 

@@ -102,9 +102,11 @@ void RendezvousClient::on_connected(asio::ip::tcp::socket socket) {
   connection_->start({[this](proto::Message&& m) { on_message(std::move(m)); },
                       [this](const std::string& reason) {
                         if (phase_ == Phase::connecting) return;  // one we gave up on
-                        if (phase_ == Phase::challenge) {
-                          // Node 0 may be restarting its listener, or another
-                          // service holds the port for now: keep trying.
+                        if (phase_ == Phase::challenge || phase_ == Phase::welcome) {
+                          // Node 0 may be restarting its listener, another
+                          // service holds the port for now, or a flood of
+                          // strangers evicted this handshake (a Reject would
+                          // have come first): keep trying until the deadline.
                           retry_after_foreign_peer(reason);
                           return;
                         }

@@ -203,6 +203,12 @@ void Connection::set_receive_timeout(std::chrono::milliseconds timeout) {
   arm_receive_timer();
 }
 
+void Connection::set_deadline(std::chrono::steady_clock::time_point at, std::string reason) {
+  deadline_ = at;
+  deadline_reason_ = std::move(reason);
+  arm_receive_timer();
+}
+
 void Connection::arm_receive_timer() {
   if (receive_timeout_.count() <= 0 || closed_ || reading_paused_) {
     receive_timer_.cancel();
@@ -213,7 +219,7 @@ void Connection::arm_receive_timer() {
 }
 
 void Connection::wait_for_receive(std::chrono::steady_clock::time_point deadline) {
-  receive_timer_.expires_at(deadline);
+  receive_timer_.expires_at(std::min(deadline, deadline_));
   receive_timer_.async_wait([weak = weak_from_this()](const asio::error_code& ec) {
     auto self = weak.lock();
     if (!ec && self) self->on_receive_deadline();
@@ -224,8 +230,10 @@ void Connection::wait_for_receive(std::chrono::steady_clock::time_point deadline
 // latest one, or give up on a peer that has been silent for the whole timeout.
 void Connection::on_receive_deadline() {
   if (closed_ || reading_paused_ || receive_timeout_.count() <= 0) return;
+  const auto now = std::chrono::steady_clock::now();
+  if (now >= deadline_) return close(deadline_reason_);
   const auto deadline = last_receive_ + receive_timeout_;
-  if (std::chrono::steady_clock::now() < deadline) return wait_for_receive(deadline);
+  if (now < deadline) return wait_for_receive(deadline);
   close("no message for " + std::to_string(receive_timeout_.count() / 1000) +
         " s (peer silent or link down)");
 }

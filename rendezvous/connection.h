@@ -85,6 +85,10 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void resume_reading();
   // Closes the connection when nothing at all arrives for `timeout` (0: never).
   void set_receive_timeout(std::chrono::milliseconds timeout);
+  // Closes it at `at` whatever arrives meanwhile, with `reason` (a handshake
+  // that a peer could otherwise stretch for ever with a heartbeat a second);
+  // time_point::max() takes it back. Needs a receive timeout to be set.
+  void set_deadline(std::chrono::steady_clock::time_point at, std::string reason);
   // Sends a Heartbeat every `interval` so that the peer's receive timeout holds.
   void enable_heartbeat(std::chrono::milliseconds interval);
 
@@ -142,6 +146,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
   // per message, thousands of times a second on a busy coordinator.
   asio::steady_timer receive_timer_;
   std::chrono::steady_clock::time_point last_receive_{};
+  std::chrono::steady_clock::time_point deadline_ = std::chrono::steady_clock::time_point::max();
+  std::string deadline_reason_;
   asio::steady_timer heartbeat_timer_;
   std::chrono::milliseconds receive_timeout_{0};
   std::chrono::milliseconds heartbeat_interval_{0};

@@ -68,7 +68,7 @@ RendezvousServer::~RendezvousServer() {
 void RendezvousServer::accept() {
   // Holding max_sessions: the kernel keeps the next connections queued for
   // another process on this listener, or for us once one of ours closes.
-  if (sessions_.size() >= options_.max_sessions) {
+  if (full()) {
     accept_paused_ = true;
     return;
   }
@@ -78,15 +78,22 @@ void RendezvousServer::accept() {
     auto take = [this](asio::ip::tcp::socket socket, const asio::ip::tcp::endpoint& peer) {
       admit(std::move(socket), peer);
     };
-    const auto room = options_.max_sessions - std::min(options_.max_sessions, sessions_.size());
+    const auto held = sessions_.size() - (options_.evict_when_full ? pending_count() : 0);
+    const auto room = options_.max_sessions - std::min(options_.max_sessions, held);
     const int at_most = static_cast<int>(std::min<std::size_t>(kAcceptsPerWake, room));
     if (auto failed = accept_queued(acceptor_, at_most, take)) return retry_accept_later(failed);
     accept();
   });
 }
 
+// No place for another connection, and none to make by eviction.
+bool RendezvousServer::full() const {
+  if (sessions_.size() < options_.max_sessions) return false;
+  return !options_.evict_when_full || pending_count() == 0;
+}
+
 void RendezvousServer::resume_accepting() {
-  if (!accept_paused_ || stopped_ || sessions_.size() >= options_.max_sessions) return;
+  if (!accept_paused_ || stopped_ || full()) return;
   accept_paused_ = false;
   accept();
 }
@@ -104,18 +111,7 @@ void RendezvousServer::retry_accept_later(const asio::error_code& ec) {
 // A full accept queue or descriptor table fails every accept for a while:
 // one warning per few seconds, with how many were left unsaid.
 void RendezvousServer::warn_accept_failed(const asio::error_code& ec) {
-  const auto now = std::chrono::steady_clock::now();
-  if (accept_warned_ && now - last_accept_warning_ < std::chrono::seconds(5)) {
-    ++accept_warnings_suppressed_;
-    return;
-  }
-  std::string more;
-  if (accept_warnings_suppressed_ > 0)
-    more = " (and " + std::to_string(accept_warnings_suppressed_) + " more since the last warning)";
-  log::warn("rendezvous accept: ", ec.message(), more);
-  accept_warned_ = true;
-  last_accept_warning_ = now;
-  accept_warnings_suppressed_ = 0;
+  if (auto text = accept_failed_.say("rendezvous accept: " + ec.message())) log::warn(*text);
 }
 
 void RendezvousServer::admit(asio::ip::tcp::socket socket, const asio::ip::tcp::endpoint& peer) {
@@ -123,7 +119,9 @@ void RendezvousServer::admit(asio::ip::tcp::socket socket, const asio::ip::tcp::
   // else the oldest that has not finished. A real agent finishes its handshake
   // in milliseconds, so a flood of idle or slow peers evicts itself instead of
   // locking agents out.
-  while (pending_count() >= options_.max_pending) {
+  while (pending_count() > 0 &&
+         (pending_count() >= options_.max_pending ||
+          (options_.evict_when_full && sessions_.size() >= options_.max_sessions))) {
     auto& victims = silent_.empty() ? greeted_ : silent_;
     auto it = sessions_.find(victims.front());
     if (it == sessions_.end()) {
@@ -143,6 +141,11 @@ void RendezvousServer::admit(asio::ip::tcp::socket socket, const asio::ip::tcp::
   session->pending_pos = silent_.insert(silent_.end(), session->id);
   std::weak_ptr<Session> weak = session;
   session->connection->set_receive_timeout(options_.handshake_timeout);
+  // One deadline from connect: heartbeats or a slow Hello do not stretch it.
+  session->connection->set_deadline(std::chrono::steady_clock::now() + options_.handshake_timeout,
+                                    "no Join within " +
+                                        std::to_string(options_.handshake_timeout.count() / 1000) +
+                                        " s of connecting");
   session->connection->start({[this, weak](proto::Message&& m) {
                                 auto s = weak.lock();
                                 if (!s) return;
@@ -199,8 +202,10 @@ void RendezvousServer::on_handshake_message(const std::shared_ptr<Session>& sess
   if (join == nullptr) return drop(session, "expected join");
   const auto expected = auth::join_proof(secret_, session->server_nonce, session->agent_nonce);
   if (!auth::constant_time_equal(join->proof, expected)) {
-    log::warn("rendezvous: ", session->connection->remote(),
-              " failed to prove the job's secret; dropped");
+    // A stranger may try thousands a second: one line per few seconds.
+    if (auto text = wrong_secret_.say("rendezvous: " + session->connection->remote() +
+                                      " failed to prove the job's secret; dropped"))
+      log::warn(*text);
     session->phase = Session::Phase::hello;  // nothing more is accepted from it
     session->connection->send(
         proto::Reject{"wrong job secret (in manual mode every node needs the same --secret-file)"});
@@ -210,6 +215,7 @@ void RendezvousServer::on_handshake_message(const std::shared_ptr<Session>& sess
   session->phase = Session::Phase::joined;
   forget_pending(*session);
   session->connection->set_max_frame(kMaxFrame);
+  session->connection->set_deadline(std::chrono::steady_clock::time_point::max(), {});
   session->connection->set_receive_timeout(options_.heartbeat_timeout);
   session->connection->enable_heartbeat(options_.heartbeat_timeout / 3);
   session->connection->send(

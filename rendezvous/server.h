@@ -12,6 +12,7 @@
 #include <string>
 #include <unordered_map>
 
+#include "common/throttled_warning.h"
 #include "rendezvous/connection.h"
 #include "rendezvous/service.h"
 #include "rendezvous/state.h"
@@ -80,12 +81,12 @@ class RendezvousServer : public RendezvousService {
   std::list<ConnId> silent_;
   std::list<ConnId> greeted_;
   std::size_t pending_count() const { return silent_.size() + greeted_.size(); }
+  bool full() const;
   void forget_pending(Session& session);
   std::size_t rejected_ = 0;
   bool stopped_ = false;
-  bool accept_warned_ = false;
-  std::chrono::steady_clock::time_point last_accept_warning_{};
-  std::size_t accept_warnings_suppressed_ = 0;
+  ThrottledWarning accept_failed_{std::chrono::seconds(5)};
+  ThrottledWarning wrong_secret_{std::chrono::seconds(5)};
 };
 
 }  // namespace dlaunch

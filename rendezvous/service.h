@@ -36,6 +36,11 @@ class RendezvousService {
     // stops accepting until one closes, and the kernel keeps the next ones
     // queued for another process that accepts on the same listener.
     std::size_t max_sessions = std::numeric_limits<std::size_t>::max();
+    // At max_sessions, a new connection evicts the oldest still in the
+    // handshake instead of waiting: strangers holding every place cannot
+    // lock a real agent out. Relays leave it off: there the kernel hands the
+    // next connection to a relay with room.
+    bool evict_when_full = false;
   };
 
   virtual ~RendezvousService() = default;

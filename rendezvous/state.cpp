@@ -4,6 +4,8 @@
 #include <iterator>
 #include <utility>
 
+#include "common/utf8.h"
+
 namespace dlaunch {
 
 RendezvousState::RendezvousState(Config config)
@@ -41,6 +43,18 @@ std::vector<Outbound> RendezvousState::on_join(ConnId conn, const proto::Join& j
                   "; start every node with the same --nnodes");
   }
   if (member(conn) != nullptr) return reject("this connection has already joined");
+  if (!printable_utf8(join.host))
+    return reject("host name \"" + escape_unprintable(join.host) +
+                  "\" is not printable UTF-8 text");
+  if (join.nproc > kMaxNproc) {
+    return reject(join.host + " asked for " + std::to_string(join.nproc) +
+                  " ranks; a node runs at most " + std::to_string(kMaxNproc));
+  }
+  if (joined_ranks_ + join.nproc > kMaxWorldSize) {
+    return reject(join.host + "'s " + std::to_string(join.nproc) +
+                  " ranks would make the job more than " + std::to_string(kMaxWorldSize) +
+                  " ranks");
+  }
   // A node started without --node-rank (torchrun's same line on every node)
   // takes the first place free after node 0's.
   int index = join.node_rank;
@@ -70,6 +84,7 @@ std::vector<Outbound> RendezvousState::on_join(ConnId conn, const proto::Join& j
   slot = Member{conn, index, join.nproc, join.host, join.master_port, true};
   node_of_conn_[conn] = index;
   ++joined_;
+  joined_ranks_ += join.nproc;
   // A late node runs nothing this round (done, as a spare is): a later
   // roster may take it.
   if (late) return {};
@@ -101,6 +116,7 @@ void RendezvousState::on_leave(ConnId conn) {
     m->done = true;
     m->conn = 0;
   } else {
+    joined_ranks_ -= m->nproc;
     m.reset();
     --joined_;
   }

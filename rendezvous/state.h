@@ -55,6 +55,11 @@ class RendezvousState {
 
   // Join.node_rank of a manual-mode node that takes the first free place.
   static constexpr std::int32_t kAnyNodeRank = -1;
+  // Ranks one node may run, and the whole job: a Join that claims more is
+  // refused, so that rank numbers stay far from int32's end and one agent
+  // cannot make node 0 open a log file for each of a million ranks.
+  static constexpr std::int32_t kMaxNproc = 4096;
+  static constexpr std::int64_t kMaxWorldSize = std::int64_t{1} << 24;
 
   explicit RendezvousState(Config config);
 
@@ -117,6 +122,7 @@ class RendezvousState {
   std::vector<int> node_rank_of_;               // by host index; -1: not in the roster
   std::size_t running_ = 0;                     // members without `done`: all_done() without a scan
   int joined_ = 0;
+  std::int64_t joined_ranks_ = 0;  // the nproc of every member joined
   bool assigned_ = false;
   bool restart_pending_ = false;
   int round_ = 0;

@@ -27,7 +27,7 @@ CheckRunner::CheckRunner(asio::io_context& io, Settings settings, AgentTransport
       fleet_(io, transports,
              {s_.plan.rdzv_bind, s_.plan.rdzv_port, s_.secret,
               std::chrono::seconds(s_.options.heartbeat_timeout_s),
-              static_cast<std::size_t>(s_.plan.nnodes), s_.rendezvous_relays, s_.sessions_per_relay,
+              static_cast<std::size_t>(s_.plan.nnodes), s_.rendezvous_relays, s_.sessions_each,
               s_.service,
               // check has no --rdzv-port: its port is the hosts file's.
               "[rendezvous] port in the hosts file"}),

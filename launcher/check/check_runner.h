@@ -25,9 +25,10 @@ class CheckRunner {
     std::string secret;
     std::string agent_binary;
     CheckPolicy::Config policy;
-    // More agents than this process may hold connections (descriptor_budget.h).
+    // More agents than this process may hold connections (descriptor_budget.h);
+    // as the coordinator's (coordinator.h).
     std::size_t rendezvous_relays = 0;
-    std::size_t sessions_per_relay = 0;
+    std::size_t sessions_each = 0;
     AgentFleet::ServiceFactory service = {};  // tests: instead of listening
   };
 

@@ -46,7 +46,7 @@ Result<CheckResult, int> run_check_agents(Options& o, CheckPolicy::Config policy
       make_agent_transports(io, o, o.rdzv_via_ssh || hosts.rendezvous.via_ssh, "dlaunch-check");
   CheckRunner runner(io,
                      {plan, o, auth::random_bytes(auth::kSecretSize), agent, policy,
-                      descriptors.relays, descriptors.sessions_per_relay},
+                      descriptors.relays, descriptors.sessions_each()},
                      transports);
   if (!runner.run()) return fail(kExitFailure);
   return runner.result();

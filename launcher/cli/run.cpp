@@ -466,7 +466,7 @@ int run_command(int argc, const char* const* argv) {
       io, o, o.rdzv_via_ssh || (hosts && hosts->rendezvous.via_ssh), plan.job, elastic(plan, o));
   Coordinator::Settings settings{plan, o, secret, agent, job_dir, record, sync, image};
   settings.rendezvous_relays = descriptors.relays;
-  settings.sessions_per_relay = descriptors.sessions_per_relay;
+  settings.sessions_each = descriptors.sessions_each();
   Coordinator coordinator(io, std::move(settings), transports, sink);
   const int code = coordinator.run();
   sink.flush();

@@ -45,8 +45,13 @@ Result<void> AgentFleet::listen(RendezvousService::Callbacks callbacks) {
   try {
     const asio::ip::tcp::endpoint endpoint(asio::ip::make_address(s_.bind),
                                            static_cast<std::uint16_t>(s_.port));
+    if (s_.relays == 0 && s_.sessions_each > 0) {
+      // Handshakes past the budget evict each other, never the job's files.
+      options.max_sessions = s_.sessions_each;
+      options.evict_when_full = true;
+    }
     if (s_.relays > 0) {
-      options.max_sessions = s_.sessions_per_relay;
+      options.max_sessions = s_.sessions_each;
       server_ = std::make_unique<RelayedRendezvous>(io_, endpoint, s_.secret, std::move(callbacks),
                                                     options, s_.relays);
     } else {
@@ -62,8 +67,7 @@ Result<void> AgentFleet::listen(RendezvousService::Callbacks callbacks) {
   }
   if (s_.relays > 0) {
     log::info("rendezvous: ", s_.relays, " relay processes hold the agents' connections, up to ",
-              s_.sessions_per_relay, " each (this process may open ", descriptor_limit(),
-              " files)");
+              s_.sessions_each, " each (this process may open ", descriptor_limit(), " files)");
   }
   log::debug("rendezvous listening on ", s_.bind, ":", server_->port());
   return {};

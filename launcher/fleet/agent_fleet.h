@@ -39,10 +39,11 @@ class AgentFleet {
     std::string secret;
     std::chrono::seconds heartbeat_timeout{15};
     std::size_t nnodes = 0;
-    // 0: this process holds every agent's connection; else this many relay
-    // processes, up to sessions_per_relay each.
+    // 0: this process holds every agent's connection, up to sessions_each
+    // connections in all (0: no limit); else this many relay processes, up to
+    // sessions_each each.
     std::size_t relays = 0;
-    std::size_t sessions_per_relay = 0;
+    std::size_t sessions_each = 0;
     ServiceFactory service = {};
     // Where a port given but in use is chosen anew, for the error.
     std::string port_chosen_by = "--rdzv-port";

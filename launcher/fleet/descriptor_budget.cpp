@@ -22,6 +22,7 @@ DescriptorNeeds descriptor_needs(const Plan& plan, bool srun) {
 
 DescriptorBudget descriptor_budget(const DescriptorNeeds& needs, std::size_t limit) {
   DescriptorBudget b;
+  b.nnodes = needs.nnodes;
   const std::size_t unrelayed = needs.ssh_hosts + 3 * needs.local_agents + kOwnDescriptors;
   b.needed = needs.nnodes + unrelayed;
   if (b.needed + kMinRankLogFiles > limit && limit > kRelayOwnDescriptors) {
@@ -39,7 +40,9 @@ DescriptorBudget descriptor_budget(const DescriptorNeeds& needs, std::size_t lim
                 "/etc/security/limits.conf) or run fewer nodes";
     return b;
   }
-  b.rank_log_files = std::min<std::size_t>(limit - b.needed, 65'536);
+  if (b.relays == 0)
+    b.handshake_room = std::min(kHandshakeRoom, (limit - b.needed - kMinRankLogFiles) / 2);
+  b.rank_log_files = std::min<std::size_t>(limit - b.needed - b.handshake_room, 65'536);
   return b;
 }
 

@@ -35,7 +35,18 @@ struct DescriptorBudget {
   // sessions_per_relay connections (handshakes included).
   std::size_t relays = 0;
   std::size_t sessions_per_relay = 0;
+  // Without relays: room for connections still in the handshake beyond the
+  // nodes' own (retries, strangers), taken from the rank logs' share. Past it
+  // they evict each other, so that a flood never takes the descriptors the
+  // job's own files and agents need.
+  std::size_t handshake_room = 0;
   std::string problem = {};  // non-empty: the job cannot run under this limit
+
+  // The connections one holder (a relay, else this process) may hold.
+  std::size_t sessions_each() const {
+    return relays > 0 ? sessions_per_relay : nnodes + handshake_room;
+  }
+  std::size_t nnodes = 0;
 };
 
 // Listeners, the event loop, timers, the job record, this process's own logs.
@@ -47,6 +58,8 @@ inline constexpr std::size_t kRelayOwnDescriptors = 64;
 inline constexpr std::size_t kRelayMargin = 256;
 // The fewest rank log files worth running with (they are reopened as needed).
 inline constexpr std::size_t kMinRankLogFiles = 64;
+// The most handshakes held beyond the nodes' own, where the limit allows.
+inline constexpr std::size_t kHandshakeRoom = 1024;
 
 DescriptorBudget descriptor_budget(const DescriptorNeeds& needs, std::size_t limit);
 

@@ -7,9 +7,12 @@ constexpr std::size_t kBytesPerStep = 1 << 20;
 
 }  // namespace
 
-CheckpointRelay::CheckpointRelay(std::string cache_dir, RendezvousService& server)
-    : cache_(std::move(cache_dir),
-             {.whole_files = true, .what = "checkpoint", .source = "rank 0's host"}),
+CheckpointRelay::CheckpointRelay(std::string cache_dir, RendezvousService& server,
+                                 std::uint64_t max_bytes)
+    : cache_(std::move(cache_dir), {.whole_files = true,
+                                    .what = "checkpoint",
+                                    .source = "rank 0's host",
+                                    .max_bytes = max_bytes}),
       server_(server) {}
 
 Result<void> CheckpointRelay::keep(const proto::FileChunk& chunk) {

@@ -21,7 +21,8 @@ namespace dlaunch {
 class CheckpointRelay {
  public:
   // `server` must outlive the relay.
-  CheckpointRelay(std::string cache_dir, RendezvousService& server);
+  // `max_bytes`: what the copies may take on this machine's disk.
+  CheckpointRelay(std::string cache_dir, RendezvousService& server, std::uint64_t max_bytes);
 
   // A chunk from the node holding rank 0; an error names the file.
   Result<void> keep(const proto::FileChunk& chunk);

@@ -9,6 +9,7 @@
 #include <span>
 
 #include "common/console.h"
+#include "common/disk_space.h"
 #include "common/exit_codes.h"
 #include "common/heap_return.h"
 #include "common/log.h"
@@ -81,13 +82,17 @@ Coordinator::Coordinator(asio::io_context& io, Settings settings, AgentTransport
       fleet_(io, transports,
              {s_.plan.rdzv_bind, s_.plan.rdzv_port, s_.secret,
               std::chrono::seconds(s_.options.heartbeat_timeout_s),
-              static_cast<std::size_t>(s_.plan.nnodes), s_.rendezvous_relays, s_.sessions_per_relay,
+              static_cast<std::size_t>(s_.plan.nnodes), s_.rendezvous_relays, s_.sessions_each,
               s_.service}),
       timers_(io),
       suspend_signals_(io, SIGTSTP),
       flush_timer_(io) {
   if (!s_.options.tensorboard_dir.empty() && !s_.job_dir.empty())
-    tensorboard_.emplace(s_.job_dir + "/tensorboard");
+    // Half of what the disk can spare each, with the checkpoints' copy: an
+    // agent cannot fill the coordinator's disk through them.
+    tensorboard_.emplace(
+        s_.job_dir + "/tensorboard",
+        FileMirror::Options{.max_bytes = spare_disk_bytes(s_.job_dir.c_str()) / 2});
   s_.plan.rdzv_connect = address_for_agents(s_.plan.rdzv_connect);
 }
 
@@ -169,7 +174,8 @@ Result<void> Coordinator::start_server() {
                      }});
   if (!listening) return listening;
   if (!s_.options.checkpoint_dir.empty() && !s_.job_dir.empty())
-    checkpoints_.emplace(s_.job_dir + "/checkpoint", fleet_.server());
+    checkpoints_.emplace(s_.job_dir + "/checkpoint", fleet_.server(),
+                         spare_disk_bytes(s_.job_dir.c_str()) / 2);
   if (!s_.sync && !s_.image) return {};
   SyncStreams::Settings sync;
   // The image first: its load then runs before the directory arrives.
@@ -241,11 +247,7 @@ void Coordinator::on_log_line(ConnId conn, const proto::LogLine& line) {
   if (!node) return;
   const std::string& host = policy_.node_label(*node);
   const auto local_rank = policy_.rendezvous().local_rank_of(conn, line.rank);
-  if (!local_rank) {
-    log::warn(host, " sent output for rank ", line.rank,
-              ", which is not one of its ranks; dropped");
-    return;
-  }
+  if (!local_rank) return apply(policy_.on_foreign_rank(conn, "output", line.rank));
   sink_.line(line.rank, host, line.stream, line.text, line.end, *local_rank);
   // --no-skip: a terminal that falls behind holds the ranks back, through the
   // agents' bounded queues, instead of losing lines.
@@ -262,11 +264,9 @@ void Coordinator::on_file_chunk(ConnId conn, const proto::FileChunk& chunk) {
   const bool checkpoint = chunk.set == proto::FileSet::checkpoint;
   FileMirror* tensorboard = tensorboard_ ? &*tensorboard_ : nullptr;
   if (!node || (checkpoint ? !checkpoints_ : !tensorboard)) return;
-  if (!policy_.rendezvous().owns_rank(conn, 0)) {
-    log::warn(policy_.node_label(*node), " sent a ", checkpoint ? "checkpoint" : "TensorBoard",
-              " file but does not hold rank 0; dropped");
-    return;
-  }
+  if (!policy_.rendezvous().owns_rank(conn, 0))
+    return apply(
+        policy_.on_foreign_rank(conn, checkpoint ? "a checkpoint file" : "a TensorBoard file", 0));
   const auto kept = checkpoint ? checkpoints_->keep(chunk) : tensorboard->write(chunk);
   if (!kept) log::warn(kept.error());
 }

@@ -44,9 +44,10 @@ class Coordinator {
     // --image-file: the one file for every host's image cache.
     std::shared_ptr<const SyncManifest> image = {};
     // More agents than this process may hold connections (descriptor_budget):
-    // this many relay processes hold them, up to sessions_per_relay each.
+    // this many relay processes hold them, up to sessions_each each. Without
+    // relays, the connections this process holds at most (0: no limit).
     std::size_t rendezvous_relays = 0;
-    std::size_t sessions_per_relay = 0;
+    std::size_t sessions_each = 0;
     AgentFleet::ServiceFactory service = {};  // tests: instead of listening
   };
 

@@ -401,11 +401,7 @@ JobActions JobPolicy::on_rank_exit(ConnId conn, const proto::RankExit& exit,
                                    std::vector<std::string> last_lines) {
   const auto node = node_of(conn);
   if (finished_ || !node) return {};
-  if (!rendezvous_.owns_rank(conn, exit.rank)) {
-    emit(log_line(log::Level::warn, node_label(*node), " reported an exit for rank ", exit.rank,
-                  ", which is not one of its ranks; ignored"));
-    return take();
-  }
+  if (!rendezvous_.owns_rank(conn, exit.rank)) return on_foreign_rank(conn, "an exit", exit.rank);
   const bool failed = exit.signal != 0 || exit.exit_code != 0;
   if (config_.verbose) {
     note(rank_label(exit.rank) + " exited with " +
@@ -422,6 +418,25 @@ JobActions JobPolicy::on_rank_exit(ConnId conn, const proto::RankExit& exit,
   if (elastic() && membership_.count_failure(*node))
     membership_note(node_label(*node) + " is retired: " + "its ranks failed in " +
                     std::to_string(config_.node_fail_limit) + " rounds (--node-fail-limit)");
+  return take();
+}
+
+JobActions JobPolicy::on_foreign_rank(ConnId conn, std::string_view what, int rank) {
+  const auto index = node_of(conn);
+  if (finished_ || !index) return {};
+  auto& node = nodes_[static_cast<std::size_t>(*index)];
+  const std::size_t count = ++node.foreign_ranks;
+  const std::string& host = node.setup.label;
+  if (count <= kForeignRanksSaid) {
+    emit(log_line(log::Level::warn, host, " sent ", what, " for rank ", rank,
+                  ", which is not one of its ranks; ignored",
+                  count == kForeignRanksSaid ? " (more such from it are not shown)" : ""));
+  } else if (count == kForeignRankLimit) {
+    const std::string reason =
+        "sent " + std::to_string(count) + " messages for ranks that are not its own";
+    emit(log_line(log::Level::warn, host, " ", reason, "; its connection is closed"));
+    emit(job_action::CloseConnection{conn, reason});
+  }
   return take();
 }
 
@@ -472,13 +487,22 @@ void JobPolicy::fail(int code, const std::string& what, int rank, std::vector<st
     stop.restart = true;
     stop.reason = what;
     stop_every_node(stop);
-    if (rendezvous_.all_done()) begin_next_round();
+    if (rendezvous_.all_done()) {
+      begin_next_round();
+    } else {
+      emit(job_action::ArmTimer{JobTimer::round_stop, round_stop_wait()});
+    }
     return;
   }
   stop_job(code, what);
 }
 
+std::chrono::milliseconds JobPolicy::round_stop_wait() const {
+  return std::chrono::seconds(stop_grace_s_.value_or(config_.grace_s) + 5);
+}
+
 void JobPolicy::begin_next_round() {
+  emit(job_action::CancelTimer{JobTimer::round_stop});
   // The backoff keeps a crash loop from spinning. A round that replaces a
   // lost node is not one (each loss retires a host for good), and every
   // moment of it is training lost: it starts at once.
@@ -550,8 +574,7 @@ void JobPolicy::stop_job(int code, const std::string& reason) {
       emit(job_action::CloseStdin{static_cast<int>(i)});
   }
   // Agents stop their ranks within the grace period; past that, end them.
-  emit(job_action::ArmTimer{JobTimer::stop_deadline,
-                            std::chrono::seconds(stop_grace_s_.value_or(config_.grace_s) + 5)});
+  emit(job_action::ArmTimer{JobTimer::stop_deadline, round_stop_wait()});
   check_finished();
 }
 
@@ -564,18 +587,41 @@ JobActions JobPolicy::on_connection_closed(ConnId conn, const std::string& reaso
     check_finished();
     return take();
   }
+  lose_agent(*index, reason);
+  return take();
+}
+
+void JobPolicy::lose_agent(int index, const std::string& reason) {
+  auto& node = nodes_[static_cast<std::size_t>(index)];
   // The agent is dead to us (silent, frozen, or its link is cut): end it now
   // rather than after the grace period; over SSH this closes its channel, so a
   // live agent behind a broken rendezvous link still stops its ranks.
-  if (node.setup.agent_started_here && !node.agent_gone) emit(job_action::KillAgent{*index});
+  if (node.setup.agent_started_here && !node.agent_gone) emit(job_action::KillAgent{index});
   const std::string what = "lost the agent of " + node.setup.label + ": " + reason;
-  if (!lose_node(*index, what)) {
+  if (!lose_node(index, what)) {
     fail(kExitFailure,
-         "lost the agent of node " + std::to_string(*index) + " (" + node.setup.label +
+         "lost the agent of node " + std::to_string(index) + " (" + node.setup.label +
              "): " + reason,
          -1, {});
   }
-  return take();
+}
+
+// A restart waits for every member's AgentDone; one that never sends it (its
+// agent frozen, or broken) is lost at the deadline, as at the final stop,
+// instead of keeping the job RESTARTING for ever.
+void JobPolicy::on_round_stop_deadline() {
+  if (phase_ != Phase::restarting || rendezvous_.all_done()) return;
+  const std::string reason = "its ranks did not stop within the grace period (" +
+                             std::to_string(stop_grace_s_.value_or(config_.grace_s)) +
+                             " s) for the restart";
+  for (std::size_t i = 0; i < nodes_.size() && phase_ == Phase::restarting; ++i) {
+    const auto& node = nodes_[i];
+    if (!node.conn || node.conn_closed) continue;
+    const auto* member = rendezvous_.member(*node.conn);
+    if (member == nullptr || member->done) continue;
+    emit(job_action::CloseConnection{*node.conn, reason});
+    lose_agent(static_cast<int>(i), reason);
+  }
 }
 
 JobActions JobPolicy::on_agent_exited(int index, int exit_code, const std::string& error,
@@ -703,6 +749,9 @@ JobActions JobPolicy::on_timer(JobTimer timer) {
       break;
     case JobTimer::stop_deadline:
       on_stop_deadline();
+      break;
+    case JobTimer::round_stop:
+      on_round_stop_deadline();
       break;
     case JobTimer::waiting_report:
       report_waiting();

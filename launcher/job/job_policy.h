@@ -36,6 +36,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <utility>
 #include <variant>
@@ -56,8 +57,16 @@ namespace dlaunch {
 // waiting_report: while nodes are missing at the rendezvous, say which, every
 // kWaitingReport, instead of silence for the whole --rdzv-timeout.
 // join: an elastic job starts with the nodes that joined by --join-timeout.
-enum class JobTimer { rendezvous, restart_backoff, stop_deadline, waiting_report, join };
-inline constexpr std::size_t kJobTimers = 5;
+// round_stop: a restart waits for every member's AgentDone until then.
+enum class JobTimer {
+  rendezvous,
+  restart_backoff,
+  stop_deadline,
+  waiting_report,
+  join,
+  round_stop
+};
+inline constexpr std::size_t kJobTimers = 6;
 inline constexpr std::chrono::seconds kWaitingReport{10};
 
 namespace job_action {
@@ -172,6 +181,12 @@ class JobPolicy {
   // A rank exited. `last_lines` is what it printed last, for the root cause.
   JobActions on_rank_exit(ConnId conn, const proto::RankExit& exit,
                           std::vector<std::string> last_lines);
+  // An agent sent `what` (output, an exit) for a rank it does not run: ignored,
+  // said for the first few, and past kForeignRankLimit its connection is
+  // closed (a broken or hostile agent must not fill node 0's log or disk).
+  JobActions on_foreign_rank(ConnId conn, std::string_view what, int rank);
+  static constexpr std::size_t kForeignRanksSaid = 5;
+  static constexpr std::size_t kForeignRankLimit = 1000;
   // An agent's ranks have all exited for the round.
   JobActions on_agent_done(ConnId conn, const proto::AgentDone& done);
   // A joined agent's rendezvous connection closed (or timed out).
@@ -225,6 +240,7 @@ class JobPolicy {
     std::optional<std::string> unreachable;
     // No longer on its way: joined, gone, or said it cannot connect.
     bool settled = false;
+    std::size_t foreign_ranks = 0;  // messages for ranks it does not run
   };
   enum class Phase { starting, running, restarting, stopping };
 
@@ -234,6 +250,11 @@ class JobPolicy {
   // Elastic: a node's agent or connection is gone. False when the job is not
   // elastic (the caller fails the job).
   bool lose_node(int index, const std::string& what);
+  // A node's agent is gone or silent: ended, and lost (elastic) or the job fails.
+  void lose_agent(int index, const std::string& reason);
+  void on_round_stop_deadline();
+  // How long agents have to stop their ranks: the grace period and a margin.
+  std::chrono::milliseconds round_stop_wait() const;
   std::vector<bool> ready_hosts() const;
   std::vector<std::string> labels() const;
   int master_host() const { return rendezvous_.roster().front(); }

@@ -73,3 +73,34 @@ TEST_CASE("out of descriptors, the probe listener pauses, then answers the waiti
   CHECK(answered);
   CHECK(answer == ProbeListener::kProbeAnswer);
 }
+
+TEST_CASE("the probe listener holds at most max_open connections, each for its lifetime") {
+  asio::io_context io;
+  ProbeListener listener(io, 0, {.max_open = 3, .lifetime = std::chrono::milliseconds(300)});
+  REQUIRE(listener.port() != 0);
+  // Strangers that connect and never close.
+  std::vector<asio::ip::tcp::socket> held;
+  for (int i = 0; i < 5; ++i) {
+    held.emplace_back(io).connect({asio::ip::address_v4::loopback(), listener.port()});
+    io.run_for(std::chrono::milliseconds(50));
+  }
+  CHECK(listener.open_connections() == 3);
+  // The two oldest were closed to make room; each had its answer first.
+  for (int i = 0; i < 2; ++i) {
+    char answer[2] = {};
+    asio::error_code ec;
+    const auto n = asio::read(held[static_cast<std::size_t>(i)], asio::buffer(answer), ec);
+    CHECK(n == 1);
+    CHECK(answer[0] == ProbeListener::kProbeAnswer);
+    CHECK(ec == asio::error::eof);
+  }
+  // A real probe is still answered at once.
+  asio::ip::tcp::socket prober(io);
+  prober.connect({asio::ip::address_v4::loopback(), listener.port()});
+  io.run_for(std::chrono::milliseconds(50));
+  CHECK(prober.available() == 1);
+  // Past their lifetime, those left are closed whatever they do.
+  for (int i = 0; i < 20 && listener.open_connections() > 0; ++i)
+    io.run_for(std::chrono::milliseconds(100));
+  CHECK(listener.open_connections() == 0);
+}

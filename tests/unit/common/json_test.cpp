@@ -25,3 +25,13 @@ TEST_CASE("json strings escape quotes, backslashes and control bytes") {
   j.value(1.0 / 0.0);
   CHECK(j.text() == "null");
 }
+
+TEST_CASE("json strings keep valid UTF-8 and show each invalid byte as U+FFFD") {
+  CHECK(json_quote("h\xc3\xa9te") == "\"h\xc3\xa9te\"");
+  CHECK(json_quote("\xe2\x82\xac \xf0\x9f\x98\x80") == "\"\xe2\x82\xac \xf0\x9f\x98\x80\"");
+  CHECK(json_quote("a\xff"
+                   "b") == "\"a\\ufffdb\"");
+  CHECK(json_quote("\xc3") == "\"\\ufffd\"");                        // cut short
+  CHECK(json_quote("\xc0\xaf") == "\"\\ufffd\\ufffd\"");             // overlong '/'
+  CHECK(json_quote("\xed\xa0\x80") == "\"\\ufffd\\ufffd\\ufffd\"");  // a surrogate
+}

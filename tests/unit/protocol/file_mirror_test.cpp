@@ -70,3 +70,41 @@ TEST_CASE("whole files: a file appears only when its last chunk came, and keeps 
   // A path that names a partial copy is refused.
   CHECK_FALSE(mirror.write({".x.dlaunch-part", 0, true, "", FileSet::checkpoint, true}));
 }
+
+TEST_CASE("what one sender can make the copy hold is bounded: no holes, a byte cap, a file cap") {
+  ScratchDir d;
+  FileMirror mirror((d.dir() / "tb").string(), {.max_bytes = 10});
+  // A chunk at 2^36 once made a 64 GiB sparse file.
+  CHECK(mirror.write({"events", 0, true, "abc"}));
+  auto hole = mirror.write({"events", std::uint64_t{1} << 36, false, "x"});
+  REQUIRE_FALSE(hole);
+  CHECK(hole.error() ==
+        "refused TensorBoard file events from rank 0's host: a chunk at offset 68719476736, past "
+        "the 3 bytes that came before it");
+  CHECK(fs::file_size(d.dir() / "tb/events") == 3);
+  CHECK(mirror.write({"late", 5, false, "x"}).error().find("past the 0 bytes") !=
+        std::string::npos);
+  CHECK_FALSE(mirror.write({"again", 1, true, "x"}));  // a version starts at 0
+
+  // Ten bytes in all: 3 + 7 fit, one more does not; a restart gives its bytes back.
+  CHECK(mirror.write({"second", 0, true, "1234567"}));
+  auto over = mirror.write({"third", 0, true, "z"});
+  REQUIRE_FALSE(over);
+  CHECK(over.error().find("would take more than 10 bytes") != std::string::npos);
+  CHECK_FALSE(fs::exists(d.dir() / "tb/third"));
+  CHECK(mirror.write({"second", 0, true, "12"}));
+  CHECK(mirror.write({"fourth", 0, true, "12345"}));
+  CHECK(read_file(d.dir() / "tb/fourth") == "12345");
+}
+
+TEST_CASE("refused paths are said up to kMaxFiles, then once, and never remembered past it") {
+  ScratchDir d;
+  FileMirror mirror((d.dir() / "tb").string());
+  std::size_t said = 0;
+  for (std::size_t i = 0; i < FileMirror::kMaxFiles + 100; ++i) {
+    auto r = mirror.write({"../" + std::to_string(i), 0, true, "x"});
+    if (!r) ++said;
+  }
+  CHECK(said == FileMirror::kMaxFiles + 1);
+  CHECK(mirror.write({"../not-said", 0, true, "x"}));
+}

@@ -147,3 +147,49 @@ TEST_CASE("a server at max_sessions leaves the next connection queued until one 
   CHECK(answered(peers[2]));
   server.stop();
 }
+
+TEST_CASE("evicting when full: a new connection takes the place of the oldest handshake") {
+  asio::io_context io;
+  RendezvousServer::Options options;
+  options.max_sessions = 2;
+  options.evict_when_full = true;
+  RendezvousServer server(io, asio::ip::tcp::endpoint(asio::ip::make_address("127.0.0.1"), 0),
+                          "secret", RendezvousServer::Callbacks{}, options);
+  const asio::ip::tcp::endpoint at(asio::ip::make_address("127.0.0.1"), server.port());
+  std::vector<asio::ip::tcp::socket> peers;
+  for (int i = 0; i < 3; ++i) {
+    peers.emplace_back(io).connect(at);
+    io.run_for(std::chrono::milliseconds(100));
+  }
+  // Every one of them was accepted; the first, silent the longest, is closed.
+  const std::string hello = proto::encode(
+      proto::Hello{proto::kMagic, proto::kVersion, std::string(proto::kNonceSize, 'n')});
+  asio::write(peers[2], asio::buffer(hello));
+  io.run_for(std::chrono::milliseconds(100));
+  CHECK(peers[2].available() > 0);
+  char byte = 0;
+  asio::error_code ec;
+  peers[0].read_some(asio::buffer(&byte, 1), ec);
+  CHECK(ec == asio::error::eof);
+  server.stop();
+}
+
+TEST_CASE("a handshake has one deadline from connect: heartbeats do not stretch it") {
+  asio::io_context io;
+  RendezvousServer::Options options;
+  options.handshake_timeout = std::chrono::milliseconds(400);
+  RendezvousServer server(io, asio::ip::tcp::endpoint(asio::ip::make_address("127.0.0.1"), 0),
+                          "secret", RendezvousServer::Callbacks{}, options);
+  asio::ip::tcp::socket peer(io);
+  peer.connect(asio::ip::tcp::endpoint(asio::ip::make_address("127.0.0.1"), server.port()));
+  const std::string heartbeat = proto::encode(proto::Heartbeat{});
+  const auto connected = std::chrono::steady_clock::now();
+  asio::error_code ec;
+  // A heartbeat every 100 ms kept a silence timeout from ever firing.
+  while (!ec && std::chrono::steady_clock::now() - connected < std::chrono::seconds(5)) {
+    asio::write(peer, asio::buffer(heartbeat), ec);
+    io.run_for(std::chrono::milliseconds(100));
+  }
+  CHECK(ec);  // closed by the server: writes fail
+  server.stop();
+}

@@ -86,6 +86,30 @@ TEST_CASE("duplicate, out-of-range and misnamed node ranks are refused") {
   CHECK(state.world_size() == 3);
 }
 
+TEST_CASE("a Join claiming too many ranks, or a host name that is no text, is refused why") {
+  auto reason = [](const std::vector<Outbound>& out) {
+    REQUIRE(out.size() == 1);
+    return std::get<proto::Reject>(out[0].message).reason;
+  };
+  RendezvousState state({4098, "job", 0, "a", 0, {}});
+  // 2^31-1 ranks once made world_size negative in the Assign.
+  CHECK(reason(state.on_join(1, join_as(0, 2147483647))) ==
+        "host0 asked for 2147483647 ranks; a node runs at most 4096");
+  auto odd = join_as(0, 1);
+  odd.host = "evil\x1b]0;owned\x07\xff";
+  CHECK(reason(state.on_join(2, odd)) ==
+        R"(host name "evil\x1b]0;owned\x07\xff" is not printable UTF-8 text)");
+  CHECK(state.joined() == 0);
+  // Up to the whole job's limit: 4096 nodes of 4096 ranks fill 2^24.
+  for (int node = 0; node < 4096; ++node)
+    REQUIRE(state.on_join(static_cast<ConnId>(10 + node), join_as(node, 4096)).empty());
+  CHECK(reason(state.on_join(9000, join_as(4096, 1))) ==
+        "host4096's 1 ranks would make the job more than 16777216 ranks");
+  // A node that leaves gives its ranks back.
+  state.on_leave(10);
+  CHECK(state.on_join(9001, join_as(0, 4096)).empty());
+}
+
 TEST_CASE("a node that leaves before assignment frees its slot") {
   RendezvousState state({2, "job", 0, "a", 0, {}});
   CHECK(state.on_join(1, join_as(0, 1)).empty());

@@ -8,7 +8,19 @@ TEST_CASE("descriptors: 10,000 manual-mode nodes fit under 20,000; the logs get 
   const auto b = descriptor_budget({10'000, 0, 1}, 20'000);
   CHECK(b.problem.empty());
   CHECK(b.needed == 10'000 + 3 + kOwnDescriptors);
-  CHECK(b.rank_log_files == 20'000 - b.needed);
+  CHECK(b.handshake_room == kHandshakeRoom);
+  CHECK(b.sessions_each() == 10'000 + kHandshakeRoom);
+  CHECK(b.rank_log_files == 20'000 - b.needed - kHandshakeRoom);
+}
+
+TEST_CASE("descriptors: handshakes take half of what is left at most, never the logs' minimum") {
+  // 2 nodes under 1,024: 1,024 - 2 - 3 - 64 = 955 left, 64 of them the logs'.
+  const auto b = descriptor_budget({2, 0, 1}, 1024);
+  CHECK(b.relays == 0);
+  CHECK(b.handshake_room == (955 - kMinRankLogFiles) / 2);
+  CHECK(b.sessions_each() == 2 + b.handshake_room);
+  CHECK(b.rank_log_files == 955 - b.handshake_room);
+  CHECK(b.needed + b.handshake_room + b.rank_log_files == 1024);
 }
 
 TEST_CASE("descriptors: hosts over SSH count their sessions too") {

@@ -193,6 +193,28 @@ TEST_CASE("a node lost while restarting fails the job instead of waiting for it"
   CHECK(job.policy().result().root_cause == what);
 }
 
+TEST_CASE("a restart that one agent never finishes loses that node at grace + 5 s") {
+  FakeJob job({.nodes = 3, .max_restarts = 1});
+  job.start();
+  job.join_all();
+  job.rank_exits(0, 1);
+  REQUIRE(job.policy().status() == JobStatus::restarting);
+  job.agent_done(0);
+  job.agent_done(1);  // node 2 keeps its connection, and never says it is done
+  CHECK(job.armed(JobTimer::round_stop) == seconds(15));  // grace 10 s + 5 s
+  CHECK(job.fire_next_timer() == JobTimer::round_stop);
+  const std::string what =
+      "lost the agent of node 2 (host2): its ranks did not stop within the grace period (10 s) "
+      "for the restart";
+  CHECK(job.printed().find("dlaunch: job job failed: " + what + " (while restarting)") !=
+        std::string::npos);
+  CHECK(job.closed_by_server == std::vector<ConnId>{FakeJob::conn(2)});
+  CHECK(job.transport.agent(2).kills == 1);
+  for (int node = 0; node < 3; ++node) job.agent_stops(node);
+  CHECK(job.exit_code == 1);
+  CHECK(job.policy().status() == JobStatus::failed);
+}
+
 TEST_CASE("a second interrupt asks for grace 0 and kills the agents after 3 s") {
   FakeJob job({.nodes = kNodes, .max_restarts = 5});
   job.start();
@@ -455,11 +477,29 @@ TEST_CASE("a refused agent is told why and dropped; exits of foreign ranks are i
   two.start();
   two.join_all();
   two.rank_exits_on(0, 3, 5);  // node 0 reports a rank of node 1
-  CHECK(
-      two.has_log("warn: host0 reported an exit for rank 3, which is not one of its ranks; "
-                  "ignored"));
+  CHECK(two.has_log("warn: host0 sent an exit for rank 3, which is not one of its ranks; ignored"));
   CHECK(two.printed().empty());
   CHECK(two.received_of<proto::Stop>(1).empty());
+}
+
+TEST_CASE("an agent that keeps sending for ranks not its own is said five times, then closed") {
+  FakeJob job({.nodes = 2});
+  job.start();
+  job.join_all();
+  for (std::size_t i = 0; i < JobPolicy::kForeignRankLimit - 1; ++i) job.rank_exits_on(0, 3, 5);
+  std::size_t said = 0;
+  for (const auto& l : job.logs)
+    said += l.find("which is not one of its ranks") != std::string::npos;
+  CHECK(said == JobPolicy::kForeignRanksSaid);
+  CHECK(
+      job.has_log("warn: host0 sent an exit for rank 3, which is not one of its ranks; ignored "
+                  "(more such from it are not shown)"));
+  CHECK(job.closed_by_server.empty());
+  job.rank_exits_on(0, 3, 5);
+  CHECK(job.closed_by_server == std::vector<ConnId>{FakeJob::conn(0)});
+  CHECK(
+      job.has_log("warn: host0 sent 1000 messages for ranks that are not its own; its "
+                  "connection is closed"));
 }
 
 TEST_CASE("a --ranks-filter rank the world turns out not to have is warned about once") {
