@@ -95,6 +95,13 @@ void Agent::start() {
     finish(kExitUsage);
     return;
   }
+  if (!spec_.check && !containers_) {
+    if (auto hook = make_python_stack_hook()) {
+      stack_hook_ = std::move(*hook);
+    } else {
+      log::warn(spec_.host_name, ": ", hook.error(), "; `dlaunch stacks` shows no Python frames");
+    }
+  }
   // 0: one rank per GPU (else 1); -1 (--nproc-per-node cpu): one per CPU, as torchrun's.
   const long cpus = ::sysconf(_SC_NPROCESSORS_ONLN);
   nproc_ = spec_.nproc > 0   ? spec_.nproc
@@ -267,7 +274,45 @@ void Agent::on_message(proto::Message&& message) {
     on_sync_data(*data);
   } else if (auto* chunk = std::get_if<proto::FileChunk>(&message)) {
     on_checkpoint_chunk(*chunk);
+  } else if (auto* stacks = std::get_if<proto::StacksRequest>(&message)) {
+    answer_stacks(*stacks);
   }
+}
+
+void Agent::answer_stacks(const proto::StacksRequest& request) {
+  std::vector<RankToInspect> ranks;
+  const auto now = std::chrono::steady_clock::now();
+  for (const auto& [rank, pid] : supervisor_.running_ranks()) {
+    if (!request.ranks.empty() &&
+        std::find(request.ranks.begin(), request.ranks.end(), rank) == request.ranks.end())
+      continue;
+    const auto last = last_line_.find(rank);
+    const std::int64_t silent =
+        last == last_line_.end()
+            ? -1
+            : std::chrono::duration_cast<std::chrono::milliseconds>(now - last->second).count();
+    ranks.push_back({rank, pid, silent, stack_hook_ ? stack_hook_->directory : std::string()});
+  }
+  // Detached: a job stopped meanwhile ends this process. Every rank at once,
+  // so that their samples cover the same moment and a slow gdb delays no other.
+  std::thread([&io = io_, this, id = request.id, ranks = std::move(ranks)] {
+    const StackTools tools = StackTools::on_this_host();
+    std::vector<proto::StacksReport> reports(ranks.size());
+    std::vector<std::thread> takers;
+    for (std::size_t i = 0; i < ranks.size(); ++i)
+      takers.emplace_back([&, i] { reports[i] = take_rank_stack(ranks[i], tools); });
+    for (auto& t : takers) t.join();
+    asio::post(io, [this, id, reports = std::move(reports)]() mutable {
+      if (!client_) return;
+      for (auto& r : reports) {
+        r.id = id;
+        client_->send(r);
+      }
+      proto::StacksReport last;
+      last.id = id;
+      client_->send(last);
+    });
+  }).detach();
 }
 
 DirectorySender& Agent::checkpoint_sender() {
@@ -582,7 +627,16 @@ SpawnRequest Agent::rank_request(const proto::Assign& assign, int local) {
   auto argv = spec_.argv;
   if (spec_.pass_local_rank) argv.push_back("--local_rank=" + std::to_string(local));
   auto env = rank_environment(assign, local, spec_, inherited_env_);
-  if (!containers_) return SpawnRequest{std::move(argv), std::move(env), spec_.workdir};
+  if (!containers_) {
+    if (stack_hook_) {
+      // Its sitecustomize first: it runs the one it hides (rank_stacks.h).
+      const auto path = env.find("PYTHONPATH");
+      env["PYTHONPATH"] = stack_hook_->python_path +
+                          (path != env.end() && !path->second.empty() ? ":" + path->second : "");
+      env["DLAUNCH_STACKS_DIR"] = stack_hook_->directory;
+    }
+    return SpawnRequest{std::move(argv), std::move(env), spec_.workdir};
+  }
   ContainerRank rank;
   rank.engine = containers_->engine;
   rank.executable = containers_->executable;
@@ -604,6 +658,7 @@ SpawnRequest Agent::rank_request(const proto::Assign& assign, int local) {
 }
 
 void Agent::on_line(int rank, proto::Stream stream, std::string_view line, proto::LineEnd end) {
+  last_line_[rank] = std::chrono::steady_clock::now();
   if (client_) {
     client_->send_log_line(rank, stream, line, end);
     if (client_->output_full()) supervisor_.pause_output();
@@ -630,6 +685,8 @@ void Agent::finish(int code) {
   if (checkpoint_) checkpoint_->stop();
   if (stdin_) stdin_->cancel(ignored);
   sync_wait_timer_.cancel();
+  if (stack_hook_) remove_python_stack_hook(*stack_hook_);
+  stack_hook_.reset();
   // A job that ends before its ranks were assigned leaves no marker behind.
   if (sync_owner_ && sync_markers_) remove_sync_markers(*sync_markers_);
   pulse_.stop();

@@ -12,6 +12,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <unordered_map>
 
 #include "agent/agent_state.h"
 #include "agent/container_host.h"
@@ -20,6 +21,7 @@
 #include "agent/guardian.h"
 #include "agent/probe_listener.h"
 #include "agent/process_ops.h"
+#include "agent/rank_stacks.h"
 #include "agent/rank_supervisor.h"
 #include "agent/sync_markers.h"
 #include "agent/sync_receiver.h"
@@ -54,6 +56,9 @@ class Agent {
   SpawnRequest rank_request(const proto::Assign& assign, int local);
   void answer_peer_test(const proto::PeerTest& test);
   void answer_nccl_test(const proto::NcclTest& test);
+  // `dlaunch stacks`, a stalled job: every requested rank's stack, taken off
+  // the event loop (tools take seconds), one report each, then the last.
+  void answer_stacks(const proto::StacksRequest& request);
   void on_line(int rank, proto::Stream stream, std::string_view text, proto::LineEnd end);
   void finish(int code);
   void drain_and_stop(std::chrono::steady_clock::time_point deadline);
@@ -108,6 +113,9 @@ class Agent {
   asio::signal_set stop_signals_;
   asio::steady_timer drain_timer_;
   WorkerPulse pulse_;
+  // Python ranks dump their stacks here (rank_stacks.h); none in containers.
+  std::optional<PythonStackHook> stack_hook_;
+  std::unordered_map<int, std::chrono::steady_clock::time_point> last_line_;  // by rank
   int exit_code_ = 0;
 };
 

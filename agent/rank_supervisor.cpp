@@ -247,6 +247,13 @@ void RankSupervisor::resume_output() {
   }
 }
 
+std::vector<std::pair<int, pid_t>> RankSupervisor::running_ranks() const {
+  std::vector<std::pair<int, pid_t>> out;
+  for (const auto& r : ranks_)
+    if (!r->exited && r->pid > 0) out.emplace_back(r->global, r->pid);
+  return out;
+}
+
 bool RankSupervisor::ranks_running() const {
   for (const auto& r : ranks_) {
     if (!r->exited) return true;

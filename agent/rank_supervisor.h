@@ -10,6 +10,7 @@
 #include <functional>
 #include <memory>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "agent/process_ops.h"
@@ -72,6 +73,8 @@ class RankSupervisor {
   void pause_output();
   void resume_output();
   bool output_paused() const { return paused_; }
+  // The ranks of this round still running: global rank and process id.
+  std::vector<std::pair<int, pid_t>> running_ranks() const;
 
  private:
   struct Rank;

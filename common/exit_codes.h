@@ -8,6 +8,7 @@ enum ExitCode : int {
   kExitOk = 0,
   kExitFailure = 1,
   kExitUsage = 2,
+  kExitHung = 124,  // --hang-timeout, as timeout(1)
   kExitInterrupted = 130,
 };
 

@@ -279,6 +279,25 @@ void fields(C& c, Like<NcclReport> auto& m) {
 }
 
 template <class C>
+void fields(C& c, Like<StacksRequest> auto& m) {
+  c.i32(m.id);
+  c.list(m.ranks, kMaxStackRanks, [&c](auto& r) { c.i32(r); });
+}
+
+template <class C>
+void fields(C& c, Like<StacksReport> auto& m) {
+  c.i32(m.id);
+  c.i32(m.rank);
+  c.str(m.state, 4);
+  c.i64(m.cpu_ms);
+  c.i64(m.sampled_ms);
+  c.str(m.wchan, kMaxFactText);
+  c.i64(m.silent_ms);
+  c.str(m.tools, kMaxFactText);
+  c.str(m.text, kMaxStackText);
+}
+
+template <class C>
 void fields(C& c, Like<Reject> auto& m) {
   c.str(m.reason, kMaxStopReason);
 }
@@ -404,6 +423,11 @@ bool valid(const NcclTest& m) {
          std::ranges::all_of(m.sizes, [](auto size) { return size >= 0 && size <= kMaxNcclBytes; });
 }
 
+bool valid(const StacksReport& m) {
+  return m.rank >= -1 && m.cpu_ms >= 0 && m.sampled_ms >= 0 && m.silent_ms >= -1 &&
+         printable_utf8(m.state) && printable_utf8(m.wchan) && printable_utf8(m.tools);
+}
+
 bool valid(const NcclReport& m) {
   return std::ranges::all_of(m.timings,
                              [](const auto& t) { return t.bytes >= 0 && t.time_ns >= 0; });
@@ -441,7 +465,7 @@ constexpr bool types_are_dense(std::index_sequence<I...>) {
 }
 constexpr auto kAlternatives = std::make_index_sequence<std::variant_size_v<Message>>{};
 static_assert(types_are_dense(kAlternatives));
-static_assert(std::variant_size_v<Message> == static_cast<std::size_t>(Type::nccl_report));
+static_assert(std::variant_size_v<Message> == static_cast<std::size_t>(kLastType));
 
 Type type_of(const Message& m) {
   return std::visit([](const auto& msg) { return std::remove_cvref_t<decltype(msg)>::kType; }, m);
@@ -475,7 +499,7 @@ void append_log_line(std::string& out, std::int32_t rank, Stream stream, std::st
 
 std::optional<Message> decode(std::uint8_t type, std::string_view payload) {
   if (type < static_cast<std::uint8_t>(Type::hello) ||
-      type > static_cast<std::uint8_t>(Type::nccl_report)) {
+      type > static_cast<std::uint8_t>(kLastType)) {
     return std::nullopt;
   }
   wire::Reader r(payload);

@@ -53,7 +53,8 @@ inline constexpr std::uint32_t kMagic = 0x444C5256;  // "DLRV"
 //     (--sync) or the host's image cache (--image-file).
 // 13: SyncOffer names its source directory (machine, path, device, inode),
 //     so that an agent on that machine refuses a destination overlapping it.
-inline constexpr std::uint16_t kVersion = 13;
+// 14: StacksRequest, StacksReport (`dlaunch stacks`, hung jobs).
+inline constexpr std::uint16_t kVersion = 14;
 inline constexpr std::size_t kNonceSize = 32;
 inline constexpr std::size_t kMaxHostName = 255;
 inline constexpr std::size_t kMaxMachineId = 128;
@@ -118,7 +119,11 @@ enum class Type : std::uint8_t {
   sync_done = 22,
   nccl_test = 23,
   nccl_report = 24,
+  stacks_request = 25,
+  stacks_report = 26,
 };
+// The highest type: decoders and tests bound their ranges with it.
+inline constexpr Type kLastType = Type::stacks_report;
 
 struct Hello {
   static constexpr Type kType = Type::hello;
@@ -434,6 +439,33 @@ struct NcclReport {
   std::vector<NcclTiming> timings = {};  // one per size, in order
 };
 
+// The coordinator asks an agent for the stacks of its running ranks (all
+// when `ranks` is empty); the agent answers one StacksReport per rank, then
+// one with rank -1: it has no more.
+struct StacksRequest {
+  static constexpr Type kType = Type::stacks_request;
+  static constexpr std::string_view kName = "stacks_request";
+  std::int32_t id = 0;
+  std::vector<std::int32_t> ranks = {};
+};
+
+inline constexpr std::size_t kMaxStackText = 256 * 1024;
+inline constexpr std::size_t kMaxStackRanks = 4096;
+
+struct StacksReport {
+  static constexpr Type kType = Type::stacks_report;
+  static constexpr std::string_view kName = "stacks_report";
+  std::int32_t id = 0;
+  std::int32_t rank = -1;       // -1: the agent's last report for this id
+  std::string state = {};       // /proc's: R, S, D, T, t, Z; empty when gone
+  std::int64_t cpu_ms = 0;      // CPU time used over the sampling interval
+  std::int64_t sampled_ms = 0;  // that interval
+  std::string wchan = {};       // where the kernel has it waiting
+  std::int64_t silent_ms = -1;  // since its last output line; -1: none yet
+  std::string tools = {};       // what took the stack: "faulthandler", "gdb", ...
+  std::string text = {};        // the dump, at most kMaxStackText
+};
+
 struct Heartbeat {
   static constexpr Type kType = Type::heartbeat;
   static constexpr std::string_view kName = "heartbeat";
@@ -448,7 +480,7 @@ struct Reject {
 using Message = std::variant<Hello, Challenge, Join, Welcome, Assign, LogLine, RankExit, AgentDone,
                              Stop, Heartbeat, Reject, Probe, ProbeReport, FactsRequest, HostFacts,
                              PeerTest, PeerTestReport, FileChunk, SyncOffer, SyncWant, SyncData,
-                             SyncDone, NcclTest, NcclReport>;
+                             SyncDone, NcclTest, NcclReport, StacksRequest, StacksReport>;
 
 // A whole frame (header included) for one message.
 std::string encode(const Message& m);

@@ -16,10 +16,11 @@ build_pkgs=(build-essential cmake ninja-build pkg-config clang-format
 # userland, and one with nothing but busybox); jq runs the --help examples that
 # pipe JSON into it (test_doc_examples); podman, runc and catatonit run the ranks of
 # test_containers in containers; git serves and clones test_sync_git's repository;
-# lld links the test builds' large binaries in a fraction of ld's time.
+# lld links the test builds' large binaries in a fraction of ld's time; gdb takes
+# the native stacks of hung mnist_dist ranks (test_hangs_mnist, `dlaunch stacks`).
 test_pkgs=(openssh-server openssh-client iproute2 procps python3 clang libclang-rt-14-dev lld
   python3-torch nftables iptables man-db zsh slurm-wlm munge debootstrap busybox-static jq
-  podman runc catatonit git)
+  podman runc catatonit git gdb)
 
 # The test build also carries the agent for the other architecture (x86_64 and
 # aarch64 each way): Debian's cross compiler, that architecture's static

@@ -4,6 +4,8 @@
 // averaged across ranks after every backward pass.
 #include <torch/torch.h>
 
+#include <unistd.h>
+
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -23,6 +25,15 @@
 
 namespace mnist {
 namespace {
+
+// --hang-at-step: a rank stuck in a native call, as one in a driver or a lock
+// would be; the others block in their next all-reduce. Not inlined, so that
+// a native stack names it.
+[[noreturn]] __attribute__((noinline)) void hang_here() {
+  std::fprintf(stderr, "mnist_dist: --hang-at-step: this rank hangs in hang_here() now\n");
+  std::fflush(stderr);
+  for (;;) ::pause();
+}
 
 torch::Tensor gather_rows(const torch::Tensor& t, const std::vector<std::int64_t>& rows,
                           std::size_t first, std::size_t count, const torch::Device& device) {
@@ -147,6 +158,7 @@ int train(const Options& o) {
       const std::size_t n = std::min(indices.size() - at, static_cast<std::size_t>(o.batch_size));
       auto x = gather_rows(train_set.images, indices, at, n, device);
       auto y = gather_rows(train_set.labels, indices, at, n, device);
+      if (o.hang_at_step > 0 && steps + 1 == o.hang_at_step && d.rank == o.hang_rank) hang_here();
       optimizer.zero_grad();
       auto loss = torch::nll_loss(model->forward(x), y);
       loss.backward();

@@ -15,6 +15,7 @@ constexpr const char* kUsage =
     "                  [--momentum X] [--seed N] [--log-interval N] [--data DIR] [--dir LOGDIR]\n"
     "                  [--backend gloo|nccl] [--no-cuda] [--save-model PATH] [--resume PATH]\n"
     "                  [--checkpoint-dir DIR] [--synthetic N] [--dump-weights PATH]\n"
+    "                  [--hang-at-step N [--hang-rank R]]\n"
     "Distributed from RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT (as set by\n"
     "dlaunch or torchrun); runs alone when they are unset. --checkpoint-dir defaults to\n"
     "DLAUNCH_CHECKPOINT_DIR (dlaunch --checkpoint-dir): rank 0 saves DIR/mnist_dist.pt after\n"
@@ -66,6 +67,9 @@ Options parse_options(int argc, char** argv) {
       {"--checkpoint-dir", [&](const std::string& v) { o.checkpoint_dir = v; }},
       {"--synthetic", [&](const std::string& v) { o.synthetic = number<int>("--synthetic", v); }},
       {"--dump-weights", [&](const std::string& v) { o.dump_weights = v; }},
+      {"--hang-at-step",
+       [&](const std::string& v) { o.hang_at_step = number<int>("--hang-at-step", v); }},
+      {"--hang-rank", [&](const std::string& v) { o.hang_rank = number<int>("--hang-rank", v); }},
   };
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
@@ -96,6 +100,8 @@ Options parse_options(int argc, char** argv) {
     usage_error("--epochs, --batch-size, --test-batch-size and --log-interval must be >= 1");
   }
   if (o.synthetic < 0) usage_error("--synthetic must be >= 0");
+  if (o.hang_at_step < 0 || o.hang_rank < 0)
+    usage_error("--hang-at-step and --hang-rank must be >= 0");
   if (!o.backend.empty() && o.backend != "gloo" && o.backend != "nccl") {
     usage_error("--backend must be gloo or nccl");
   }

@@ -28,6 +28,11 @@ struct Options {
   std::string checkpoint_dir;
   int synthetic = 0;         // > 0: generate this many training samples instead of reading MNIST
   std::string dump_weights;  // raw float32 parameters at the end; "{rank}" is replaced
+  // To try `dlaunch stacks` and --hang-timeout: at this global step (counted
+  // from 1) rank hang_rank sleeps for ever in a native call, hang_here(),
+  // while the others wait for it in the next all-reduce. 0: never.
+  int hang_at_step = 0;
+  int hang_rank = 0;
 };
 
 // Parses argv; on a bad flag prints usage to stderr and exits 2.

@@ -40,6 +40,10 @@ constexpr HelpExample kStopExamples[] = {
     {"dlaunch stop JOB", "stop every rank on every host; the job ends STOPPED"},
     {"dlaunch stop JOB --grace 30", "30 s between SIGTERM and SIGKILL"},
 };
+constexpr HelpExample kStacksExamples[] = {
+    {"dlaunch stacks JOB", "every rank's stack, ranks with the same stack grouped"},
+    {"dlaunch stacks JOB -r 0-3", "ranks 0 to 3 only"},
+};
 constexpr HelpExample kDeleteExamples[] = {{"dlaunch delete JOB", "remove a finished job's logs"}};
 constexpr HelpExample kTopExamples[] = {
     {"dlaunch top job", "running jobs: hosts, ranks, GPUs, CPU and memory of their ranks"},
@@ -60,6 +64,9 @@ constexpr Command kCommands[] = {
      get_command},
     {{"logs", "a job's rank logs; -f follows a running job", kLogsExamples}, logs_command},
     {{"stop", "stop a job on every host", kStopExamples}, stop_command},
+    {{"stacks", "every rank's stack of a running job, grouped, with a verdict on hangs",
+      kStacksExamples},
+     stacks_command},
     {{"delete", "remove finished jobs and their logs", kDeleteExamples}, delete_command},
     {{"top", "running jobs' ranks (top job) or the hosts' GPUs (top node)", kTopExamples},
      top_command},

@@ -36,6 +36,7 @@ int list_command(int argc, const char* const* argv);
 int get_command(int argc, const char* const* argv);
 int logs_command(int argc, const char* const* argv);
 int stop_command(int argc, const char* const* argv);
+int stacks_command(int argc, const char* const* argv);
 int delete_command(int argc, const char* const* argv);
 int top_command(int argc, const char* const* argv);
 int check_command(int argc, const char* const* argv);

@@ -73,6 +73,10 @@ void print_job(const Job& job) {
     c.out("root cause: " + result->root_cause + "\n");
     for (const auto& line : result->root_cause_tail) c.out("  | " + line + "\n");
   }
+  if (const auto stacks = last_stacks(job.dir)) {
+    c.out("stacks:     " + stacks->dir + "\n");
+    for (const auto& line : stacks->verdict) c.out("  " + line + "\n");
+  }
   c.out("logs:       " + job.dir + "\n");
   for (const auto& [rank, path] : rank_logs(job.dir)) {
     std::error_code ec;

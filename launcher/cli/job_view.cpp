@@ -1,5 +1,7 @@
 #include "launcher/cli/job_view.h"
 
+#include <fstream>
+
 #include "launcher/cli/job_text.h"
 
 namespace dlaunch {
@@ -29,6 +31,15 @@ std::string format_age(long long seconds) {
   if (seconds < 7200) return formatted("%lldm", seconds / 60);
   if (seconds < 2 * 86400) return formatted("%lldh", seconds / 3600);
   return formatted("%lldd", seconds / 86400);
+}
+
+std::optional<LastStacks> last_stacks(const std::string& job_dir) {
+  std::ifstream in(job_dir + "/stacks/last.txt");
+  LastStacks last;
+  if (!std::getline(in, last.dir) || last.dir.empty()) return std::nullopt;
+  for (std::string line; std::getline(in, line);)
+    if (!line.empty()) last.verdict.push_back(line);
+  return last;
 }
 
 void write_job_json(JsonWriter& json, const Job& job, long long now) {
@@ -92,6 +103,17 @@ void write_job_json(JsonWriter& json, const Job& job, long long now) {
   }
   json.end_array();
   json.key("dir").value(job.dir);
+  json.key("stacks");
+  if (const auto stacks = last_stacks(job.dir)) {
+    json.begin_object();
+    json.key("dir").value(stacks->dir);
+    json.key("verdict").begin_array();
+    for (const auto& line : stacks->verdict) json.value(line);
+    json.end_array();
+    json.end_object();
+  } else {
+    json.null();
+  }
   json.key("logs").begin_object();
   for (const auto& [rank, path] : rank_logs(job.dir)) json.key(std::to_string(rank)).value(path);
   json.end_object();

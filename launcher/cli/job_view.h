@@ -3,7 +3,9 @@
 // (`--json` on list and get; the fields are documented in the README).
 #pragma once
 
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "common/json.h"
 #include "launcher/record/job_store.h"
@@ -23,5 +25,13 @@ std::string format_age(long long seconds);
 
 // One job as a JSON object.
 void write_job_json(JsonWriter& json, const Job& job, long long now);
+
+// The stacks gathered last (`dlaunch stacks`, a stall): their directory and
+// the verdict's lines; nothing when none were.
+struct LastStacks {
+  std::string dir;
+  std::vector<std::string> verdict;
+};
+std::optional<LastStacks> last_stacks(const std::string& job_dir);
 
 }  // namespace dlaunch

@@ -6,6 +6,7 @@
 #include "common/version.h"
 #include "launcher/config/container_options.h"
 #include "launcher/config/deepspeed_flags.h"
+#include "launcher/config/duration.h"
 #include "launcher/config/git_source.h"
 #include "launcher/config/python_program.h"
 #include "launcher/config/torchrun_flags.h"
@@ -22,6 +23,7 @@
 #include <filesystem>
 #include <map>
 #include <memory>
+#include <regex>
 #include <utility>
 
 namespace dlaunch {
@@ -341,6 +343,7 @@ ParseResult parse_command_line(int argc, const char* const* argv,
 
   std::string nproc_text;
   std::string ranks_filter_text;
+  std::string hang_timeout_text;
   std::optional<int> node_rank;
   add_host_list_options(app, o);
   app.add_option("--nproc-per-node,--nproc_per_node,-n", nproc_text,
@@ -415,6 +418,15 @@ ParseResult parse_command_line(int argc, const char* const* argv,
   app.add_option("--grace", o.grace_s, "seconds between SIGTERM and SIGKILL when stopping ranks")
       ->capture_default_str()
       ->check(CLI::Range(0, 3600))
+      ->group("Ranks");
+  app.add_option("--hang-timeout", hang_timeout_text,
+                 "no progress for this long (90s, 10m, 2h): gather every rank's stack, name the "
+                 "suspect and end the job HUNG, exit 124 (0: never; default: only say so after "
+                 "30 min)")
+      ->group("Ranks");
+  app.add_option("--progress-pattern", o.progress_pattern,
+                 "only output lines matching this regular expression count as progress (e.g. "
+                 "'step [0-9]+')")
       ->group("Ranks");
   app.add_option("--max-restarts,--max_restarts", o.max_restarts,
                  "restart all ranks up to N times after a failure")
@@ -588,6 +600,19 @@ ParseResult parse_command_line(int argc, const char* const* argv,
           nproc_text + "'");
     }
     o.nproc_per_node = n;
+  }
+  if (!hang_timeout_text.empty()) {
+    auto timeout = parse_duration(hang_timeout_text);
+    if (!timeout) return usage_error("--hang-timeout: " + timeout.error());
+    o.hang_timeout = *timeout;
+  }
+  if (!o.progress_pattern.empty()) {
+    try {
+      (void)std::regex(o.progress_pattern);
+    } catch (const std::regex_error& e) {
+      return usage_error("--progress-pattern '" + o.progress_pattern +
+                         "': not a regular expression (" + e.what() + ")");
+    }
   }
   if (!ranks_filter_text.empty()) {
     auto ranks = parse_rank_list(ranks_filter_text);

@@ -3,6 +3,7 @@
 // for defaults, so usage errors are unit-tested without starting anything.
 #pragma once
 
+#include <chrono>
 #include <map>
 #include <optional>
 #include <set>
@@ -83,6 +84,8 @@ struct Options {
   std::string secret_file;
   bool insecure_no_secret = false;  // manual mode open to any host that reaches the port
 
+  static constexpr std::chrono::minutes kDefaultStallTime{30};
+
   std::string name;
   std::string log_dir;
   std::set<int> ranks_filter;        // empty: all ranks reach the terminal
@@ -92,6 +95,11 @@ struct Options {
   int hidden_streams = 0;
   std::map<int, int> hidden_streams_by_local_rank = {};
   int grace_s = 10;
+  // --hang-timeout: no progress for this long ends the job HUNG (exit 124).
+  // Unset: a job is only noticed (STALLED, stacks, verdict) after
+  // kDefaultStallTime; zero: not even that.
+  std::optional<std::chrono::milliseconds> hang_timeout = {};
+  std::string progress_pattern = {};  // --progress-pattern: what counts as progress
   int max_restarts = 0;
   int heartbeat_timeout_s = 15;
   bool dry_run = false;

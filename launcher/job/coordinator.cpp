@@ -94,6 +94,47 @@ Coordinator::Coordinator(asio::io_context& io, Settings settings, AgentTransport
         s_.job_dir + "/tensorboard",
         FileMirror::Options{.max_bytes = spare_disk_bytes(s_.job_dir.c_str()) / 2});
   s_.plan.rdzv_connect = address_for_agents(s_.plan.rdzv_connect);
+  make_hang_watch();
+}
+
+void Coordinator::make_hang_watch() {
+  const auto& o = s_.options;
+  HangWatch::Settings settings;
+  settings.job = s_.plan.job;
+  settings.job_dir = s_.job_dir;
+  settings.stall_after = o.hang_timeout.value_or(Options::kDefaultStallTime);
+  settings.act = o.hang_timeout.has_value() && o.hang_timeout->count() > 0;
+  if (!o.progress_pattern.empty()) {
+    settings.progress.emplace(o.progress_pattern);  // checked when parsed
+    settings.progress_text = o.progress_pattern;
+  }
+  HangWatch::Hooks hooks;
+  hooks.status = [this] { return policy_.status(); };
+  hooks.ranks = [this](const std::vector<int>& wanted) {
+    std::vector<StacksGathering::Asked> asked;
+    const auto records = policy_.node_records();
+    for (std::size_t node = 0; node < records.size(); ++node) {
+      const auto& r = records[node];
+      const auto conn = policy_.conn_of(static_cast<int>(node));
+      if (!conn || r.first_rank < 0 || r.ranks <= 0) continue;
+      StacksGathering::Asked a{*conn, r.host, {}};
+      for (int rank = r.first_rank; rank < r.first_rank + r.ranks; ++rank)
+        if (wanted.empty() || std::find(wanted.begin(), wanted.end(), rank) != wanted.end())
+          a.ranks.push_back(rank);
+      if (!a.ranks.empty()) asked.push_back(std::move(a));
+    }
+    return asked;
+  };
+  hooks.send = [this](ConnId conn, const proto::Message& m) { fleet_.server().send(conn, m); };
+  hooks.note = [](const std::string& text) { console().note(text); };
+  hooks.set_stalled = [this](bool stalled) {
+    policy_.set_stalled(stalled);
+    recorder_.update(policy_);
+  };
+  hooks.hung = [this](const std::string& what, int suspect) {
+    apply(policy_.on_hung(what, suspect));
+  };
+  hang_ = std::make_unique<HangWatch>(io_, std::move(settings), std::move(hooks));
 }
 
 Coordinator::~Coordinator() = default;
@@ -132,12 +173,14 @@ bool Coordinator::start() {
   workdir_ = current_directory();  // where local ranks start; once, not per node
   for (const auto& planned : s_.plan.nodes) start_agent(planned);
   flush_logs_periodically();
+  hang_->start();
   apply(policy_.start());
   return true;
 }
 
 int Coordinator::finish() {
   sink_.terminal().on_space(nullptr);
+  hang_->stop();
   // Orphans of killed local agents were re-parented to us (we are a subreaper).
   if (fleet_.any_local()) end_descendants();
   sink_.flush();
@@ -170,6 +213,7 @@ Result<void> Coordinator::start_server() {
                      [this](ConnId c, const std::string& r) {
                        if (checkpoints_) checkpoints_->drop(c);
                        held_.erase(c);
+                       hang_->on_connection_closed(c);
                        apply(policy_.on_connection_closed(c, r));
                      }});
   if (!listening) return listening;
@@ -233,6 +277,8 @@ void Coordinator::on_message(ConnId conn, proto::Message&& message) {
   } else if (auto* synced = std::get_if<proto::SyncDone>(&message)) {
     if (const auto node = policy_.node_of(conn); node && syncs_)
       syncs_->on_done(*node, conn, *synced);
+  } else if (auto* stacks = std::get_if<proto::StacksReport>(&message)) {
+    hang_->on_report(conn, *stacks);
   }
 }
 
@@ -249,6 +295,7 @@ void Coordinator::on_log_line(ConnId conn, const proto::LogLine& line) {
   const auto local_rank = policy_.rendezvous().local_rank_of(conn, line.rank);
   if (!local_rank) return apply(policy_.on_foreign_rank(conn, "output", line.rank));
   sink_.line(line.rank, host, line.stream, line.text, line.end, *local_rank);
+  hang_->on_line(line.text);
   // --no-skip: a terminal that falls behind holds the ranks back, through the
   // agents' bounded queues, instead of losing lines.
   if (sink_.holds_ranks_back() && !reading_paused_ && sink_.terminal_backlogged()) {
@@ -363,6 +410,7 @@ void Coordinator::perform(const job_action::MarkRound& a) {
 
 void Coordinator::perform(const job_action::Finish&) {
   if (syncs_) syncs_->finish();
+  hang_->stop();
   timers_.cancel_all();
   flush_timer_.cancel();
   fleet_.stop();

@@ -17,6 +17,7 @@
 
 #include "launcher/config/options.h"
 #include "launcher/fleet/agent_fleet.h"
+#include "launcher/hang/hang_watch.h"
 #include "launcher/job/checkpoint_relay.h"
 #include "launcher/job/job_policy.h"
 #include "launcher/job/job_recorder.h"
@@ -80,6 +81,7 @@ class Coordinator {
   void on_log_line(ConnId conn, const proto::LogLine& line);
   void on_file_chunk(ConnId conn, const proto::FileChunk& chunk);
   void watch_suspend();
+  void make_hang_watch();
 
   void apply(const JobActions& actions);
   void perform(const job_action::ArmTimer& a);
@@ -107,6 +109,7 @@ class Coordinator {
   std::optional<SyncStreams> syncs_;            // --sync, once the rendezvous listens
   std::optional<CheckpointRelay> checkpoints_;  // --checkpoint-dir, into <job dir>/checkpoint
   std::map<ConnId, JobActions> held_;           // sends waiting for a checkpoint carry
+  std::unique_ptr<HangWatch> hang_;             // `dlaunch stacks`, stalls, --hang-timeout
   asio::steady_timer flush_timer_;
   unsigned flushes_ = 0;  // every kFlushesPerHeapReturn, freed heap memory goes back
 };

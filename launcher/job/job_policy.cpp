@@ -71,7 +71,7 @@ JobStatus JobPolicy::status() const {
     case Phase::restarting:
       return JobStatus::restarting;
     case Phase::running:
-      return JobStatus::running;
+      return stalled_ ? JobStatus::stalled : JobStatus::running;
     case Phase::stopping:
       break;
   }
@@ -421,6 +421,21 @@ JobActions JobPolicy::on_rank_exit(ConnId conn, const proto::RankExit& exit,
   return take();
 }
 
+JobActions JobPolicy::on_hung(const std::string& what, int suspect) {
+  if (finished_ || phase_ != Phase::running || failed_this_round_) return {};
+  stalled_ = false;
+  result_.hung = true;
+  // Restartable as a failed rank is: the suspect's, else rank 0's place.
+  fail(kExitHung, what, std::max(suspect, 0), {});
+  return take();
+}
+
+std::optional<ConnId> JobPolicy::conn_of(int node) const {
+  const auto& n = nodes_[static_cast<std::size_t>(node)];
+  if (!n.conn || n.conn_closed) return std::nullopt;
+  return n.conn;
+}
+
 JobActions JobPolicy::on_foreign_rank(ConnId conn, std::string_view what, int rank) {
   const auto index = node_of(conn);
   if (finished_ || !index) return {};
@@ -474,7 +489,8 @@ void JobPolicy::fail(int code, const std::string& what, int rank, std::vector<st
   note(restartable ? what + (node_lost ? "; a new round without it" : "; restarting all ranks") +
                          " (restart " + std::to_string(rendezvous_.round() + 1) + " of " +
                          std::to_string(max_restarts) + ")"
-                   : "job " + config_.rendezvous.job + " failed: " + what);
+                   : "job " + config_.rendezvous.job +
+                         (code == kExitHung ? " hung: " : " failed: ") + what);
   if (!result_.root_cause_tail.empty()) {
     std::string block = "last lines of rank " + std::to_string(rank) + ":";
     for (const auto& l : result_.root_cause_tail) block += "\n  | " + l;
@@ -532,6 +548,7 @@ void JobPolicy::start_next_round() {
     rendezvous_.set_roster(round.roster);
   }
   member_lost_ = false;
+  stalled_ = false;
   emit(job_action::MarkRound{rendezvous_.round() + 1});
   failed_this_round_ = false;
   phase_ = Phase::running;

@@ -185,6 +185,15 @@ class JobPolicy {
   // said for the first few, and past kForeignRankLimit its connection is
   // closed (a broken or hostile agent must not fill node 0's log or disk).
   JobActions on_foreign_rank(ConnId conn, std::string_view what, int rank);
+  // No rank made progress for the stall time: STALLED in the record (and
+  // `list`, `get`, `top job`) until progress returns it to RUNNING.
+  void set_stalled(bool stalled) { stalled_ = stalled; }
+  // --hang-timeout: the job hung; `what` says since when and whom the verdict
+  // suspects (`suspect`: a rank, or -1). Ends it HUNG with exit code 124, or
+  // restarts the round where --max-restarts allows.
+  JobActions on_hung(const std::string& what, int suspect);
+  // A node's rendezvous connection, while it has one.
+  std::optional<ConnId> conn_of(int node) const;
   static constexpr std::size_t kForeignRanksSaid = 5;
   static constexpr std::size_t kForeignRankLimit = 1000;
   // An agent's ranks have all exited for the round.
@@ -338,6 +347,7 @@ class JobPolicy {
   std::optional<int> stop_grace_s_;  // `dlaunch stop --grace`
   bool killing_now_ = false;         // the stop deadline is the second interrupt's 3 s
   bool finished_ = false;
+  bool stalled_ = false;
   std::size_t finished_scan_ = 0;
   std::chrono::seconds elapsed_waiting_{0};  // nodes before it are known gone (see check_finished)
   JobResult result_;

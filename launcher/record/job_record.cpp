@@ -92,6 +92,10 @@ std::string_view job_status_name(JobStatus status) {
       return "STOPPED";
     case JobStatus::lost:
       return "LOST";
+    case JobStatus::stalled:
+      return "STALLED";
+    case JobStatus::hung:
+      return "HUNG";
   }
   return "?";
 }
@@ -100,7 +104,8 @@ std::optional<JobStatus> parse_job_status(std::string_view text) {
   std::string upper(text);
   for (char& c : upper) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
   for (auto s : {JobStatus::pending, JobStatus::running, JobStatus::restarting,
-                 JobStatus::succeeded, JobStatus::failed, JobStatus::stopped, JobStatus::lost}) {
+                 JobStatus::succeeded, JobStatus::failed, JobStatus::stopped, JobStatus::lost,
+                 JobStatus::stalled, JobStatus::hung}) {
     if (job_status_name(s) == upper) return s;
   }
   return std::nullopt;
@@ -108,11 +113,12 @@ std::optional<JobStatus> parse_job_status(std::string_view text) {
 
 bool is_active(JobStatus status) {
   return status == JobStatus::pending || status == JobStatus::running ||
-         status == JobStatus::restarting;
+         status == JobStatus::restarting || status == JobStatus::stalled;
 }
 
 JobStatus final_status(const JobResult& result) {
   if (result.interrupted) return JobStatus::stopped;
+  if (result.hung && result.exit_code == 124) return JobStatus::hung;
   return result.exit_code == 0 ? JobStatus::succeeded : JobStatus::failed;
 }
 
@@ -160,7 +166,8 @@ Result<void> write_job_record(const std::string& job_dir, const JobInfo& info,
                                    {"restarts", r.restarts},
                                    {"world_size", r.world_size},
                                    {"finished", r.finished},
-                                   {"interrupted", r.interrupted}});
+                                   {"interrupted", r.interrupted},
+                                   {"hung", r.hung}});
   }
   std::string text = serialize(t);
   append_node_records(text, info.nodes);
@@ -230,6 +237,7 @@ std::optional<JobResult> result_from(const toml::table& t) {
   r.finished = t["finished"].value_or(0LL);
   // Records written before the key existed: an interruption's codes.
   r.interrupted = t["interrupted"].value_or(r.exit_code == 130 || r.exit_code == 143);
+  r.hung = t["hung"].value_or(false);
   return r;
 }
 

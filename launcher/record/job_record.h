@@ -19,7 +19,19 @@ namespace dlaunch {
 
 // PENDING: connecting and in the rendezvous. LOST is never written: a reader
 // decides it for an active record whose coordinator is gone.
-enum class JobStatus { pending, running, restarting, succeeded, failed, stopped, lost };
+// stalled: running, but no rank made progress for the stall time (it may go on);
+// hung: ended by --hang-timeout (exit 124).
+enum class JobStatus {
+  pending,
+  running,
+  restarting,
+  succeeded,
+  failed,
+  stopped,
+  lost,
+  stalled,
+  hung
+};
 
 std::string_view job_status_name(JobStatus status);                // "PENDING", ...
 std::optional<JobStatus> parse_job_status(std::string_view text);  // either case
@@ -86,6 +98,7 @@ struct JobResult {
   // dlaunch itself was stopped (Ctrl-C, SIGTERM, `dlaunch stop`); a rank that
   // exits 130 or 143 on its own is a failure, not an interruption.
   bool interrupted = false;
+  bool hung = false;  // ended by --hang-timeout
 };
 
 // The final status a result stands for.

@@ -3,14 +3,14 @@
 # options, job names (the directories of the state dir that `dlaunch list`
 # reads, or of --log-dir when given) and hosts files (*.toml).
 
-_dlaunch_commands="run list get logs stop delete top check"
+_dlaunch_commands="run list get logs stop stacks delete top check"
 
 # Options of a job start that take a value. (--pass-local-rank and deepspeed's
 # flags make each rank's arguments end with --local_rank=N: not an option here.)
 _dlaunch_run_valued="--hosts --hostfile -H --host-list --include --exclude --launcher -n --nproc-per-node
   --nproc_per_node --nnodes --node-rank --node_rank --rank --master-addr --master_addr
   --master-port --master_port --rdzv-port --rdzv-timeout --secret-file --name --log-dir
-  --tensorboard-dir --ranks-filter --grace --max-restarts --max_restarts --heartbeat-timeout
+  --tensorboard-dir --ranks-filter --grace --hang-timeout --progress-pattern --max-restarts --max_restarts --heartbeat-timeout
   --spares --node-fail-limit --join-timeout --checkpoint-dir --python --ssh-parallel --ssh-timeout -e --env --env-file --forward-env --workdir --chdir --sync
   --image --image-file --container-engine --shm-size --mount --sync-git
   --rdzv-backend --rdzv_backend --rdzv-endpoint --rdzv_endpoint --rdzv-id --rdzv_id --rdzv-conf
@@ -140,6 +140,7 @@ _dlaunch() {
     get) opts="--log-dir --json -h --help" ;;
     logs) opts="-r --rank -i --instance --all-ranks -t --tail -f --follow --log-dir -h --help" ;;
     stop) opts="--grace --wait --log-dir -h --help" ;;
+    stacks) opts="-r --ranks --timeout --log-dir -h --help" ;;
     delete) opts="--log-dir -h --help" ;;
     top)
       if [[ ${COMP_WORDS[2]} == node ]]; then
@@ -161,7 +162,7 @@ _dlaunch() {
     return 0
   fi
   case $command in
-    get | logs | stop | delete) _dlaunch_jobs "$cur" ;;
+    get | logs | stop | stacks | delete) _dlaunch_jobs "$cur" ;;
     top)
       if ((COMP_CWORD == 2)); then
         COMPREPLY=($(compgen -W "node job" -- "$cur"))

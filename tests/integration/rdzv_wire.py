@@ -8,7 +8,7 @@ import socket
 import struct
 
 MAGIC = 0x444C5256
-VERSION = 13  # protocol/messages.h kVersion
+VERSION = 14  # protocol/messages.h kVersion
 HELLO, CHALLENGE, JOIN, WELCOME, ASSIGN, LOG_LINE, RANK_EXIT = 1, 2, 3, 4, 5, 6, 7
 
 

@@ -13,7 +13,7 @@ sys.path.insert(0, os.path.dirname(__file__))
 import harness  # noqa: E402
 from harness import DlaunchTestCase  # noqa: E402
 
-COMMANDS = ["run", "list", "get", "logs", "stop", "top", "check"]
+COMMANDS = ["run", "list", "get", "logs", "stop", "stacks", "top", "check"]
 
 
 def listed_commands(help_text):

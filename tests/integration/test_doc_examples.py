@@ -37,8 +37,8 @@ README = "README.md"
 MAN_PAGE = "packaging/man/dlaunch.1"
 HOSTS_EXAMPLE = "hosts.example.toml"
 
-ACTIVE = {"PENDING", "RUNNING", "RESTARTING"}
-FINAL = {"SUCCEEDED", "FAILED", "STOPPED", "LOST"}
+ACTIVE = {"PENDING", "RUNNING", "RESTARTING", "STALLED"}
+FINAL = {"SUCCEEDED", "FAILED", "STOPPED", "LOST", "HUNG"}
 
 # Programs that take over a terminal: their examples run under a pseudo-terminal
 # and count as working when they exit 0 or are still running after a while.
@@ -52,7 +52,8 @@ SHORT_JOB = "--nproc-per-node 4 -- mnist_dist --synthetic 600 --epochs 1"
 LONG_JOB = "--nproc-per-node 2 -- mnist_dist --synthetic 6000 --epochs 50"
 
 # What a job command needs of the job it names, by its command word.
-JOB_NEEDS = {"get": "exists", "logs": "exists", "stop": "running", "delete": "finished"}
+JOB_NEEDS = {"get": "exists", "logs": "exists", "stop": "running", "delete": "finished",
+             "stacks": "running"}
 EXAMPLE_TIMEOUT = 180
 
 

@@ -245,6 +245,11 @@ std::vector<proto::Message> sample_messages() {
       proto::NcclReport{std::string(proto::kNcclUniqueIdBytes, 'i'), "2.27.3", "", {}},
       proto::NcclReport{"", "2.27.3", "", {{8, 12000}, {1LL << 30, 2'500'000'000LL}}},
       proto::NcclReport{"", "", "cannot load libnccl.so.2", {}},
+      proto::StacksRequest{7, {}},
+      proto::StacksRequest{8, {0, 5, 4095}},
+      proto::StacksReport{7, 3, "S", 12, 500, "futex_wait_queue", 61000, "faulthandler",
+                          "Thread 0x1 (most recent call first):\n  File \"t.py\", line 3\n"},
+      proto::StacksReport{7, -1},
   };
 }
 
@@ -334,13 +339,13 @@ TEST_CASE("mangled payloads of every type decode to a canonical message or to no
   }
   // Every type the protocol has was fed, and its checks both took and refused.
   for (int t = static_cast<int>(proto::Type::hello);
-       t <= static_cast<int>(proto::Type::nccl_report); ++t) {
+       t <= static_cast<int>(proto::kLastType); ++t) {
     CAPTURE(t);
     REQUIRE(accepted_rejected.count(t) == 1);
     CHECK(accepted_rejected[t].second > 0);
   }
   // Types outside the protocol are refused whatever their payload.
-  for (int t : {0, static_cast<int>(proto::Type::nccl_report) + 1, 200, 255}) {
+  for (int t : {0, static_cast<int>(proto::kLastType) + 1, 200, 255}) {
     for (int i = 0; i < 200; ++i) {
       std::string junk(rng() % 64, '\0');
       for (auto& c : junk) c = static_cast<char>(rng());

@@ -1,0 +1,97 @@
+// `dlaunch stacks JOB [-r RANKS]`: every rank's stack of a running job, on
+// every host, from any terminal. The request goes through the job directory:
+// a request file, then SIGUSR1 to the coordinator (launcher/hang/hang_watch.h),
+// which asks the agents and leaves a reply naming <job dir>/stacks/<time>/.
+// Prints that directory's summary: the ranks grouped by stack, smallest group
+// first, and the verdict.
+#include <signal.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <fstream>
+#include <random>
+#include <sstream>
+#include <thread>
+
+#include "common/console.h"
+#include "common/exit_codes.h"
+#include "common/private_file.h"
+#include "launcher/cli/commands.h"
+#include "launcher/cli/job_text.h"
+#include "launcher/cli/subcommand.h"
+#include "launcher/config/options.h"
+#include "launcher/hang/hang_watch.h"
+#include "launcher/job/job_recorder.h"
+
+namespace dlaunch {
+
+int stacks_command(int argc, const char* const* argv) {
+  CLI::App app{"dlaunch stacks: every rank's stack of a running job, grouped", "dlaunch stacks"};
+  std::string log_dir;
+  std::string name;
+  std::string ranks_text;
+  int timeout_s = 90;
+  add_log_dir_option(app, log_dir);
+  app.add_option("job", name, "job name (see dlaunch list)")->required();
+  app.add_option("-r,--ranks", ranks_text, "only these ranks, e.g. 3 or 0-3,8");
+  app.add_option("--timeout", timeout_s, "seconds to wait for every host")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 3600));
+  if (auto done = parse_subcommand(app, argc, argv)) return *done;
+
+  std::string ranks;
+  if (!ranks_text.empty()) {
+    const auto parsed = parse_rank_list(ranks_text);
+    if (!parsed) {
+      console().error("-r: expected ranks like 3 or 0-3,8, got '" + ranks_text + "'");
+      return kExitUsage;
+    }
+    for (int r : *parsed) ranks += (ranks.empty() ? "" : ",") + std::to_string(r);
+  }
+  auto job = find_job_or_report(log_dir, name);
+  if (!job) return kExitFailure;
+  if (!is_active(job->status)) {
+    console().note("job " + name + " is not running (" + std::string(job_status_name(job->status)) +
+                   "); the stacks it left: " + job->dir + "/stacks");
+    return kExitFailure;
+  }
+  if (::access((job->dir + "/stacks-ready").c_str(), F_OK) != 0) {
+    console().error("job " + name +
+                    "'s coordinator does not answer `dlaunch stacks` (not started "
+                    "yet, or by a dlaunch without it)");
+    return kExitFailure;
+  }
+  std::random_device seed;
+  const std::string id = std::to_string(::getpid()) + "-" + std::to_string(seed() % 1000000);
+  if (auto written = write_private_file(job->dir, HangWatch::request_prefix() + id, ranks + "\n");
+      !written) {
+    console().error(written.error());
+    return kExitFailure;
+  }
+  ::kill(static_cast<pid_t>(job->info.coordinator_pid), SIGUSR1);
+  const std::string reply = HangWatch::reply_path(job->dir, id);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(timeout_s);
+  while (std::chrono::steady_clock::now() < deadline) {
+    std::ifstream in(reply);
+    std::string dir;
+    if (std::getline(in, dir) && !dir.empty()) {
+      ::unlink(reply.c_str());
+      std::ifstream summary(dir + "/summary.txt");
+      std::stringstream text;
+      text << summary.rdbuf();
+      console().out(text.str());
+      console().out("each rank's whole dump: " + dir + "/rank-<R>.txt\n");
+      return kExitOk;
+    }
+    if (!coordinator_alive(job->info)) {
+      console().error("job " + name + " ended before its stacks came back");
+      return kExitFailure;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ::unlink((job->dir + "/" + HangWatch::request_prefix() + id).c_str());
+  console().error("job " + name + ": no stacks within " + std::to_string(timeout_s) + " s");
+  return kExitFailure;
+}
+
+}  // namespace dlaunch

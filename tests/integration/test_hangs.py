@@ -1,0 +1,178 @@
+"""Hung jobs: real torch DDP ranks (gloo, Debian's python3-torch) of which one
+stops (SIGSTOP) or blocks in a function of the script while the others wait in
+the all-reduce. dlaunch must notice the stall, gather every rank's stack, name
+the suspect with its host, and end the job HUNG (exit 124) with --hang-timeout;
+a job that is only quiet for a while is left alone; and `dlaunch stacks` on a
+running detached job shows every rank's stack without losing or tearing a line
+of its output."""
+
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+import unittest
+
+sys.path.insert(0, os.path.dirname(__file__))
+import harness  # noqa: E402
+from harness import DlaunchTestCase, wait_for  # noqa: E402
+
+PY = "/usr/bin/python3"
+
+# Every step all-reduces a tensor and prints a line; HANG_MODE makes rank 1
+# stop itself or block in stuck_here() at step 5; PAUSE_AT makes every rank
+# sleep PAUSE_S at that step (quiet, not hung).
+TRAINER = """
+import os, signal, sys, threading, time
+import torch
+import torch.distributed as dist
+
+dist.init_process_group("gloo")
+rank = dist.get_rank()
+mode = os.environ.get("HANG_MODE", "")
+steps = int(os.environ.get("STEPS", "1000000"))
+pause_at = int(os.environ.get("PAUSE_AT", "-1"))
+
+
+def stuck_here():
+    threading.Event().wait()
+
+
+for step in range(steps):
+    if step == 5 and rank == 1:
+        if mode == "stop":
+            os.kill(os.getpid(), signal.SIGSTOP)
+        elif mode == "stuck":
+            stuck_here()
+    if step == pause_at:
+        time.sleep(float(os.environ["PAUSE_S"]))
+    t = torch.ones(1)
+    dist.all_reduce(t)
+    print(f"step {step} sum {int(t.item())}", flush=True)
+    time.sleep(0.1)
+dist.destroy_process_group()
+"""
+
+
+def have_torch():
+    try:
+        return subprocess.run([PY, "-c", "import torch.distributed"], capture_output=True,
+                              timeout=60).returncode == 0
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+
+
+class HangsTest(DlaunchTestCase):
+    def setUp(self):
+        super().setUp()
+        if not have_torch():
+            self.skipTest("needs Debian's python3-torch at /usr/bin/python3")
+        self.trainer = self.write("train.py", TRAINER)
+        # Two agents on this machine: ranks 0-1 on alpha, rank 2 on beta.
+        self.hosts = self.write("hosts.toml", """
+[[host]]
+name = "alpha"
+address = "127.0.0.1"
+slots = 2
+[[host]]
+name = "beta"
+address = "localhost"
+slots = 1
+""")
+
+    def run_job(self, job, *flags, timeout=120, **env):
+        return self.run_dlaunch(["--hosts", self.hosts, "--name", job, *flags, "--", PY,
+                                 self.trainer], env=self.env(**env), timeout=timeout)
+
+    def stacks_dir(self, job):
+        root = os.path.join(self.state, job, "stacks")
+        dirs = sorted(d for d in os.listdir(root) if os.path.isdir(os.path.join(root, d)))
+        self.assertTrue(dirs, f"no stacks in {root}")
+        return os.path.join(root, dirs[-1])
+
+    def read(self, path):
+        with open(path) as f:
+            return f.read()
+
+    def test_a_rank_that_stops_itself_is_named_and_the_job_ends_hung(self):
+        job = self.job_name("stopped")
+        started = time.monotonic()
+        r = self.run_job(job, "--hang-timeout", "4s", HANG_MODE="stop")
+        took = time.monotonic() - started
+        self.assertEqual(r.returncode, 124, r.stderr)
+        self.assertIn("suspect: rank 1 on alpha: stopped (state T)", r.stderr)
+        self.assertIn("no rank made progress for 4 s", r.stderr)
+        stacks = self.stacks_dir(job)
+        self.assertEqual(sorted(f for f in os.listdir(stacks) if f.startswith("rank-")),
+                         ["rank-0.txt", "rank-1.txt", "rank-2.txt"])
+        # The ranks that were not stopped: their Python frames, in the all-reduce.
+        for rank in (0, 2):
+            text = self.read(os.path.join(stacks, f"rank-{rank}.txt"))
+            self.assertIn("stack by faulthandler", text)
+            self.assertIn("in all_reduce", text)
+            self.assertIn("train.py", text)
+        self.assertIn("state T", self.read(os.path.join(stacks, "rank-1.txt")))
+        got = json.loads(self.run_dlaunch(["get", job, "--json"]).stdout)
+        self.assertEqual(got["status"], "HUNG")
+        self.assertEqual(got["stacks"]["dir"], stacks)
+        self.assertTrue(any("rank 1 on alpha" in v for v in got["stacks"]["verdict"]), got)
+        self.assertNothingLeft(job)
+        # Not a timing assertion: that it ended at all, well before the test's limit.
+        self.assertLess(took, 100)
+
+    def test_a_rank_blocked_in_a_function_is_named_and_its_stack_shows_it(self):
+        job = self.job_name("stuck")
+        r = self.run_job(job, "--hang-timeout", "4s", HANG_MODE="stuck")
+        self.assertEqual(r.returncode, 124, r.stderr)
+        self.assertRegex(r.stderr, r"suspect: rank 1 on alpha: its stack differs from the 2 "
+                                   r"ranks that wait together \(ranks 0,2\)")
+        text = self.read(os.path.join(self.stacks_dir(job), "rank-1.txt"))
+        self.assertIn("in stuck_here", text)
+        summary = self.read(os.path.join(self.stacks_dir(job), "summary.txt"))
+        # The odd one out first.
+        self.assertLess(summary.index("rank 1 (1 rank)"), summary.index("ranks 0,2 (2 ranks)"))
+        self.assertNothingLeft(job)
+
+    def test_a_job_quiet_for_half_the_timeout_is_left_alone(self):
+        job = self.job_name("quiet")
+        r = self.run_job(job, "--hang-timeout", "8s", STEPS="8", PAUSE_AT="3", PAUSE_S="4")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertNotIn("made progress", r.stderr)
+        self.assertNotIn("suspect", r.stderr)
+        self.assertEqual(r.stdout.count("sum 3"), 24, r.stdout)
+
+    def test_stacks_of_a_running_detached_job_leave_its_output_whole(self):
+        job = self.job_name("detached")
+        steps = 60
+        r = self.run_dlaunch(["-d", "--hosts", self.hosts, "--name", job, "--", PY, self.trainer],
+                             env=self.env(STEPS=str(steps)))
+        self.assertEqual(r.returncode, 0, r.stderr)
+        wait_for(lambda: os.path.exists(os.path.join(self.state, job, "rank-2.log")) and
+                 "step 3" in self.read(os.path.join(self.state, job, "rank-2.log")), timeout=60)
+        outputs = []
+        for _ in range(2):
+            s = self.run_dlaunch(["stacks", job], timeout=120)
+            self.assertEqual(s.returncode, 0, s.stderr)
+            outputs.append(s.stdout)
+        for out in outputs:
+            ranks = set()
+            for m in re.finditer(r"^ranks? ([0-9,\-]+) \(", out, re.M):
+                for part in m.group(1).split(","):
+                    a, _, b = part.partition("-")
+                    ranks.update(range(int(a), int(b or a) + 1))
+            self.assertEqual(ranks, {0, 1, 2}, out)
+            self.assertIn("verdict:", out)
+        one = self.run_dlaunch(["stacks", job, "-r", "2"], timeout=120)
+        self.assertEqual(one.returncode, 0, one.stderr)
+        self.assertIn("rank 2 (1 rank)", one.stdout)
+        wait_for(lambda: json.loads(self.run_dlaunch(["get", job, "--json"]).stdout)["status"]
+                 == "SUCCEEDED", timeout=90)
+        for rank in range(3):
+            log = self.read(os.path.join(self.state, job, f"rank-{rank}.log"))
+            self.assertEqual(log.splitlines(), [f"step {i} sum 3" for i in range(steps)])
+
+
+if __name__ == "__main__":
+    harness.require_binaries()
+    unittest.main(verbosity=2)
