@@ -64,7 +64,7 @@ Sample sample(pid_t pid) {
   return {f[2], std::atoll(f[13].c_str()) + std::atoll(f[14].c_str())};
 }
 
-std::string first_line(const std::string& path) {
+std::string read_first_line(const std::string& path) {
   std::ifstream in(path);
   std::string line;
   std::getline(in, line);
@@ -78,12 +78,12 @@ std::string threads_of(pid_t pid) {
   const std::string task = "/proc/" + std::to_string(pid) + "/task";
   for (const auto& entry : std::filesystem::directory_iterator(task, ec)) {
     const std::string dir = entry.path().string();
-    const std::string stat = first_line(dir + "/stat");
+    const std::string stat = read_first_line(dir + "/stat");
     const auto open = stat.find('(');
     const auto close = stat.rfind(')');
     if (open == std::string::npos || close == std::string::npos || close + 2 >= stat.size())
       continue;
-    const std::string wchan = first_line(dir + "/wchan");
+    const std::string wchan = read_first_line(dir + "/wchan");
     out += "  thread " + entry.path().filename().string() + " (" +
            stat.substr(open + 1, close - open - 1) + ") " + stat.substr(close + 2, 1) +
            (wchan.empty() || wchan == "0" ? "" : " " + wchan) + "\n";
@@ -91,7 +91,7 @@ std::string threads_of(pid_t pid) {
   return out;
 }
 
-long long file_size(const std::string& path) {
+long long size_of_file(const std::string& path) {
   struct stat st {};
   return ::stat(path.c_str(), &st) == 0 ? static_cast<long long>(st.st_size) : -1;
 }
@@ -102,7 +102,7 @@ pid_t python_process(pid_t pid, const std::string& dumps, std::string& file) {
   if (dumps.empty()) return -1;
   auto registered = [&](pid_t p) {
     file = dumps + "/py-" + std::to_string(p) + ".txt";
-    return file_size(file) >= 0;
+    return size_of_file(file) >= 0;
   };
   if (registered(pid)) return pid;
   for (pid_t p : descendants_of(pid))
@@ -113,14 +113,14 @@ pid_t python_process(pid_t pid, const std::string& dumps, std::string& file) {
 // Signals the process and reads what faulthandler appends: complete once the
 // file has grown and then stayed the same for a moment.
 std::string python_dump(pid_t pid, const std::string& file) {
-  const long long before = file_size(file);
+  const long long before = size_of_file(file);
   if (before < 0 || ::kill(pid, stack_signal()) != 0) return {};
   const auto deadline = std::chrono::steady_clock::now() + kDumpWait;
   long long last = before;
   auto steady_since = std::chrono::steady_clock::now();
   while (std::chrono::steady_clock::now() < deadline) {
     std::this_thread::sleep_for(milliseconds(20));
-    const long long now = file_size(file);
+    const long long now = size_of_file(file);
     if (now != last) {
       last = now;
       steady_since = std::chrono::steady_clock::now();
@@ -173,7 +173,7 @@ proto::StacksReport take_rank_stack(const RankToInspect& rank, const StackTools&
   const long ticks_per_s = ::sysconf(_SC_CLK_TCK);
   if (second.ticks >= first.ticks && ticks_per_s > 0)
     r.cpu_ms = (second.ticks - first.ticks) * 1000 / ticks_per_s;
-  r.wchan = first_line("/proc/" + std::to_string(rank.pid) + "/wchan");
+  r.wchan = read_first_line("/proc/" + std::to_string(rank.pid) + "/wchan");
   if (r.wchan == "0") r.wchan.clear();
   std::string text = "threads:\n" + threads_of(rank.pid);
   if (stopped(r.state)) {

@@ -75,8 +75,7 @@ std::string rank_header(const RankStack& s) {
 }  // namespace
 
 HangWatch::HangWatch(asio::io_context& io, Settings settings, Hooks hooks)
-    : io_(io),
-      s_(std::move(settings)),
+    : s_(std::move(settings)),
       hooks_(std::move(hooks)),
       tick_timer_(io),
       gather_timer_(io),

@@ -70,7 +70,6 @@ class HangWatch {
   std::string write_files(const std::vector<RankStack>& stacks, const std::string& summary);
   void next_signal();
 
-  asio::io_context& io_;
   Settings s_;
   Hooks hooks_;
   Timer tick_timer_;

@@ -425,6 +425,12 @@ JobActions JobPolicy::on_hung(const std::string& what, int suspect) {
   if (finished_ || phase_ != Phase::running || failed_this_round_) return {};
   stalled_ = false;
   result_.hung = true;
+  // With spares, the suspect's node is retired as a lost node is, and the
+  // next round runs without it (its agent is told to stop like every other).
+  const auto* member = suspect >= 0 ? rendezvous_.member_of_rank(suspect) : nullptr;
+  const bool restartable = rendezvous_.round() < config_.rendezvous.max_restarts;
+  if (elastic() && restartable && member != nullptr && lose_node(member->index, what))
+    return take();
   // Restartable as a failed rank is: the suspect's, else rank 0's place.
   fail(kExitHung, what, std::max(suspect, 0), {});
   return take();

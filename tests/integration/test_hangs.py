@@ -16,6 +16,7 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
 import harness  # noqa: E402
+import sshd_harness  # noqa: E402
 from harness import DlaunchTestCase, wait_for  # noqa: E402
 
 PY = "/usr/bin/python3"
@@ -171,6 +172,82 @@ slots = 1
         for rank in range(3):
             log = self.read(os.path.join(self.state, job, f"rank-{rank}.log"))
             self.assertEqual(log.splitlines(), [f"step {i} sum 3" for i in range(steps)])
+
+
+class HangsOverSshTest(unittest.TestCase):
+    """The same on three SSH hosts in network namespaces, one rank each."""
+
+    @classmethod
+    def setUpClass(cls):
+        if not have_torch():
+            raise unittest.SkipTest("needs Debian's python3-torch at /usr/bin/python3")
+        sshd_harness.require_sshd()
+        sshd_harness.require_netns("hang tests over SSH (three hosts)")
+        cls.hosts = sshd_harness.SshHosts(3)
+        cls.hosts.__enter__()
+        cls.hosts.write_known_hosts()
+        cls.trainer = os.path.join(cls.hosts.tmp, "train.py")
+        with open(cls.trainer, "w") as f:
+            f.write(TRAINER)
+        os.chmod(cls.trainer, 0o644)
+        cls.hosts_file = cls.hosts.hosts_file([1, 1, 1])
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.hosts.close()
+
+    def setUp(self):
+        self.job = f"hang-ssh-{os.getpid()}-{self._testMethodName[5:20]}"
+
+    def tearDown(self):
+        harness.kill_marker(self.job)
+
+    def state(self):
+        return os.path.join(self.hosts.tmp, "state")
+
+    def latest_stacks(self):
+        root = os.path.join(self.state(), self.job, "stacks")
+        return os.path.join(root, sorted(d for d in os.listdir(root)
+                                         if os.path.isdir(os.path.join(root, d)))[-1])
+
+    def test_a_stopped_rank_on_one_host_is_named_with_its_host(self):
+        r = self.hosts.dlaunch(["--hosts", self.hosts_file, "--name", self.job, "--hang-timeout",
+                                "5s", "--env", "HANG_MODE=stop", "--", PY, self.trainer])
+        self.assertEqual(r.returncode, 124, r.stderr)
+        host1 = self.hosts.hosts[1]["name"]
+        self.assertIn(f"suspect: rank 1 on {host1}: stopped (state T)", r.stderr)
+        stacks = self.latest_stacks()
+        for rank in (0, 2):
+            with open(os.path.join(stacks, f"rank-{rank}.txt")) as f:
+                text = f.read()
+            self.assertIn("in all_reduce", text)
+        self.assertEqual(harness.wait_no_marker(self.job), [])
+
+    def test_stacks_of_a_detached_job_on_three_hosts(self):
+        steps = 80
+        r = self.hosts.dlaunch(["-d", "--hosts", self.hosts_file, "--name", self.job, "--env",
+                                f"STEPS={steps}", "--", PY, self.trainer])
+        self.assertEqual(r.returncode, 0, r.stderr)
+        log2 = os.path.join(self.state(), self.job, "rank-2.log")
+        def started():
+            if not os.path.exists(log2):
+                return False
+            with open(log2) as f:
+                return "step 3 " in f.read()
+        wait_for(started, timeout=90)
+        s = self.hosts.dlaunch(["stacks", self.job])
+        self.assertEqual(s.returncode, 0, s.stderr)
+        self.assertEqual(len(re.findall(r"^ranks? [0-9,\-]+ \(", s.stdout, re.M)) >= 1, True)
+        for rank in range(3):
+            self.assertTrue(os.path.exists(os.path.join(self.latest_stacks(), f"rank-{rank}.txt")))
+            with open(os.path.join(self.latest_stacks(), f"rank-{rank}.txt")) as f:
+                self.assertIn(f"rank {rank} on {self.hosts.hosts[rank]['name']}", f.read())
+        wait_for(lambda: json.loads(self.hosts.dlaunch(["get", self.job, "--json"]).stdout)
+                 ["status"] == "SUCCEEDED", timeout=120)
+        for rank in range(3):
+            with open(os.path.join(self.state(), self.job, f"rank-{rank}.log")) as f:
+                self.assertEqual(f.read().splitlines(),
+                                 [f"step {i} sum 3" for i in range(steps)])
 
 
 if __name__ == "__main__":

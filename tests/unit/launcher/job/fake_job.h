@@ -50,7 +50,8 @@ class FakeJob {
     std::set<int> spares = {};
     std::size_t min_nodes = 0;
     std::size_t max_nodes = 0;
-    bool carry_checkpoint = false;  // --checkpoint-dir
+    bool carry_checkpoint = false;                               // --checkpoint-dir
+    std::optional<std::chrono::milliseconds> hang_timeout = {};  // --hang-timeout
   };
   using ms = std::chrono::milliseconds;
 
@@ -138,6 +139,8 @@ class FakeJob {
   void join_all() {
     for (int node = 0; node < setup_.nodes; ++node) join(node);
   }
+  // Node `node`'s agent sends `message` (what no helper here says yet).
+  void agent_sends(int node, proto::Message message) { sends(node, std::move(message)); }
   // A rank prints a line: its agent sends it (the failure summary keeps it).
   void rank_prints(int rank, const std::string& text) {
     proto::LogLine line;
@@ -209,6 +212,17 @@ class FakeJob {
   }
 
   // Moves the clock to the earliest armed timer and lets it fire.
+  // Moves the clock by `by` and runs what came due, the coordinator's timers
+  // outside the policy's (the hang watch's) included.
+  void advance(std::chrono::milliseconds by) {
+    advance_test_clock(by);
+    now_ += by;
+    // Asio looks at a test clock's timers when its own kernel timer (at most
+    // a millisecond away, clock.h) wakes it: a few milliseconds of running.
+    for (int i = 0; i < 10 && !io_.stopped(); ++i) io_.run_for(std::chrono::milliseconds(2));
+    settle();
+  }
+
   std::optional<JobTimer> fire_next_timer() {
     const auto next = next_armed();
     if (!next) return std::nullopt;
@@ -348,6 +362,7 @@ class FakeJob {
       s.sync = std::make_shared<const SyncManifest>(SyncManifest{.root = o.sync_dir});
     }
     if (setup_.carry_checkpoint) o.checkpoint_dir = "checkpoints";
+    o.hang_timeout = setup_.hang_timeout;
     s.job_dir = job_dir();
     s.record.name = plan.job;
     s.service = [this](RendezvousService::Callbacks callbacks) {
