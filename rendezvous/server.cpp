@@ -180,6 +180,15 @@ void RendezvousServer::on_handshake_message(const std::shared_ptr<Session>& sess
     if (hello == nullptr) return drop(session, "expected hello");
     if (hello->magic != proto::kMagic) return drop(session, "bad magic");
     if (hello->version != proto::kVersion) {
+      // Manual mode with two releases: the node itself is told by the Reject;
+      // node 0, once per address, so that its wait is not a mystery.
+      const std::string& remote = session->connection->remote();
+      const std::string address = remote.substr(0, remote.rfind(':'));
+      if (version_warned_.size() < kMaxVersionWarnings && version_warned_.insert(address).second)
+        log::warn("rendezvous: ", address, " runs dlaunch protocol ", hello->version,
+                  ", this dlaunch speaks ", proto::kVersion,
+                  ": install the same dlaunch release on every node (manual mode), or let dlaunch "
+                  "start the agents (it uploads its own)");
       session->connection->send(proto::Reject{
           "protocol version " + std::to_string(hello->version) + " is not supported (this " +
           "coordinator speaks version " + std::to_string(proto::kVersion) +

@@ -9,6 +9,7 @@
 #include <functional>
 #include <list>
 #include <memory>
+#include <set>
 #include <string>
 #include <unordered_map>
 
@@ -87,6 +88,9 @@ class RendezvousServer : public RendezvousService {
   bool stopped_ = false;
   ThrottledWarning accept_failed_{std::chrono::seconds(5)};
   ThrottledWarning wrong_secret_{std::chrono::seconds(5)};
+  // Addresses told about a protocol version of their own, once each.
+  std::set<std::string> version_warned_;
+  static constexpr std::size_t kMaxVersionWarnings = 1024;
 };
 
 }  // namespace dlaunch

@@ -146,6 +146,28 @@ class HostilePeersTest(DlaunchTestCase):
                 self.assertEqual(f.read(), "".join(f"line {r} {i}\n" for i in range(LINES)))
         self.assertIn("failed to prove the job's secret", err)
 
+    def test_a_node_of_another_release_is_named_once_on_node_0(self):
+        # Node 0 used to wait in silence for a node whose agent it refused.
+        port = free_port()
+        replies = []
+
+        def old_release():
+            harness.wait_for(lambda: connectable(port), timeout=10)
+            for _ in range(3):
+                s = wire.connect(port)
+                s.sendall(wire.hello(version=wire.VERSION - 2))
+                replies.append(wire.read_frame(s))
+                s.close()
+
+        code, _, err = self.run_job(self.job_name("release"), port, old_release)
+        self.assertEqual(code, 0, err)
+        self.assertEqual([r[0] for r in replies], [wire.REJECT] * 3)
+        self.assertIn(f"protocol version {wire.VERSION - 2} is not supported",
+                      wire.parse_reject(replies[0][1]))
+        said = (f"rendezvous: 127.0.0.1 runs dlaunch protocol {wire.VERSION - 2}, this dlaunch "
+                f"speaks {wire.VERSION}: install the same dlaunch release on every node")
+        self.assertEqual(err.count(said), 1, err)
+
     def test_wrong_secret_gets_a_reject_and_a_closed_connection(self):
         port = free_port()
         result = {}
