@@ -1,5 +1,7 @@
 #include "agent/agent.h"
 
+#include "agent/rank_error_file.h"
+
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -41,9 +43,7 @@ Agent::Agent(asio::io_context& io, LaunchSpec spec, int stdin_fd, int pulse_fd)
                   RankSupervisor::Callbacks{
                       [this](int rank, proto::Stream stream, std::string_view text,
                              proto::LineEnd end) { on_line(rank, stream, text, end); },
-                      [this](const proto::RankExit& exit) {
-                        if (client_) client_->send(exit);
-                      },
+                      [this](const proto::RankExit& exit) { report_exit(exit); },
                       [this] { handle(agent_event::RanksEnded{}); },
                       [this](std::size_t left_alive) {
                         if (left_alive > 0)
@@ -277,6 +277,16 @@ void Agent::on_message(proto::Message&& message) {
   } else if (auto* stacks = std::get_if<proto::StacksRequest>(&message)) {
     answer_stacks(*stacks);
   }
+}
+
+void Agent::report_exit(proto::RankExit exit) {
+  const auto file = error_files_.find(exit.rank);
+  if (file != error_files_.end()) {
+    if (exit.exit_code != 0 || exit.signal != 0) exit.error = read_rank_error(file->second);
+    ::unlink(file->second.c_str());
+    error_files_.erase(file);
+  }
+  if (client_) client_->send(exit);
 }
 
 void Agent::answer_stacks(const proto::StacksRequest& request) {
@@ -634,6 +644,15 @@ SpawnRequest Agent::rank_request(const proto::Assign& assign, int local) {
       env["PYTHONPATH"] = stack_hook_->python_path +
                           (path != env.end() && !path->second.empty() ? ":" + path->second : "");
       env["DLAUNCH_STACKS_DIR"] = stack_hook_->directory;
+      // torch's @record writes a failing rank's exception there, as under
+      // torchrun; a file the user named is read as well.
+      if (!env.contains("TORCHELASTIC_ERROR_FILE"))
+        env["TORCHELASTIC_ERROR_FILE"] = stack_hook_->directory + "/error-" +
+                                         std::to_string(assign.rank_offset + local) + ".json";
+    }
+    if (const auto file = env.find("TORCHELASTIC_ERROR_FILE"); file != env.end()) {
+      ::unlink(file->second.c_str());  // a previous round's
+      error_files_[assign.rank_offset + local] = file->second;
     }
     return SpawnRequest{std::move(argv), std::move(env), spec_.workdir};
   }

@@ -56,6 +56,9 @@ class Agent {
   SpawnRequest rank_request(const proto::Assign& assign, int local);
   void answer_peer_test(const proto::PeerTest& test);
   void answer_nccl_test(const proto::NcclTest& test);
+  // A rank's exit for the coordinator, with the exception torch's @record
+  // left in its TORCHELASTIC_ERROR_FILE when it failed.
+  void report_exit(proto::RankExit exit);
   // `dlaunch stacks`, a stalled job: every requested rank's stack, taken off
   // the event loop (tools take seconds), one report each, then the last.
   void answer_stacks(const proto::StacksRequest& request);
@@ -116,6 +119,7 @@ class Agent {
   // Python ranks dump their stacks here (rank_stacks.h); none in containers.
   std::optional<PythonStackHook> stack_hook_;
   std::unordered_map<int, std::chrono::steady_clock::time_point> last_line_;  // by rank
+  std::unordered_map<int, std::string> error_files_;  // TORCHELASTIC_ERROR_FILE by rank
   int exit_code_ = 0;
 };
 

@@ -138,4 +138,89 @@ JsonWriter& JsonWriter::null() {
   return *this;
 }
 
+namespace {
+
+void append_utf8(std::string& out, unsigned code) {
+  if (code < 0x80) {
+    out.push_back(static_cast<char>(code));
+  } else if (code < 0x800) {
+    out.push_back(static_cast<char>(0xC0 | (code >> 6)));
+    out.push_back(static_cast<char>(0x80 | (code & 0x3F)));
+  } else {
+    out.push_back(static_cast<char>(0xE0 | (code >> 12)));
+    out.push_back(static_cast<char>(0x80 | ((code >> 6) & 0x3F)));
+    out.push_back(static_cast<char>(0x80 | (code & 0x3F)));
+  }
+}
+
+// The JSON string starting at text[at] (its opening quote), unescaped.
+std::optional<std::string> string_at(std::string_view text, std::size_t at) {
+  if (at >= text.size() || text[at] != '"') return std::nullopt;
+  std::string out;
+  for (std::size_t i = at + 1; i < text.size(); ++i) {
+    const char c = text[i];
+    if (c == '"') return out;
+    if (c != '\\') {
+      out.push_back(c);
+      continue;
+    }
+    if (++i >= text.size()) return std::nullopt;
+    switch (text[i]) {
+      case 'n':
+        out.push_back('\n');
+        break;
+      case 't':
+        out.push_back('\t');
+        break;
+      case 'r':
+        out.push_back('\r');
+        break;
+      case 'b':
+        out.push_back('\b');
+        break;
+      case 'f':
+        out.push_back('\f');
+        break;
+      case 'u': {
+        if (i + 4 >= text.size()) return std::nullopt;
+        unsigned code = 0;
+        for (std::size_t k = 1; k <= 4; ++k) {
+          const char h = text[i + k];
+          code <<= 4;
+          if (h >= '0' && h <= '9')
+            code |= static_cast<unsigned>(h - '0');
+          else if (h >= 'a' && h <= 'f')
+            code |= static_cast<unsigned>(h - 'a' + 10);
+          else if (h >= 'A' && h <= 'F')
+            code |= static_cast<unsigned>(h - 'A' + 10);
+          else
+            return std::nullopt;
+        }
+        append_utf8(out, code);
+        i += 4;
+        break;
+      }
+      default:
+        out.push_back(text[i]);  // \" \\ \/
+    }
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::optional<std::string> json_string_member(std::string_view json, std::string_view key) {
+  const std::string quoted = "\"" + std::string(key) + "\"";
+  for (std::size_t at = json.rfind(quoted); at != std::string_view::npos;
+       at = at == 0 ? std::string_view::npos : json.rfind(quoted, at - 1)) {
+    std::size_t i = at + quoted.size();
+    while (i < json.size() && (json[i] == ' ' || json[i] == '\n' || json[i] == '\t')) ++i;
+    if (i >= json.size() || json[i] != ':') continue;  // a value equal to the key, not a key
+    ++i;
+    while (i < json.size() && (json[i] == ' ' || json[i] == '\n' || json[i] == '\t')) ++i;
+    return string_at(json, i);
+  }
+  return std::nullopt;
+}
+
 }  // namespace dlaunch

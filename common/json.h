@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -41,5 +42,11 @@ class JsonWriter {
 
 // `text` as a JSON string literal, quotes included.
 std::string json_quote(std::string_view text);
+
+// The string value of the last member named `key` anywhere in `json`,
+// unescaped; nothing when there is none or it is not a string. A lookup, not
+// a parser: enough for files another program writes in a known shape (torch's
+// TORCHELASTIC_ERROR_FILE).
+std::optional<std::string> json_string_member(std::string_view json, std::string_view key);
 
 }  // namespace dlaunch

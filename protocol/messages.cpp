@@ -109,6 +109,7 @@ void fields(C& c, Like<RankExit> auto& m) {
   c.i32(m.rank);
   c.i32(m.exit_code);
   c.i32(m.signal);
+  c.str(m.error, kMaxRankError);
 }
 
 template <class C>

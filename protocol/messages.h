@@ -53,7 +53,8 @@ inline constexpr std::uint32_t kMagic = 0x444C5256;  // "DLRV"
 //     (--sync) or the host's image cache (--image-file).
 // 13: SyncOffer names its source directory (machine, path, device, inode),
 //     so that an agent on that machine refuses a destination overlapping it.
-// 14: StacksRequest, StacksReport (`dlaunch stacks`, hung jobs).
+// 14: StacksRequest, StacksReport (`dlaunch stacks`, hung jobs); RankExit
+//     carries the rank's TORCHELASTIC_ERROR_FILE exception.
 inline constexpr std::uint16_t kVersion = 14;
 inline constexpr std::size_t kNonceSize = 32;
 inline constexpr std::size_t kMaxHostName = 255;
@@ -207,7 +208,11 @@ struct RankExit {
   std::int32_t rank = 0;
   std::int32_t exit_code = 0;  // valid when signal == 0
   std::int32_t signal = 0;
+  // The exception a failing rank wrote to TORCHELASTIC_ERROR_FILE (torch's
+  // @record): its traceback, the job's root cause as torchrun shows it.
+  std::string error = {};
 };
+inline constexpr std::size_t kMaxRankError = 16 * 1024;
 
 struct AgentDone {
   static constexpr Type kType = Type::agent_done;

@@ -38,6 +38,11 @@ EnvMap rank_environment(const proto::Assign& a, int local_rank, const LaunchSpec
   // Many ranks each spawning one thread per core starve each other; torchrun
   // sets the same default. A value the user set wins.
   if (a.local_world_size > 1 && !env.contains("OMP_NUM_THREADS")) set("OMP_NUM_THREADS", 1);
+  // As torchrun's agent: no store of its own to reuse, and NCCL errors end a
+  // rank instead of hanging it. A value the user set wins.
+  if (!env.contains("TORCHELASTIC_USE_AGENT_STORE"))
+    set("TORCHELASTIC_USE_AGENT_STORE", std::string("False"));
+  if (!env.contains("TORCH_NCCL_ASYNC_ERROR_HANDLING")) set("TORCH_NCCL_ASYNC_ERROR_HANDLING", 1);
   // The hosts file's `interface` wins over the one found towards MASTER_ADDR;
   // a value the user exported wins over both. NCCL takes a prefix unless the
   // name starts with '=': "eth0" would also match eth01.

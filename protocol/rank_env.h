@@ -15,6 +15,11 @@ namespace dlaunch {
 
 using EnvMap = std::map<std::string, std::string>;
 
+// What torchrun's agent sets for every rank unless the user did (as dlaunch
+// does ROLE_NAME and OMP_NUM_THREADS).
+inline constexpr std::array<std::string_view, 2> kLauncherDefaults = {
+    "TORCHELASTIC_USE_AGENT_STORE", "TORCH_NCCL_ASYNC_ERROR_HANDLING"};
+
 // The variables dlaunch sets for every rank, whatever the host's environment
 // or the hosts file say: a hosts-file `env` that sets one is refused.
 // ROLE_NAME is not among them: "default" unless --role (torchrun's) or --env

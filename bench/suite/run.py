@@ -20,6 +20,7 @@ from dataclasses import dataclass
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import cleanup  # noqa: E402  (first: it puts tests/integration on sys.path)
 import faults  # noqa: E402
+import hangs  # noqa: E402
 import log_throughput  # noqa: E402
 import machine  # noqa: E402
 import mnist  # noqa: E402
@@ -29,7 +30,7 @@ import report  # noqa: E402
 import ssh_hosts  # noqa: E402
 
 SCENARIOS = {m.NAME: m for m in (one_node, ssh_hosts, rendezvous_scale, log_throughput, mnist,
-                                 faults)}
+                                 faults, hangs)}
 
 
 @dataclass

@@ -5,6 +5,8 @@
 
 #include "common/exit_codes.h"
 #include "common/posix.h"
+#include "common/text.h"
+#include "common/utf8.h"
 #include "launcher/plan/plan.h"
 
 namespace dlaunch {
@@ -412,6 +414,12 @@ JobActions JobPolicy::on_rank_exit(ConnId conn, const proto::RankExit& exit,
   const int code = exit.signal ? 128 + exit.signal : exit.exit_code;
   const std::string how = exit.signal ? "was killed by signal " + signal_name(exit.signal)
                                       : "exited with code " + std::to_string(exit.exit_code);
+  // torch's @record wrote the exception: that, not the last lines, is the cause.
+  tail_is_error_file_ = !exit.error.empty();
+  if (tail_is_error_file_) {
+    last_lines.clear();
+    for (const auto& line : split_lines(exit.error)) last_lines.push_back(escape_unprintable(line));
+  }
   fail(code, rank_label(exit.rank) + " " + how, exit.rank, std::move(last_lines));
   // --node-fail-limit: the node whose rank failed first in the round counts
   // it; at the limit, a spare takes its place in the next round.
@@ -498,7 +506,10 @@ void JobPolicy::fail(int code, const std::string& what, int rank, std::vector<st
                    : "job " + config_.rendezvous.job +
                          (code == kExitHung ? " hung: " : " failed: ") + what);
   if (!result_.root_cause_tail.empty()) {
-    std::string block = "last lines of rank " + std::to_string(rank) + ":";
+    std::string block =
+        (tail_is_error_file_ ? "the exception of rank " + std::to_string(rank) +
+                                   " (its TORCHELASTIC_ERROR_FILE, torch's @record):"
+                             : "last lines of rank " + std::to_string(rank) + ":");
     for (const auto& l : result_.root_cause_tail) block += "\n  | " + l;
     note(block);
   }

@@ -348,6 +348,7 @@ class JobPolicy {
   bool killing_now_ = false;         // the stop deadline is the second interrupt's 3 s
   bool finished_ = false;
   bool stalled_ = false;
+  bool tail_is_error_file_ = false;  // the root cause's tail is a rank's @record exception
   std::size_t finished_scan_ = 0;
   std::chrono::seconds elapsed_waiting_{0};  // nodes before it are known gone (see check_finished)
   JobResult result_;

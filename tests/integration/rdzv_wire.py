@@ -37,7 +37,7 @@ def log_line(rank, text, end=NEWLINE):
 
 
 def rank_exit(rank, code):
-    return frame(RANK_EXIT, struct.pack(">iii", rank, code, 0))
+    return frame(RANK_EXIT, struct.pack(">iii", rank, code, 0) + string(b""))
 
 
 def read_frame(sock, timeout=5.0):

@@ -141,6 +141,55 @@ class TorchrunCase(harness.DlaunchTestCase):
         return lines
 
 
+# torch's @record on main: a failing rank's exception goes to the file
+# TORCHELASTIC_ERROR_FILE names; the rank also prints what torchrun sets.
+RECORD_SCRIPT = r'''
+import os, sys
+from torch.distributed.elastic.multiprocessing.errors import record
+
+
+def train_step(step):
+    if os.environ["RANK"] == "1" and step == 3:
+        raise RuntimeError(f"boom at step {step}")
+
+
+@record
+def main():
+    print("env", os.environ["TORCHELASTIC_USE_AGENT_STORE"],
+          os.environ["TORCH_NCCL_ASYNC_ERROR_HANDLING"], flush=True)
+    for step in range(5):
+        train_step(step)
+
+
+main()
+'''
+
+
+class TestTorchrunEnvironment(TorchrunCase):
+    def test_a_recorded_exception_is_the_root_cause_as_torchrun_shows_it(self):
+        script = self.write("record.py", RECORD_SCRIPT)
+        job = self.job_name("record")
+        r = self.run_dlaunch(["--nproc-per-node", "2", "--name", job, script], cwd=self.tmp,
+                             env=self.torch_env())
+        self.assertEqual(r.returncode, 1, r.stderr)
+        self.assertEqual(r.stdout.count("env False 1"), 2, r.stdout)
+        block = r.stderr[r.stderr.index("the exception of rank 1 (its TORCHELASTIC_ERROR_FILE, "
+                                        "torch's @record):"):]
+        self.assertIn("  | Traceback (most recent call last):", block)
+        self.assertIn("in train_step", block)
+        self.assertIn("  | RuntimeError: boom at step 3", block)
+        got = self.run_dlaunch(["get", job])
+        self.assertIn("  | RuntimeError: boom at step 3", got.stdout)
+
+    def test_the_users_own_values_win(self):
+        script = self.write("record.py", RECORD_SCRIPT)
+        r = self.run_dlaunch(["--nproc-per-node", "1", "-e", "TORCHELASTIC_USE_AGENT_STORE=True",
+                              "-e", "TORCH_NCCL_ASYNC_ERROR_HANDLING=3", script], cwd=self.tmp,
+                             env=self.torch_env())
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("env True 3", r.stdout)
+
+
 class TestOneMachine(TorchrunCase):
     def test_single_node_line(self):
         # torchrun --nproc_per_node=2 train.py --lr 3e-4

@@ -35,3 +35,18 @@ TEST_CASE("json strings keep valid UTF-8 and show each invalid byte as U+FFFD") 
   CHECK(json_quote("\xc0\xaf") == "\"\\ufffd\\ufffd\"");             // overlong '/'
   CHECK(json_quote("\xed\xa0\x80") == "\"\\ufffd\\ufffd\\ufffd\"");  // a surrogate
 }
+
+TEST_CASE("a string member is found by its key and unescaped, the last one winning") {
+  const std::string torch =
+      R"({"message": {"message": "RuntimeError: boom", "extraInfo": {"py_callstack": )"
+      R"("Traceback (most recent call last):\n  File \"t.py\", line 3\nRuntimeError: boom\n", )"
+      R"("timestamp": "1700000000"}}})";
+  CHECK(json_string_member(torch, "message") == "RuntimeError: boom");
+  CHECK(json_string_member(torch, "py_callstack") ==
+        "Traceback (most recent call last):\n  File \"t.py\", line 3\nRuntimeError: boom\n");
+  CHECK_FALSE(json_string_member(torch, "extraInfo"));  // an object, not a string
+  CHECK_FALSE(json_string_member(torch, "absent"));
+  CHECK(json_string_member(R"({"k": "caf\u00e9 \/ \\ \t"})", "k") == "caf\xc3\xa9 / \\ \t");
+  CHECK_FALSE(json_string_member(R"({"k": "cut short)", "k"));
+  CHECK(json_string_member(R"({"a": "k", "k": "v"})", "k") == "v");  // "k" as a value is no key
+}

@@ -1,5 +1,7 @@
 #include <doctest/doctest.h>
 
+#include <algorithm>
+
 #include "protocol/rank_env.h"
 
 using namespace dlaunch;
@@ -62,7 +64,15 @@ TEST_CASE("the launcher's variables are exactly the ones every rank gets") {
   LaunchSpec spec;
   const EnvMap env = rank_environment(a, 0, spec, {});
   for (auto name : kLauncherVariables) CHECK(env.contains(std::string(name)));
-  for (const auto& [k, v] : env) CHECK((is_launcher_variable(k) || k == "ROLE_NAME"));
+  for (const auto& [k, v] : env)
+    CHECK((is_launcher_variable(k) || k == "ROLE_NAME" ||
+           std::find(kLauncherDefaults.begin(), kLauncherDefaults.end(), k) !=
+               kLauncherDefaults.end()));
+  // torchrun's: set unless the user did.
+  CHECK(env.at("TORCHELASTIC_USE_AGENT_STORE") == "False");
+  CHECK(env.at("TORCH_NCCL_ASYNC_ERROR_HANDLING") == "1");
+  CHECK(rank_environment(a, 0, spec, {{"TORCH_NCCL_ASYNC_ERROR_HANDLING", "0"}})
+            .at("TORCH_NCCL_ASYNC_ERROR_HANDLING") == "0");
   CHECK_FALSE(is_launcher_variable("NCCL_DEBUG"));
   // ROLE_NAME is "default" unless the launch names a role (torchrun's --role).
   CHECK(env.at("ROLE_NAME") == "default");

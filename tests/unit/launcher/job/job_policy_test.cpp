@@ -85,6 +85,23 @@ TEST_CASE("a job of 1,000 nodes that succeeds ends with code 0 once every agent 
   for (int node = 0; node < kNodes; ++node) CHECK(job.transport.agent(node).kills == 0);
 }
 
+TEST_CASE("a rank's @record exception, not its last lines, is the root cause's tail") {
+  FakeJob job({.nodes = 2});
+  job.start();
+  job.join_all();
+  job.rank_prints(3, "step 2");
+  job.agent_sends(1, proto::RankExit{3, 1, 0,
+                                     "Traceback (most recent call last):\n  File \"t.py\", "
+                                     "line 3, in step\nRuntimeError: boom\x1b[2J"});
+  CHECK(job.printed() ==
+        "dlaunch: job job failed: rank 3 on host1 exited with code 1\n"
+        "dlaunch: the exception of rank 3 (its TORCHELASTIC_ERROR_FILE, torch's @record):\n"
+        "  | Traceback (most recent call last):\n"
+        "  |   File \"t.py\", line 3, in step\n"
+        "  | RuntimeError: boom\\x1b[2J\n");
+  CHECK(job.policy().result().root_cause_tail.back() == "RuntimeError: boom\\x1b[2J");
+}
+
 TEST_CASE("the first failure in time decides the exit code and the root cause") {
   FakeJob job({.nodes = kNodes});
   job.start();
