@@ -343,6 +343,58 @@ class HostilePeersWithTheSecretTest(DlaunchTestCase):
                       "is closed", err)
         self.assertLess(len(err), 20_000)
 
+    def test_a_replayed_hello_and_join_fail_the_proof(self):
+        # The coordinator's nonce is fresh per connection: a Join recorded on
+        # one connection proves nothing on the next.
+        port = free_port()
+        p = self.node0(self.job_name("replay"), port)
+        wait_connectable(port)
+        agent_nonce = os.urandom(32)
+        first = wire.connect(port)
+        first.sendall(wire.hello(agent_nonce))
+        _, _, server_nonce = wire.parse_challenge(wire.read_frame(first)[1])
+        recorded = wire.join_full(wire.join_proof(self.secret, server_nonce, agent_nonce), 1, 1,
+                                  host=b"recorded", nnodes=2)
+        first.sendall(recorded)
+        self.assertEqual(wire.read_frame(first)[0], wire.WELCOME)
+        replay = wire.connect(port)
+        replay.sendall(wire.hello(agent_nonce))
+        _, _, second_nonce = wire.parse_challenge(wire.read_frame(replay)[1])
+        self.assertNotEqual(second_nonce, server_nonce)
+        replay.sendall(recorded)
+        reply = wire.read_frame(replay)
+        self.assertEqual(reply[0], wire.REJECT, reply)
+        self.assertIn("wrong job secret", wire.parse_reject(reply[1]))
+        replay.close()
+        first.close()  # node 1 lost: the job ends
+        _, err = p.communicate(timeout=60)
+        self.assertIn("failed to prove the job's secret", err)
+
+    def test_an_agent_refuses_a_coordinator_that_cannot_prove_the_secret(self):
+        # A listener on node 0's port that knows the protocol but not the
+        # secret: its Welcome's proof is wrong, and node 1 must not take its
+        # orders.
+        listener = socket.socket()
+        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        listener.bind(("127.0.0.1", 0))
+        listener.listen()
+        port = listener.getsockname()[1]
+        node1 = self.start_dlaunch(["--nnodes", "2", "--node-rank", "1", "--master-addr",
+                                    "127.0.0.1", "--rdzv-port", str(port), "--rdzv-timeout", "30",
+                                    "--secret-file", self.secret_file, "--", "true"])
+        listener.settimeout(30)
+        conn, _ = listener.accept()
+        with conn:
+            self.assertEqual(wire.read_frame(conn)[0], wire.HELLO)
+            conn.sendall(wire.frame(wire.CHALLENGE, struct.pack(">IH", wire.MAGIC, wire.VERSION)
+                                    + wire.string(os.urandom(32))))
+            self.assertEqual(wire.read_frame(conn)[0], wire.JOIN)
+            conn.sendall(wire.frame(wire.WELCOME, wire.string(os.urandom(32))))
+            _, err = node1.communicate(timeout=30)
+        listener.close()
+        self.assertNotEqual(node1.returncode, 0)
+        self.assertIn("the rendezvous peer did not prove the job's secret", err)
+
     def test_a_restart_the_agent_never_finishes_ends_at_the_grace_period(self):
         port = free_port()
         job = self.job_name("no-done")
