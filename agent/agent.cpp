@@ -645,14 +645,15 @@ SpawnRequest Agent::rank_request(const proto::Assign& assign, int local) {
                           (path != env.end() && !path->second.empty() ? ":" + path->second : "");
       env["DLAUNCH_STACKS_DIR"] = stack_hook_->directory;
       // torch's @record writes a failing rank's exception there, as under
-      // torchrun; a file the user named is read as well.
-      if (!env.contains("TORCHELASTIC_ERROR_FILE"))
-        env["TORCHELASTIC_ERROR_FILE"] = stack_hook_->directory + "/error-" +
-                                         std::to_string(assign.rank_offset + local) + ".json";
-    }
-    if (const auto file = env.find("TORCHELASTIC_ERROR_FILE"); file != env.end()) {
-      ::unlink(file->second.c_str());  // a previous round's
-      error_files_[assign.rank_offset + local] = file->second;
+      // torchrun. A file the user named instead is left alone.
+      if (!env.contains("TORCHELASTIC_ERROR_FILE")) {
+        const int rank = assign.rank_offset + local;
+        const std::string file =
+            stack_hook_->directory + "/error-" + std::to_string(rank) + ".json";
+        ::unlink(file.c_str());  // a previous round's
+        env["TORCHELASTIC_ERROR_FILE"] = file;
+        error_files_[rank] = file;
+      }
     }
     return SpawnRequest{std::move(argv), std::move(env), spec_.workdir};
   }

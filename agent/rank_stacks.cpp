@@ -38,8 +38,13 @@ def _dlaunch_register_stack_dump():
         import faulthandler
         import signal
         if directory and os.path.isdir(directory):
-            dump = open(os.path.join(directory, "py-%d.txt" % os.getpid()), "a")
+            # The agent signals only a process whose py-PID.txt exists: it
+            # appears once the handler is in place (the signal would kill
+            # the process before).
+            name = os.path.join(directory, "py-%d" % os.getpid())
+            dump = open(name + ".part", "a")
             faulthandler.register(signal.SIGRTMIN + 6, file=dump, all_threads=True, chain=False)
+            os.rename(name + ".part", name + ".txt")
             _dlaunch_register_stack_dump.dump = dump  # open for the process's life
     except Exception:
         pass
