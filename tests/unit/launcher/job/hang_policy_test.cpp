@@ -55,8 +55,8 @@ std::size_t files_in(const std::string& dir) {
 
 TEST_CASE(
     "1,000 ranks: a stall at --hang-timeout asks every agent, names the stopped rank, ends 124") {
-  constexpr int kNodes = 500;
-  FakeJob job({.nodes = kNodes, .nproc = 2, .hang_timeout = seconds(60)});
+  constexpr int kHungNodes = 500;
+  FakeJob job({.nodes = kHungNodes, .nproc = 2, .hang_timeout = seconds(60)});
   job.start();
   job.join_all();
   REQUIRE(job.policy().status() == JobStatus::running);
@@ -71,7 +71,7 @@ TEST_CASE(
   CHECK(job.policy().status() == JobStatus::stalled);
   CHECK(job.printed().find("dlaunch: job job: no rank made progress for 60 s (no output line); "
                            "gathering every rank's stack") != std::string::npos);
-  answer_stacks(job, kNodes, 2, 777, "T");
+  answer_stacks(job, kHungNodes, 2, 777, "T");
   const std::string printed = job.printed();
   CHECK(
       printed.find("  suspect: rank 777 on host388: stopped (state T): it takes part in nothing") !=
