@@ -7,4 +7,9 @@ namespace dlaunch {
 // none could be found.
 int find_free_port();
 
+// Whether a process of this host listens on TCP `port` (any address): binding
+// it, as a listener does, fails with EADDRINUSE. Connections left in
+// TIME_WAIT do not count.
+bool port_listened_on(int port);
+
 }  // namespace dlaunch

@@ -23,6 +23,7 @@
 #include "common/host_color.h"
 #include "common/log.h"
 #include "common/posix.h"
+#include "common/socket.h"
 #include "launcher/cli/detach.h"
 #include "launcher/cli/log_backend.h"
 #include "launcher/cli/transports.h"
@@ -299,10 +300,18 @@ int run_command(int argc, const char* const* argv) {
   // torchrun's way: the same line on every node, no --node-rank. The node
   // that holds node 0's address is node 0; the others get their ranks from it.
   if (o.mode == Mode::manual && !o.node_rank_given && o.nnodes > 1) {
-    const bool node0 = o.rdzv_is_host.value_or(this_machine_is(o.master_addr));
-    o.node_rank = node0 ? 0 : kRankByRendezvous;
+    bool node0 = o.rdzv_is_host.value_or(this_machine_is(o.master_addr));
     const std::string why =
         o.rdzv_is_host ? "--rdzv-conf is_host" : "this machine is " + o.master_addr;
+    // The same line twice on one machine: the second finds node 0's port
+    // taken and joins it, as torchrun's c10d store does (it would otherwise
+    // fail to listen, or to claim the job's name in a shared state dir).
+    if (node0 && !o.rdzv_is_host && port_listened_on(o.rdzv_port)) {
+      node0 = false;
+      console().note("port " + std::to_string(o.rdzv_port) +
+                     " is taken on this machine: node 0 runs here already");
+    }
+    o.node_rank = node0 ? 0 : kRankByRendezvous;
     console().note(node0
                        ? "node 0 (" + why + "): the rendezvous listens on port " +
                              std::to_string(o.rdzv_port)

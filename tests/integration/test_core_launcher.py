@@ -27,6 +27,14 @@ DUMP_ENV = ("import json, os, sys; keys = sys.argv[2].split(','); "
             ".write(json.dumps(d)); print('rank', os.environ['RANK'], 'ok')")
 
 
+def connectable(port):
+    try:
+        socket.create_connection(("127.0.0.1", port), timeout=1).close()
+        return True
+    except OSError:
+        return False
+
+
 class CoreLauncherTest(DlaunchTestCase):
     def dump_cmd(self, out_dir):
         os.makedirs(out_dir, exist_ok=True)
@@ -280,6 +288,25 @@ class CoreLauncherTest(DlaunchTestCase):
         r = self.run_dlaunch(["--insecure-no-secret", "--", "true"])
         self.assertEqual(r.returncode, 2)
         self.assertIn("--insecure-no-secret is for manual mode", r.stderr)
+
+    def test_the_same_torchrun_line_twice_on_one_machine_makes_two_nodes(self):
+        # Both processes took themselves for node 0: the second could not
+        # claim the job's name in the shared state dir (or listen) and exited.
+        secret = self.write("secret", "shared\n", 0o600)
+        port = free_port()
+        line = ["--nnodes", "2", "--nproc-per-node", "1", "--rdzv-backend", "c10d",
+                "--rdzv-endpoint", f"127.0.0.1:{port}", "--rdzv-id", self.job_name("twice"),
+                "--secret-file", secret, "--", "sh", "-c", 'echo "rank $RANK of $WORLD_SIZE"']
+        first = self.start_dlaunch(line)
+        harness.wait_for(lambda: connectable(port), timeout=20)
+        second = self.run_dlaunch(line)
+        self.assertEqual(second.returncode, 0, second.stderr)
+        self.assertIn(f"port {port} is taken on this machine: node 0 runs here already",
+                      second.stderr)
+        out, err = first.communicate(timeout=60)
+        self.assertEqual(first.returncode, 0, err)
+        self.assertEqual(sorted(l.split("] ", 1)[1] for l in out.splitlines() if "rank " in l),
+                         ["rank 0 of 2", "rank 1 of 2"])
 
     def test_an_agent_that_meets_another_service_on_the_rendezvous_port_keeps_trying(self):
         # Something else answers on node 0's port for a while (node 0 not up
