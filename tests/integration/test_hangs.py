@@ -26,6 +26,7 @@ PY = "/usr/bin/python3"
 # sleep PAUSE_S at that step (quiet, not hung).
 TRAINER = """
 import os, signal, sys, threading, time
+print("starting", flush=True)  # the silence the hang timeout counts starts here
 import torch
 import torch.distributed as dist
 
@@ -99,11 +100,11 @@ slots = 1
     def test_a_rank_that_stops_itself_is_named_and_the_job_ends_hung(self):
         job = self.job_name("stopped")
         started = time.monotonic()
-        r = self.run_job(job, "--hang-timeout", "4s", HANG_MODE="stop")
+        r = self.run_job(job, "--hang-timeout", "8s", HANG_MODE="stop")
         took = time.monotonic() - started
         self.assertEqual(r.returncode, 124, r.stderr)
         self.assertIn("suspect: rank 1 on alpha: stopped (state T)", r.stderr)
-        self.assertIn("no rank made progress for 4 s", r.stderr)
+        self.assertIn("no rank made progress for 8 s", r.stderr)
         stacks = self.stacks_dir(job)
         self.assertEqual(sorted(f for f in os.listdir(stacks) if f.startswith("rank-")),
                          ["rank-0.txt", "rank-1.txt", "rank-2.txt"])
@@ -124,7 +125,7 @@ slots = 1
 
     def test_a_rank_blocked_in_a_function_is_named_and_its_stack_shows_it(self):
         job = self.job_name("stuck")
-        r = self.run_job(job, "--hang-timeout", "4s", HANG_MODE="stuck")
+        r = self.run_job(job, "--hang-timeout", "8s", HANG_MODE="stuck")
         self.assertEqual(r.returncode, 124, r.stderr)
         self.assertRegex(r.stderr, r"suspect: rank 1 on alpha: its stack differs from the 2 "
                                    r"ranks that wait together \(ranks 0,2\)")
@@ -137,7 +138,7 @@ slots = 1
 
     def test_a_job_quiet_for_half_the_timeout_is_left_alone(self):
         job = self.job_name("quiet")
-        r = self.run_job(job, "--hang-timeout", "8s", STEPS="8", PAUSE_AT="3", PAUSE_S="4")
+        r = self.run_job(job, "--hang-timeout", "12s", STEPS="8", PAUSE_AT="3", PAUSE_S="6")
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertNotIn("made progress", r.stderr)
         self.assertNotIn("suspect", r.stderr)
@@ -171,7 +172,8 @@ slots = 1
                  == "SUCCEEDED", timeout=90)
         for rank in range(3):
             log = self.read(os.path.join(self.state, job, f"rank-{rank}.log"))
-            self.assertEqual(log.splitlines(), [f"step {i} sum 3" for i in range(steps)])
+            self.assertEqual(log.splitlines(),
+                             ["starting"] + [f"step {i} sum 3" for i in range(steps)])
 
 
 class HangsOverSshTest(unittest.TestCase):
@@ -212,7 +214,7 @@ class HangsOverSshTest(unittest.TestCase):
 
     def test_a_stopped_rank_on_one_host_is_named_with_its_host(self):
         r = self.hosts.dlaunch(["--hosts", self.hosts_file, "--name", self.job, "--hang-timeout",
-                                "5s", "--env", "HANG_MODE=stop", "--", PY, self.trainer])
+                                "8s", "--env", "HANG_MODE=stop", "--", PY, self.trainer])
         self.assertEqual(r.returncode, 124, r.stderr)
         host1 = self.hosts.hosts[1]["name"]
         self.assertIn(f"suspect: rank 1 on {host1}: stopped (state T)", r.stderr)
@@ -247,7 +249,7 @@ class HangsOverSshTest(unittest.TestCase):
         for rank in range(3):
             with open(os.path.join(self.state(), self.job, f"rank-{rank}.log")) as f:
                 self.assertEqual(f.read().splitlines(),
-                                 [f"step {i} sum 3" for i in range(steps)])
+                                 ["starting"] + [f"step {i} sum 3" for i in range(steps)])
 
 
 if __name__ == "__main__":

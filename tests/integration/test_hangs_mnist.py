@@ -18,7 +18,7 @@ class MnistHangTest(harness.DlaunchTestCase):
         if not (shutil.which("gdb") or shutil.which("eu-stack")):
             self.skipTest("needs gdb or eu-stack on PATH for native stacks")
         job = self.job_name("mnist-hang")
-        r = self.run_dlaunch(["--nproc-per-node", "3", "--name", job, "--hang-timeout", "6s", "--",
+        r = self.run_dlaunch(["--nproc-per-node", "3", "--name", job, "--hang-timeout", "12s", "--",
                               mh.MNIST, "--synthetic", "6000", "--epochs", "5", "--hang-at-step",
                               "3", "--hang-rank", "1"], timeout=300)
         self.assertEqual(r.returncode, 124, f"{r.stdout}\n{r.stderr}")
