@@ -208,10 +208,10 @@ void HangWatch::end_gathering() {
   const auto verdict = judge_stacks(stacks, groups);
   std::set<std::string> hosts;
   for (const auto& s : stacks) hosts.insert(s.host);
-  const std::string summary = "stacks of job " + s_.job + ": " + std::to_string(stacks.size()) +
-                              " ranks on " + std::to_string(hosts.size()) +
-                              " hosts, smallest group first\n" + format_groups(groups) +
-                              "\nverdict:\n" + format_verdict(verdict);
+  const std::string summary =
+      "stacks of job " + s_.job + ": " + std::to_string(stacks.size()) + " ranks on " +
+      std::to_string(hosts.size()) + (hosts.size() == 1 ? " host" : " hosts") +
+      ", smallest group first\n" + format_groups(groups) + "\nverdict:\n" + format_verdict(verdict);
   const std::string dir = write_files(stacks, summary);
   for (const auto& id : replies_owed_) {
     if (!write_private_file(s_.job_dir, "stacks-reply-" + id, dir + "\n"))

@@ -686,9 +686,17 @@ class DocExamplesTest(unittest.TestCase):
                 status = self.wait_status(job, FINAL)
                 note = f"{name} = {job}, a finished 4-rank job the test made (`{made}`)"
             else:
+                stopped = ""
+                if need != "running" and status in ACTIVE:
+                    # Made for an example that needs it running (`stacks`):
+                    # 50 epochs would outlast the wait.
+                    r = self.sh(f"dlaunch stop {job}", f"stop-{job}", timeout=60)
+                    if r.rc != 0:
+                        raise RuntimeError(f"the test's own `dlaunch stop {job}` exited {r.rc}")
+                    stopped = ", stopped by the test first"
                 if need != "running":
                     status = self.wait_status(job, FINAL)
-                note = f"{name} = {job}, the job made for {name} before ({status})"
+                note = f"{name} = {job}, the job made for {name} before ({status}{stopped})"
             self.placeholder_job = job
             return job, note
         status = self.job_status(name)
