@@ -1,7 +1,5 @@
 #include "agent/agent.h"
 
-#include "agent/rank_error_file.h"
-
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -24,6 +22,7 @@
 #include "agent/peer_bench.h"
 #include "agent/port_holder.h"
 #include "agent/prober.h"
+#include "agent/rank_error_file.h"
 #include "common/console.h"
 #include "common/directory_overlap.h"
 #include "common/exit_codes.h"

@@ -55,7 +55,7 @@ int stacks_command(int argc, const char* const* argv) {
                    "); the stacks it left: " + job->dir + "/stacks");
     return kExitFailure;
   }
-  if (::access((job->dir + "/stacks-ready").c_str(), F_OK) != 0) {
+  if (::access(HangWatch::ready_path(job->dir).c_str(), F_OK) != 0) {
     console().error("job " + name +
                     "'s coordinator does not answer `dlaunch stacks` (not started "
                     "yet, or by a dlaunch without it)");

@@ -6,11 +6,11 @@
 #include <csignal>
 #include <ctime>
 #include <fstream>
-#include <sstream>
 
 #include "common/log.h"
 #include "common/private_file.h"
 #include "common/text.h"
+#include "launcher/config/options.h"
 
 namespace dlaunch {
 namespace {
@@ -19,7 +19,9 @@ namespace {
 // the silent hosts are named. A stall's verdict may not wait for a slow gdb.
 constexpr std::chrono::seconds kGatherLimit{60};
 constexpr std::chrono::seconds kStallGatherLimit{20};
-constexpr std::string_view kReady = "stacks-ready";
+// Files in the job directory (the requests' own prefix is request_prefix()).
+constexpr std::string_view kReadyFile = "stacks-ready";
+constexpr std::string_view kReplyPrefix = "stacks-reply-";
 
 std::string utc_stamp() {
   const std::time_t now = std::time(nullptr);
@@ -34,29 +36,6 @@ std::string seconds_text(std::chrono::milliseconds ms) {
   const auto s = ms.count() / 1000;
   if (s >= 120 && s % 60 == 0) return std::to_string(s / 60) + " min";
   return std::to_string(s) + " s";
-}
-
-std::vector<int> parse_ranks(const std::string& text) {
-  std::vector<int> ranks;
-  std::stringstream in(text);
-  std::string item;
-  while (std::getline(in, item, ',')) {
-    item = trim(item);
-    if (item.empty()) continue;
-    const auto dash = item.find('-');
-    try {
-      if (dash == std::string::npos) {
-        ranks.push_back(std::stoi(item));
-      } else {
-        const int from = std::stoi(item.substr(0, dash));
-        const int to = std::stoi(item.substr(dash + 1));
-        for (int r = from; r <= to && ranks.size() < proto::kMaxStackRanks; ++r) ranks.push_back(r);
-      }
-    } catch (const std::exception&) {
-      continue;  // checked by `dlaunch stacks` before it asked
-    }
-  }
-  return ranks;
 }
 
 std::string rank_header(const RankStack& s) {
@@ -82,7 +61,11 @@ HangWatch::HangWatch(asio::io_context& io, Settings settings, Hooks hooks)
       requests_(io) {}
 
 std::string HangWatch::reply_path(const std::string& job_dir, const std::string& id) {
-  return job_dir + "/stacks-reply-" + id;
+  return job_dir + "/" + std::string(kReplyPrefix) + id;
+}
+
+std::string HangWatch::ready_path(const std::string& job_dir) {
+  return job_dir + "/" + std::string(kReadyFile);
 }
 
 void HangWatch::start() {
@@ -94,7 +77,7 @@ void HangWatch::start() {
       next_signal();
       // `dlaunch stacks` signals only a coordinator that says it listens:
       // SIGUSR1's default action would end one that does not.
-      (void)write_private_file(s_.job_dir, std::string(kReady), "1\n");
+      (void)write_private_file(s_.job_dir, std::string(kReadyFile), "1\n");
     }
   }
   if (s_.stall_after.count() > 0) arm_tick();
@@ -106,7 +89,7 @@ void HangWatch::stop() {
   gather_timer_.cancel();
   asio::error_code ec;
   requests_.cancel(ec);
-  if (!s_.job_dir.empty()) ::unlink((s_.job_dir + "/" + std::string(kReady)).c_str());
+  if (!s_.job_dir.empty()) ::unlink(ready_path(s_.job_dir).c_str());
 }
 
 void HangWatch::next_signal() {
@@ -155,7 +138,7 @@ void HangWatch::tick() {
 }
 
 void HangWatch::take_requests() {
-  std::vector<int> wanted;
+  std::set<int> wanted;
   bool all = false;
   if (DIR* dir = ::opendir(s_.job_dir.c_str())) {
     while (const dirent* entry = ::readdir(dir)) {
@@ -167,23 +150,29 @@ void HangWatch::take_requests() {
       std::getline(in, ranks);
       ::unlink(path.c_str());
       replies_owed_.push_back(name.substr(request_prefix().size()));
-      const auto parsed = parse_ranks(ranks);
-      if (parsed.empty()) all = true;
-      wanted.insert(wanted.end(), parsed.begin(), parsed.end());
+      // Written by `dlaunch stacks` from its own parse_rank_list; none: all.
+      const auto parsed = parse_rank_list(trim(ranks));
+      if (!parsed || parsed->empty()) all = true;
+      if (parsed) wanted.insert(parsed->begin(), parsed->end());
     }
     ::closedir(dir);
   }
   if (replies_owed_.empty() || gathering_) return;  // the one under way answers them too
-  begin(all ? std::vector<int>{} : wanted, /*for_stall=*/false);
+  begin(all ? std::set<int>{} : wanted, /*for_stall=*/false);
 }
 
-void HangWatch::begin(const std::vector<int>& wanted, bool for_stall) {
+void HangWatch::begin(const std::set<int>& wanted, bool for_stall) {
   verdict_owed_ = verdict_owed_ || for_stall;
   if (gathering_) return;
   auto asked = hooks_.ranks(wanted);
   gathering_.emplace(next_id_++, std::move(asked));
-  proto::StacksRequest request{gathering_->id(), wanted};
-  for (const auto& a : gathering_->asked()) hooks_.send(a.conn, request);
+  // Each agent is named only its own ranks (at most a node's 4,096, what
+  // StacksRequest holds), whatever the user asked for.
+  for (const auto& a : gathering_->asked())
+    hooks_.send(a.conn, proto::StacksRequest{gathering_->id(),
+                                             wanted.empty() ? std::vector<std::int32_t>{}
+                                                            : std::vector<std::int32_t>(
+                                                                  a.ranks.begin(), a.ranks.end())});
   log::debug("asked ", gathering_->asked().size(), " agents for their ranks' stacks");
   if (gathering_->complete()) return end_gathering();
   gather_timer_.expires_after(for_stall ? kStallGatherLimit : kGatherLimit);
@@ -214,7 +203,7 @@ void HangWatch::end_gathering() {
       ", smallest group first\n" + format_groups(groups) + "\nverdict:\n" + format_verdict(verdict);
   const std::string dir = write_files(stacks, summary);
   for (const auto& id : replies_owed_) {
-    if (!write_private_file(s_.job_dir, "stacks-reply-" + id, dir + "\n"))
+    if (!write_private_file(s_.job_dir, std::string(kReplyPrefix) + id, dir + "\n"))
       log::warn("cannot write the reply to `dlaunch stacks` in ", s_.job_dir);
   }
   replies_owed_.clear();

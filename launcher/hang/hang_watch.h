@@ -15,6 +15,7 @@
 #include <functional>
 #include <optional>
 #include <regex>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -40,7 +41,7 @@ class HangWatch {
     std::function<JobStatus()> status;
     // Each node with ranks, its connection, host and those of `wanted` it
     // runs (every rank when `wanted` is empty).
-    std::function<std::vector<StacksGathering::Asked>(const std::vector<int>& wanted)> ranks;
+    std::function<std::vector<StacksGathering::Asked>(const std::set<int>& wanted)> ranks;
     std::function<void(ConnId, const proto::Message&)> send;
     std::function<void(const std::string&)> note;
     std::function<void(bool)> set_stalled;
@@ -60,12 +61,15 @@ class HangWatch {
   // The requests `dlaunch stacks` leaves, and its reply (stacks_command).
   static std::string request_prefix() { return "stacks-request-"; }
   static std::string reply_path(const std::string& job_dir, const std::string& id);
+  // There while a coordinator answers requests: SIGUSR1's default action
+  // would end one that does not.
+  static std::string ready_path(const std::string& job_dir);
 
  private:
   void tick();
   void arm_tick();
   void take_requests();
-  void begin(const std::vector<int>& wanted, bool for_stall);
+  void begin(const std::set<int>& wanted, bool for_stall);
   void end_gathering();
   std::string write_files(const std::vector<RankStack>& stacks, const std::string& summary);
   void next_signal();

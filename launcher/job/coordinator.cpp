@@ -110,7 +110,7 @@ void Coordinator::make_hang_watch() {
   }
   HangWatch::Hooks hooks;
   hooks.status = [this] { return policy_.status(); };
-  hooks.ranks = [this](const std::vector<int>& wanted) {
+  hooks.ranks = [this](const std::set<int>& wanted) {
     std::vector<StacksGathering::Asked> asked;
     const auto records = policy_.node_records();
     for (std::size_t node = 0; node < records.size(); ++node) {
@@ -119,8 +119,7 @@ void Coordinator::make_hang_watch() {
       if (!conn || r.first_rank < 0 || r.ranks <= 0) continue;
       StacksGathering::Asked a{*conn, r.host, {}};
       for (int rank = r.first_rank; rank < r.first_rank + r.ranks; ++rank)
-        if (wanted.empty() || std::find(wanted.begin(), wanted.end(), rank) != wanted.end())
-          a.ranks.push_back(rank);
+        if (wanted.empty() || wanted.contains(rank)) a.ranks.push_back(rank);
       if (!a.ranks.empty()) asked.push_back(std::move(a));
     }
     return asked;

@@ -35,6 +35,15 @@ def free_port():
         return s.getsockname()[1]
 
 
+def connectable(port):
+    """Whether something accepts connections on 127.0.0.1:`port`."""
+    try:
+        socket.create_connection(("127.0.0.1", port), timeout=1).close()
+        return True
+    except OSError:
+        return False
+
+
 def processes_with_marker(job):
     """PIDs whose environment holds DLAUNCH_JOB=<job> (every namespace shares /proc)."""
     marker = f"DLAUNCH_JOB={job}".encode()

@@ -13,7 +13,7 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
 import harness  # noqa: E402
-from harness import DlaunchTestCase, free_port  # noqa: E402
+from harness import DlaunchTestCase, connectable, free_port  # noqa: E402
 
 ENV_KEYS = ["RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "GROUP_RANK",
             "GROUP_WORLD_SIZE", "ROLE_RANK", "ROLE_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT",
@@ -25,14 +25,6 @@ DUMP_ENV = ("import json, os, sys; keys = sys.argv[2].split(','); "
             "d = {k: os.environ.get(k) for k in keys}; "
             "open(os.path.join(sys.argv[1], 'rank-%s.json' % os.environ['RANK']), 'w')"
             ".write(json.dumps(d)); print('rank', os.environ['RANK'], 'ok')")
-
-
-def connectable(port):
-    try:
-        socket.create_connection(("127.0.0.1", port), timeout=1).close()
-        return True
-    except OSError:
-        return False
 
 
 class CoreLauncherTest(DlaunchTestCase):

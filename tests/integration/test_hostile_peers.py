@@ -25,7 +25,7 @@ import unittest
 sys.path.insert(0, os.path.dirname(__file__))
 import harness  # noqa: E402
 import rdzv_wire as wire  # noqa: E402
-from harness import DlaunchTestCase, free_port  # noqa: E402
+from harness import DlaunchTestCase, connectable, free_port  # noqa: E402
 
 LINES = 60
 # Two ranks print numbered lines while the attack runs, then wait until the
@@ -76,14 +76,6 @@ def attack(port, kind, held, connected):
     finally:
         if kind != "slow":
             s.close()
-
-
-def connectable(port):
-    try:
-        socket.create_connection(("127.0.0.1", port), timeout=1).close()
-        return True
-    except OSError:
-        return False
 
 
 class HostilePeersTest(DlaunchTestCase):

@@ -3,7 +3,11 @@
 // timeout, every agent asked for its ranks' stacks, the verdict, the end.
 #include <doctest/doctest.h>
 
+#include <signal.h>
+#include <unistd.h>
+
 #include <filesystem>
+#include <fstream>
 
 #include "fake_job.h"
 
@@ -125,4 +129,25 @@ TEST_CASE("with a spare, the hung rank's node is retired and the next round runs
     if (!job.fire_next_timer()) FAIL("the next round never began");
   CHECK(job.received_of<proto::Assign>(3).size() == 1);  // the spare runs node 1's ranks
   CHECK(job.policy().status() == JobStatus::running);
+}
+
+TEST_CASE("`dlaunch stacks -r` for 10,000 ranks names each agent only its own ranks") {
+  // A StacksRequest holds at most 4,096 ranks: one naming all 10,000 would be
+  // malformed, and its agent's connection closed.
+  FakeJob job({.nodes = 3, .nproc = 2});
+  job.start();
+  job.join_all();
+  std::string ranks;
+  for (int r = 0; r < 10'000; ++r) ranks += (r ? "," : "") + std::to_string(r);
+  {
+    std::ofstream request(job.job_dir() + "/" + HangWatch::request_prefix() + "t1");
+    request << ranks << "\n";
+  }
+  ::kill(::getpid(), SIGUSR1);
+  job.advance(milliseconds(0));
+  for (int node = 0; node < 3; ++node) {
+    const auto requests = job.received_of<proto::StacksRequest>(node);
+    REQUIRE(requests.size() == 1);
+    CHECK(requests[0].ranks == std::vector<std::int32_t>{2 * node, 2 * node + 1});
+  }
 }
