@@ -426,23 +426,14 @@ void CheckPolicy::start_probe() {
 void CheckPolicy::choose_and_plan_matrix() {
   phase_ = Phase::testing;
   const int n = static_cast<int>(nodes_.size());
-  std::vector<net::NodeProbe> probes;
-  if (probe_) {
-    std::vector<std::string> labels;
-    std::vector<net::Interfaces> interfaces;
-    for (int i = 0; i < n; ++i) {
-      labels.push_back(node_label(i));
-      interfaces.push_back(nodes_[static_cast<std::size_t>(i)].interfaces);
-    }
-    probes = probe_->take_probes(std::move(labels), std::move(interfaces));
-    probe_.reset();
-  } else {
-    for (int i = 0; i < n; ++i) {
-      probes.push_back(net::node_probe(node_label(i),
-                                       nodes_[static_cast<std::size_t>(i)].interfaces, std::nullopt,
-                                       candidates_.size()));
-    }
+  std::vector<std::string> labels;
+  std::vector<net::Interfaces> reported;
+  for (int i = 0; i < n; ++i) {
+    labels.push_back(node_label(i));
+    reported.push_back(nodes_[static_cast<std::size_t>(i)].interfaces);
   }
+  std::vector<net::NodeProbe> probes = node_probes(probe_, std::move(labels), std::move(reported));
+  probe_.reset();
   std::vector<net::NodeProbe> up_probes;
   for (int i = 0; i < n; ++i) {
     if (up(i)) up_probes.push_back(probes[static_cast<std::size_t>(i)]);
@@ -685,19 +676,8 @@ void CheckPolicy::end_nccl(const std::string& error) {
 
 void CheckPolicy::stop_all() {
   phase_ = Phase::stopping;
-  for (std::size_t i = 0; i < nodes_.size(); ++i) {
-    const auto& n = nodes_[i];
-    if (n.conn && !n.conn_closed) {
-      // As a job's stop: a joined agent learns it from Stop alone. Closing its
-      // stdin too would race the Stop, which relays carry a hop further: an
-      // agent whose input ends first has lost its coordinator and exits 1,
-      // and a Slurm step ends every other agent at a task's failure.
-      emit(check_action::Send{*n.conn, proto::Stop{0, false, 0, "check done"}});
-    } else if (!n.agent_gone) {
-      // One that never joined, or whose link is gone, learns it from its stdin.
-      emit(check_action::CloseStdin{static_cast<int>(i)});
-    }
-  }
+  stop_every_node(nodes_, proto::Stop{0, false, 0, "check done"}, UnlinkedNodes::stdin_closed,
+                  [this](auto action) { emit(std::move(action)); });
   emit(check_action::ArmTimer{CheckTimer::stop, config_.stop_grace});
   check_finished();
 }

@@ -30,6 +30,7 @@
 #include "launcher/check/check_result.h"
 #include "launcher/check/pair_schedule.h"
 #include "launcher/fleet/agent_link.h"
+#include "launcher/fleet/fleet_node.h"
 #include "launcher/fleet/master_probe.h"
 #include "net/candidates.h"
 #include "net/choice.h"
@@ -39,7 +40,6 @@
 namespace dlaunch {
 
 enum class CheckTimer { join, probe, round, nccl, stop };
-inline constexpr std::size_t kCheckTimers = 5;
 
 namespace check_action {
 using agent_link::CloseConnection;
@@ -47,11 +47,8 @@ using agent_link::CloseStdin;
 using agent_link::KillAgent;
 using agent_link::Log;
 using agent_link::Send;
-struct ArmTimer {
-  CheckTimer timer = CheckTimer::join;
-  std::chrono::milliseconds after{0};
-};
-struct Finish {};
+using ArmTimer = agent_link::ArmTimer<CheckTimer>;
+using agent_link::Finish;
 }  // namespace check_action
 
 using CheckAction = std::variant<check_action::Send, check_action::CloseConnection,
@@ -120,15 +117,10 @@ class CheckPolicy {
 
  private:
   enum class Phase { joining, probing, testing, collective, stopping, done };
-  struct Node {
-    std::optional<ConnId> conn;
-    bool agent_gone = false;
-    bool conn_closed = false;
+  struct Node : FleetNode {
     bool down = false;
     bool facts_done = false;
     std::int64_t facts_sent_us = 0;
-    std::int32_t probe_port = 0;
-    net::Interfaces interfaces;
     std::int32_t nccl_first_rank = -1;  // -1: no GPUs in the NCCL test
     std::int32_t nccl_gpus = 0;
   };

@@ -45,8 +45,9 @@ Result<CheckResult, int> run_check_agents(Options& o, CheckPolicy::Config policy
   AgentTransports transports =
       make_agent_transports(io, o, o.rdzv_via_ssh || hosts.rendezvous.via_ssh, "dlaunch-check");
   CheckRunner runner(io,
-                     {plan, o, auth::random_bytes(auth::kSecretSize), agent, policy,
-                      descriptors.relays, descriptors.sessions_each()},
+                     {{plan, o, auth::random_bytes(auth::kSecretSize), agent, descriptors.relays,
+                       descriptors.sessions_each()},
+                      policy},
                      transports);
   if (!runner.run()) return fail(kExitFailure);
   return runner.result();

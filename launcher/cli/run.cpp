@@ -473,9 +473,12 @@ int run_command(int argc, const char* const* argv) {
   asio::io_context io;
   AgentTransports transports = make_agent_transports(
       io, o, o.rdzv_via_ssh || (hosts && hosts->rendezvous.via_ssh), plan.job, elastic(plan, o));
-  Coordinator::Settings settings{plan, o, secret, agent, job_dir, record, sync, image};
-  settings.rendezvous_relays = descriptors.relays;
-  settings.sessions_each = descriptors.sessions_each();
+  Coordinator::Settings settings{
+      {plan, o, secret, agent, descriptors.relays, descriptors.sessions_each()},
+      job_dir,
+      record,
+      sync,
+      image};
   Coordinator coordinator(io, std::move(settings), transports, sink);
   const int code = coordinator.run();
   sink.flush();

@@ -117,4 +117,17 @@ std::vector<net::NodeProbe> MasterProbe::take_probes(std::vector<std::string> la
   return probes;
 }
 
+std::vector<net::NodeProbe> node_probes(std::optional<MasterProbe>& probe,
+                                        std::vector<std::string> labels,
+                                        std::vector<net::Interfaces> interfaces) {
+  if (probe) return probe->take_probes(std::move(labels), std::move(interfaces));
+  std::vector<net::NodeProbe> probes;
+  probes.reserve(labels.size());
+  for (std::size_t i = 0; i < labels.size(); ++i)
+    probes.push_back(net::node_probe(
+        std::move(labels[i]), i < interfaces.size() ? std::move(interfaces[i]) : net::Interfaces{},
+        std::nullopt, 0));
+  return probes;
+}
+
 }  // namespace dlaunch

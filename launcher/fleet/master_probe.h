@@ -73,4 +73,10 @@ class MasterProbe {
   net::ProbeRounds rounds_;
 };
 
+// Per node, its entry for net::choose_master: what `probe` collected (taken
+// from it), or, where no probe ran (one candidate), entries without answers.
+std::vector<net::NodeProbe> node_probes(std::optional<MasterProbe>& probe,
+                                        std::vector<std::string> labels,
+                                        std::vector<net::Interfaces> interfaces);
+
 }  // namespace dlaunch

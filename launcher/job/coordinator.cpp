@@ -79,12 +79,7 @@ Coordinator::Coordinator(asio::io_context& io, Settings settings, AgentTransport
       sink_(sink),
       policy_(policy_config(s_.plan, s_.options)),
       recorder_(s_.job_dir, s_.record),
-      fleet_(io, transports,
-             {s_.plan.rdzv_bind, s_.plan.rdzv_port, s_.secret,
-              std::chrono::seconds(s_.options.heartbeat_timeout_s),
-              static_cast<std::size_t>(s_.plan.nnodes), s_.rendezvous_relays, s_.sessions_each,
-              s_.service}),
-      timers_(io),
+      runner_(io, s_, transports, *this),
       suspend_signals_(io, SIGTSTP),
       flush_timer_(io) {
   if (!s_.options.tensorboard_dir.empty() && !s_.job_dir.empty())
@@ -93,7 +88,6 @@ Coordinator::Coordinator(asio::io_context& io, Settings settings, AgentTransport
     tensorboard_.emplace(
         s_.job_dir + "/tensorboard",
         FileMirror::Options{.max_bytes = spare_disk_bytes(s_.job_dir.c_str()) / 2});
-  s_.plan.rdzv_connect = address_for_agents(s_.plan.rdzv_connect);
   make_hang_watch();
 }
 
@@ -124,7 +118,7 @@ void Coordinator::make_hang_watch() {
     }
     return asked;
   };
-  hooks.send = [this](ConnId conn, const proto::Message& m) { fleet_.server().send(conn, m); };
+  hooks.send = [this](ConnId conn, const proto::Message& m) { runner_.server().send(conn, m); };
   hooks.note = [](const std::string& text) { console().note(text); };
   hooks.set_stalled = [this](bool stalled) {
     policy_.set_stalled(stalled);
@@ -140,37 +134,20 @@ Coordinator::~Coordinator() = default;
 
 int Coordinator::run() {
   if (!start()) return result_.exit_code;
-  io_.run();
+  runner_.run();
   return finish();
 }
 
 bool Coordinator::start() {
-  std::signal(SIGHUP, SIG_IGN);  // a closed terminal or cron must not kill the job
-  std::signal(SIGPIPE, SIG_IGN);
-  // Local agents' orphans come to us if an agent is killed outright.
-  become_subreaper();
-  fleet_.watch_signals([this](int signal) { on_signal(signal); });
   watch_suspend();
-  if (auto listening = start_server(); !listening) {
-    result_.root_cause = listening.error();
+  if (auto started = runner_.start(); !started) {
+    result_.root_cause = started.error();
     console().error(result_.root_cause);
     result_.exit_code = kExitFailure;
     result_.finished = std::time(nullptr);
     recorder_.finish(policy_, result_);
     return false;
   }
-  if (sink_.holds_ranks_back()) {
-    // Called on the terminal's writer thread once it has caught up.
-    sink_.terminal().on_space([this] {
-      asio::post(io_, [this] {
-        if (!reading_paused_) return;
-        reading_paused_ = false;
-        fleet_.server().set_reading_paused(false);
-      });
-    });
-  }
-  workdir_ = current_directory();  // where local ranks start; once, not per node
-  for (const auto& planned : s_.plan.nodes) start_agent(planned);
   flush_logs_periodically();
   hang_->start();
   apply(policy_.start());
@@ -180,8 +157,7 @@ bool Coordinator::start() {
 int Coordinator::finish() {
   sink_.terminal().on_space(nullptr);
   hang_->stop();
-  // Orphans of killed local agents were re-parented to us (we are a subreaper).
-  if (fleet_.any_local()) end_descendants();
+  runner_.end();
   sink_.flush();
   result_ = policy_.result();
   result_.finished = std::time(nullptr);
@@ -205,21 +181,57 @@ void Coordinator::flush_logs_periodically() {
   });
 }
 
-Result<void> Coordinator::start_server() {
-  auto listening =
-      fleet_.listen({[this](ConnId c, const proto::Join& j) { apply(policy_.on_join(c, j)); },
-                     [this](ConnId c, proto::Message&& m) { on_message(c, std::move(m)); },
-                     [this](ConnId c, const std::string& r) {
-                       if (checkpoints_) checkpoints_->drop(c);
-                       held_.erase(c);
-                       hang_->on_connection_closed(c);
-                       apply(policy_.on_connection_closed(c, r));
-                     }});
-  if (!listening) return listening;
+void Coordinator::on_join(ConnId conn, const proto::Join& join) {
+  apply(policy_.on_join(conn, join));
+}
+
+void Coordinator::on_connection_closed(ConnId conn, const std::string& reason) {
+  if (checkpoints_) checkpoints_->drop(conn);
+  held_.erase(conn);
+  hang_->on_connection_closed(conn);
+  apply(policy_.on_connection_closed(conn, reason));
+}
+
+void Coordinator::on_timer(std::size_t which) {
+  apply(policy_.on_timer(static_cast<JobTimer>(which)));
+}
+
+LaunchSpec Coordinator::launch_spec(const PlannedNode& planned, const LaunchContext& context) {
+  PlannedNode node = planned;
+  node.host.name = policy_.node_label(node.node_rank);
+  return make_launch_spec(runner_.plan(), node, s_.options, context);
+}
+
+std::string Coordinator::node_label(int node) const {
+  return policy_.node_label(node);
+}
+
+void Coordinator::on_agent_unreachable(int node, std::string what) {
+  apply(policy_.on_agent_unreachable(node, std::move(what)));
+}
+
+void Coordinator::on_agent_exited(int node, int exit_code, const std::string& error,
+                                  const AgentStderr& diagnostics) {
+  apply(policy_.on_agent_exited(node, exit_code, error, diagnostics.last(5)));
+}
+
+// The rendezvous listens: what streams files through it starts, and the
+// terminal's writer may now resume the agents' reading.
+void Coordinator::on_listening() {
   if (!s_.options.checkpoint_dir.empty() && !s_.job_dir.empty())
-    checkpoints_.emplace(s_.job_dir + "/checkpoint", fleet_.server(),
+    checkpoints_.emplace(s_.job_dir + "/checkpoint", runner_.server(),
                          spare_disk_bytes(s_.job_dir.c_str()) / 2);
-  if (!s_.sync && !s_.image) return {};
+  if (sink_.holds_ranks_back()) {
+    // Called on the terminal's writer thread once it has caught up.
+    sink_.terminal().on_space([this] {
+      asio::post(io_, [this] {
+        if (!reading_paused_) return;
+        reading_paused_ = false;
+        runner_.server().set_reading_paused(false);
+      });
+    });
+  }
+  if (!s_.sync && !s_.image) return;
   SyncStreams::Settings sync;
   // The image first: its load then runs before the directory arrives.
   if (s_.image)
@@ -229,34 +241,10 @@ Result<void> Coordinator::start_server() {
   sync.nnodes = s_.plan.nnodes;
   sync.progress_line = !s_.options.detach && ::isatty(2) == 1;
   syncs_.emplace(
-      std::move(sync), fleet_.server(), [this](int node) { return policy_.node_label(node); },
+      std::move(sync), runner_.server(), [this](int node) { return policy_.node_label(node); },
       [this](ConnId conn, const proto::SyncDone& done, const std::string& what) {
         apply(policy_.on_sync_done(conn, done, what));
       });
-  return {};
-}
-
-void Coordinator::start_agent(const PlannedNode& planned) {
-  const int node_rank = planned.node_rank;
-  auto make_stdin = [this, node_rank](const std::string& local_address) {
-    LaunchContext context = fleet_.launch_context(s_.plan.rdzv_connect, local_address);
-    context.local_workdir = workdir_;
-    PlannedNode node = fleet_.agent(node_rank).plan;
-    node.host.name = policy_.node_label(node_rank);
-    const LaunchSpec spec = make_launch_spec(s_.plan, node, s_.options, context);
-    return encode_launch_spec(spec);
-  };
-  AgentEvents events;
-  events.on_stderr = [this, node_rank](std::string_view bytes) {
-    auto unreachable =
-        fleet_.agent(node_rank).diagnostics.add(bytes, policy_.node_label(node_rank));
-    if (unreachable) apply(policy_.on_agent_unreachable(node_rank, std::move(*unreachable)));
-  };
-  events.on_exit = [this, node_rank](int code, const std::string& error) {
-    const auto& diagnostics = fleet_.agent(node_rank).diagnostics;
-    apply(policy_.on_agent_exited(node_rank, code, error, diagnostics.last(5)));
-  };
-  fleet_.start_agent(planned, std::move(make_stdin), s_.agent_binary, std::move(events));
 }
 
 void Coordinator::on_message(ConnId conn, proto::Message&& message) {
@@ -299,7 +287,7 @@ void Coordinator::on_log_line(ConnId conn, const proto::LogLine& line) {
   // agents' bounded queues, instead of losing lines.
   if (sink_.holds_ranks_back() && !reading_paused_ && sink_.terminal_backlogged()) {
     reading_paused_ = true;
-    fleet_.server().set_reading_paused(true);
+    runner_.server().set_reading_paused(true);
   }
 }
 
@@ -373,7 +361,7 @@ void Coordinator::apply(const JobActions& actions) {
         return std::holds_alternative<job_action::CarryCheckpoint>(a);
       });
   if (!may_hold) {
-    fleet_.apply(actions, perform_here);
+    runner_.apply(actions, perform_here);
   } else {
     // One by one: a carry holds the sends to its connection that follow it.
     for (const auto& action : actions) {
@@ -382,21 +370,13 @@ void Coordinator::apply(const JobActions& actions) {
         it->second.push_back(action);
         continue;
       }
-      fleet_.apply(std::span<const JobAction>(&action, 1), perform_here);
+      runner_.apply(std::span<const JobAction>(&action, 1), perform_here);
     }
   }
   recorder_.update(policy_);
   // Ranks run: no progress line under their output, whatever spare (which
   // joined late, or never) is still receiving files.
   if (syncs_ && policy_.status() != JobStatus::pending) syncs_->finish();
-}
-
-void Coordinator::perform(const job_action::ArmTimer& a) {
-  timers_.arm(a.timer, a.after, [this, which = a.timer] { apply(policy_.on_timer(which)); });
-}
-
-void Coordinator::perform(const job_action::CancelTimer& a) {
-  timers_.cancel(a.timer);
 }
 
 void Coordinator::perform(const job_action::Note& a) {
@@ -407,13 +387,10 @@ void Coordinator::perform(const job_action::MarkRound& a) {
   sink_.mark_round(a.round);
 }
 
-void Coordinator::perform(const job_action::Finish&) {
+void Coordinator::on_finish() {
   if (syncs_) syncs_->finish();
   hang_->stop();
-  timers_.cancel_all();
   flush_timer_.cancel();
-  fleet_.stop();
-  io_.stop();
 }
 
 }  // namespace dlaunch

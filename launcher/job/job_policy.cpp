@@ -381,16 +381,9 @@ void JobPolicy::warn_about_ranks_filter() {
 
 // The one way every node is told to stop: those still connected get the
 // message; the others are stopped by the caller's own means.
-void JobPolicy::stop_every_node(const proto::Stop& stop_in) {
-  proto::Stop stop = stop_in;
-  // The reason is for the agents' logs; a rendezvous timeout that lists
-  // thousands of missing nodes must still fit the message's limit.
-  if (stop.reason.size() > proto::kMaxStopReason)
-    stop.reason = stop.reason.substr(0, proto::kMaxStopReason - 4) + " ...";
-  for (const auto& n : nodes_) {
-    if (n.conn && !n.conn_closed) emit(job_action::Send{*n.conn, stop});
-  }
-  last_stop_ = std::move(stop);
+void JobPolicy::stop_every_node(const proto::Stop& stop) {
+  last_stop_ = dlaunch::stop_every_node(nodes_, stop, UnlinkedNodes::left,
+                                        [this](auto action) { emit(std::move(action)); });
 }
 
 std::string JobPolicy::rank_label(int rank) const {

@@ -44,6 +44,7 @@
 
 #include "common/log.h"
 #include "launcher/fleet/agent_link.h"
+#include "launcher/fleet/fleet_node.h"
 #include "launcher/fleet/master_probe.h"
 #include "launcher/fleet/membership.h"
 #include "launcher/record/job_record.h"
@@ -76,14 +77,9 @@ using agent_link::CloseStdin;
 using agent_link::KillAgent;
 using agent_link::Log;
 using agent_link::Send;
-// Arming an armed timer replaces its deadline, as asio's expires_after does.
-struct ArmTimer {
-  JobTimer timer = JobTimer::rendezvous;
-  std::chrono::milliseconds after{0};
-};
-struct CancelTimer {
-  JobTimer timer = JobTimer::rendezvous;
-};
+using ArmTimer = agent_link::ArmTimer<JobTimer>;
+using CancelTimer = agent_link::CancelTimer<JobTimer>;
+using agent_link::Finish;
 // A "dlaunch: <text>" line for the user.
 struct Note {
   std::string text;
@@ -105,11 +101,6 @@ struct CarryCheckpoint {
   ConnId conn = 0;
   int node = 0;  // the new node 0's host index
 };
-// The job is over; nothing more will come out of the policy.
-struct Finish {
-  int exit_code = 0;
-};
-
 }  // namespace job_action
 
 using JobAction =
@@ -234,14 +225,9 @@ class JobPolicy {
   std::vector<NodeRecord> node_records() const;
 
  private:
-  struct Node {
+  struct Node : FleetNode {
     NodeSetup setup;
-    std::optional<ConnId> conn;
-    bool agent_gone = false;  // its process exited (or could never start)
-    bool conn_closed = false;
-    std::int64_t agent_pid = 0;   // from its Join
-    std::int32_t probe_port = 0;  // from its Join; node 0's is the one probed
-    net::Interfaces interfaces;   // from its Join
+    std::int64_t agent_pid = 0;  // from its Join
     bool sync_started = false;
     bool synced = false;
     // The agent's own report that it cannot reach the rendezvous; cleared

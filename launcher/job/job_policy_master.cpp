@@ -87,24 +87,16 @@ JobActions JobPolicy::on_probe_report(ConnId conn, const proto::ProbeReport& rep
 }
 
 void JobPolicy::choose_master() {
-  std::vector<net::NodeProbe> probes;
   // An elastic job keeps its hosts' interfaces for the probes of later
   // rounds; a fixed one needs them no more (thousands of nodes: moved).
-  auto interfaces_of = [this](Node& n) {
-    return elastic() ? n.interfaces : std::move(n.interfaces);
-  };
-  if (probe_) {
-    std::vector<std::string> labels;
-    std::vector<net::Interfaces> interfaces;
-    for (auto& n : nodes_) {
-      labels.push_back(n.setup.label);
-      interfaces.push_back(interfaces_of(n));
-    }
-    probes = probe_->take_probes(std::move(labels), std::move(interfaces));
-  } else {
-    for (auto& n : nodes_)
-      probes.push_back(net::node_probe(n.setup.label, interfaces_of(n), std::nullopt, 0));
+  std::vector<std::string> labels;
+  std::vector<net::Interfaces> interfaces;
+  for (auto& n : nodes_) {
+    labels.push_back(n.setup.label);
+    interfaces.push_back(elastic() ? n.interfaces : std::move(n.interfaces));
   }
+  std::vector<net::NodeProbe> probes =
+      node_probes(probe_, std::move(labels), std::move(interfaces));
   // The roster's nodes, in node-rank order: the choice is theirs to make.
   const auto& roster = rendezvous_.roster();
   if (elastic()) {
