@@ -4,10 +4,11 @@
 #include "common/exit_codes.h"
 #include "common/posix.h"
 #include "launcher/check/check_runner.h"
-#include "launcher/cli/commands.h"
-#include "launcher/cli/transports.h"
+#include "launcher/cli/load_hosts.h"
 #include "launcher/fleet/descriptor_budget.h"
 #include "launcher/plan/plan.h"
+#include "launcher/transport/agent_binary.h"
+#include "launcher/transport/agent_transports.h"
 #include "protocol/auth.h"
 
 namespace dlaunch {
@@ -19,9 +20,9 @@ Result<CheckResult, int> run_check_agents(Options& o, CheckPolicy::Config policy
   const HostsFile hosts = std::move(*loaded);
   const Plan plan = make_plan(o, &hosts, "check");
 
-  const std::string agent = find_agent_binary();
-  if (agent.empty()) {
-    console().error("cannot find dlaunch-agent next to dlaunch; set DLAUNCH_AGENT to its path");
+  const auto agent = find_agent_binary();
+  if (!agent) {
+    console().error(agent.error());
     return fail(kExitFailure);
   }
 
@@ -45,7 +46,7 @@ Result<CheckResult, int> run_check_agents(Options& o, CheckPolicy::Config policy
   AgentTransports transports =
       make_agent_transports(io, o, o.rdzv_via_ssh || hosts.rendezvous.via_ssh, "dlaunch-check");
   CheckRunner runner(io,
-                     {{plan, o, auth::random_bytes(auth::kSecretSize), agent, descriptors.relays,
+                     {{plan, o, auth::random_bytes(auth::kSecretSize), *agent, descriptors.relays,
                        descriptors.sessions_each()},
                       policy},
                      transports);

@@ -12,7 +12,6 @@
 #include <string_view>
 #include <vector>
 
-#include "launcher/config/hosts_file.h"
 #include "launcher/config/options.h"
 
 namespace dlaunch {
@@ -41,12 +40,6 @@ int delete_command(int argc, const char* const* argv);
 int top_command(int argc, const char* const* argv);
 int check_command(int argc, const char* const* argv);
 
-// dlaunch-agent's path: $DLAUNCH_AGENT, else next to dlaunch or in
-// ../lib/dlaunch; empty when not found.
-std::string find_agent_binary();
-// The hosts the options name (launcher/config/host_source.h), with the
-// sources' warnings printed; nothing after printing every diagnostic.
-std::optional<HostsFile> load_hosts_or_report(const Options& o);
 
 // What a command line's first word asks for: a command, whose argv starts at
 // argv[first_arg], or, when `command` is null, a usage error.

@@ -25,8 +25,8 @@
 #include "common/posix.h"
 #include "common/socket.h"
 #include "launcher/cli/detach.h"
+#include "launcher/cli/load_hosts.h"
 #include "launcher/cli/log_backend.h"
-#include "launcher/cli/transports.h"
 #include "launcher/config/git_source.h"
 #include "launcher/config/host_source.h"
 #include "launcher/config/options.h"
@@ -35,15 +35,18 @@
 #include "launcher/fleet/descriptor_budget.h"
 #include "launcher/job/coordinator.h"
 #include "launcher/output/log_sink.h"
-#include "launcher/plan/agent_address.h"
 #include "launcher/plan/launch_spec_builder.h"
 #include "launcher/plan/plan.h"
 #include "launcher/plan/this_machine.h"
 #include "launcher/record/job_claim.h"
+#include "launcher/record/job_name.h"
 #include "launcher/record/job_record.h"
 #include "launcher/sync/git_commit.h"
 #include "launcher/sync/image_file.h"
 #include "launcher/sync/sync_manifest.h"
+#include "launcher/transport/agent_address.h"
+#include "launcher/transport/agent_binary.h"
+#include "launcher/transport/agent_transports.h"
 #include "protocol/auth.h"
 #include "protocol/launch_spec.h"
 #include "protocol/rank_env.h"
@@ -54,22 +57,6 @@ namespace {
 std::string this_host_name_or_localhost() {
   auto name = this_host_name();
   return name.empty() ? "localhost" : name;
-}
-
-// Why `name` cannot name a job (its directory under the state dir), or
-// nothing when it can.
-std::optional<std::string> job_name_problem(const std::string& name) {
-  constexpr std::size_t kMaxJobName = 200;
-  if (name.size() > kMaxJobName) {
-    return "is " + std::to_string(name.size()) + " characters long; at most " +
-           std::to_string(kMaxJobName);
-  }
-  bool ok = !name.empty() && name[0] != '.' && name[0] != '-';
-  for (char c : name) {
-    ok = ok && (std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.');
-  }
-  if (!ok) return std::string("use letters, digits, '-', '_' and '.' (not first)");
-  return std::nullopt;
 }
 
 // The secret of a manual-mode node (launcher/config/secret.h); node 0 prints
@@ -202,34 +189,6 @@ Result<Claim, int> claim(const Plan& plan, const Options& o, bool exact) {
 
 }  // namespace
 
-// dlaunch-agent sits next to dlaunch (build/bin, /usr/bin) or in ../lib/dlaunch.
-std::string find_agent_binary() {
-  std::error_code ec;
-  if (const char* env = std::getenv("DLAUNCH_AGENT"); env && *env) {
-    // Absolute, so that every message about it names the file itself.
-    const auto absolute = std::filesystem::absolute(env, ec);
-    return ec ? env : absolute.lexically_normal().string();
-  }
-  const auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
-  if (ec) return "dlaunch-agent";
-  for (const auto& candidate : {self.parent_path() / "dlaunch-agent",
-                                self.parent_path() / "../lib/dlaunch/dlaunch-agent"}) {
-    if (::access(candidate.c_str(), X_OK) == 0) return candidate.lexically_normal().string();
-  }
-  return "";
-}
-
-std::optional<HostsFile> load_hosts_or_report(const Options& o) {
-  auto loaded = load_host_source(o);
-  if (!loaded) {
-    for (const auto& d : loaded.error()) console().error(d.to_string());
-    return std::nullopt;
-  }
-  auto hosts = std::move(*loaded);
-  for (const auto& w : hosts.warnings) log::warn(w.to_string());
-  return hosts;
-}
-
 // The ranks' variables from this shell (forwarded), --env-file and --env.
 // --mount, --shm-size and --container-engine mean nothing without an image:
 // silently running the ranks on the host would hide a forgotten --image.
@@ -329,9 +288,9 @@ int run_command(int argc, const char* const* argv) {
   // A Python program is named by its script or module, not by python3.
   const std::string& named_by = o.python_program ? python_target(o.command) : o.command[0];
   std::string job = o.name.empty() ? default_job_name(named_by, std::time(nullptr)) : o.name;
-  if (auto problem = job_name_problem(job)) {
+  if (auto named = check_job_name(job); !named) {
     const std::string shown = job.size() > 40 ? job.substr(0, 40) + "..." : job;
-    console().error("--name '" + shown + "': " + *problem);
+    console().error("--name '" + shown + "': " + named.error());
     return kExitUsage;
   }
   Plan plan = make_plan(o, hosts ? &*hosts : nullptr, job);
@@ -422,9 +381,9 @@ int run_command(int argc, const char* const* argv) {
     secret = auth::random_bytes(auth::kSecretSize);
   }
 
-  const std::string agent = find_agent_binary();
-  if (agent.empty()) {
-    console().error("cannot find dlaunch-agent next to dlaunch; set DLAUNCH_AGENT to its path");
+  const auto agent = find_agent_binary();
+  if (!agent) {
+    console().error(agent.error());
     return kExitFailure;
   }
 
@@ -474,7 +433,7 @@ int run_command(int argc, const char* const* argv) {
   AgentTransports transports = make_agent_transports(
       io, o, o.rdzv_via_ssh || (hosts && hosts->rendezvous.via_ssh), plan.job, elastic(plan, o));
   Coordinator::Settings settings{
-      {plan, o, secret, agent, descriptors.relays, descriptors.sessions_each()},
+      {plan, o, secret, *agent, descriptors.relays, descriptors.sessions_each()},
       job_dir,
       record,
       sync,

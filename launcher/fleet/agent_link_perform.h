@@ -4,7 +4,7 @@
 #pragma once
 
 #include "launcher/fleet/agent_link.h"
-#include "launcher/plan/agent_address.h"
+#include "launcher/transport/agent_address.h"
 #include "rendezvous/service.h"
 
 namespace dlaunch::agent_link {

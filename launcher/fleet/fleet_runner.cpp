@@ -3,7 +3,7 @@
 #include <csignal>
 
 #include "common/posix.h"
-#include "launcher/plan/agent_address.h"
+#include "launcher/transport/agent_address.h"
 
 namespace dlaunch {
 

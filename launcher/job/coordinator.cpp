@@ -15,7 +15,6 @@
 #include "common/log.h"
 #include "common/posix.h"
 #include "common/text.h"
-#include "launcher/plan/agent_address.h"
 #include "launcher/plan/launch_spec_builder.h"
 #include "protocol/launch_spec.h"
 

@@ -1,4 +1,4 @@
-#include "launcher/plan/agent_address.h"
+#include "launcher/transport/agent_address.h"
 
 #include <netdb.h>
 #include <sys/socket.h>

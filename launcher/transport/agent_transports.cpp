@@ -1,4 +1,4 @@
-#include "launcher/cli/transports.h"
+#include "launcher/transport/agent_transports.h"
 
 #include "launcher/transport/local_transport.h"
 #include "launcher/transport/slurm_transport.h"

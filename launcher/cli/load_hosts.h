@@ -1,0 +1,16 @@
+// The hosts a command's options name, as the commands that start agents
+// (run, check, top node) load them: every diagnostic and warning printed.
+#pragma once
+
+#include <optional>
+
+#include "launcher/config/hosts_file.h"
+#include "launcher/config/options.h"
+
+namespace dlaunch {
+
+// The hosts the options name (launcher/config/host_source.h), with the
+// sources' warnings printed; nothing after printing every diagnostic.
+std::optional<HostsFile> load_hosts_or_report(const Options& o);
+
+}  // namespace dlaunch
