@@ -25,8 +25,8 @@ def require_binaries(*names):
     for name in names or ("dlaunch", "dlaunch-agent"):
         path = os.path.join(BIN_DIR, name)
         if not os.access(path, os.X_OK):
-            print(f"SKIP: {path} is not built")
-            sys.exit(SKIP)
+            why = " (needs LibTorch: libtorch-dev libgloo-dev)" if name == "mnist_dist" else ""
+            skip_file(f"not built: {path}{why}")
 
 
 def free_port():
@@ -165,8 +165,11 @@ class DlaunchTestCase(unittest.TestCase):
         return dlaunch(args, kwargs.pop("env", self.env()), timeout, **kwargs)
 
     def start_dlaunch(self, args, **kwargs):
-        p = subprocess.Popen([DLAUNCH] + list(args), stdout=subprocess.PIPE,
-                             stderr=subprocess.PIPE, text=True,
+        """dlaunch started with `args`, its stdout and stderr pipes unless
+        kwargs name others (a file, to wait on a line with wait_for_text)."""
+        kwargs.setdefault("stdout", subprocess.PIPE)
+        kwargs.setdefault("stderr", subprocess.PIPE)
+        p = subprocess.Popen([DLAUNCH] + list(args), text=True,
                              env=kwargs.pop("env", self.env()), **kwargs)
         self.procs.append(p)
         return p
@@ -231,6 +234,22 @@ def cpu_seconds(pid):
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def runnable_seconds(pid):
+    """Seconds the threads of a process ran or waited for a CPU to run on
+    (/proc/<pid>/task/*/schedstat): a thread that spins counts the wall time
+    however loaded the machine is, where cpu_seconds counts only the CPU it got;
+    an idle one counts its few wake-ups."""
+    total = 0
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        try:
+            with open(f"/proc/{pid}/task/{tid}/schedstat") as f:
+                ran, waited = f.read().split()[:2]
+        except (OSError, ValueError):
+            continue  # a thread that just ended
+        total += int(ran) + int(waited)
+    return total / 1e9
+
+
 def wait_for(predicate, timeout=30.0, interval=0.05):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -239,6 +258,29 @@ def wait_for(predicate, timeout=30.0, interval=0.05):
             return value
         time.sleep(interval)
     return predicate()
+
+
+def wait_for_text(path, needle, timeout=60.0):
+    """Waits until the file at `path` (a process's output, written while it
+    runs) holds `needle`; returns the file's text then, or None when it did not
+    within `timeout`. The text is the event a test waits for; the timeout only
+    ends a wait that would otherwise hang."""
+    def text():
+        try:
+            with open(path, errors="replace") as f:
+                content = f.read()
+        except OSError:
+            return None
+        return content if needle in content else None
+    return wait_for(text, timeout, 0.05)
+
+
+def open_output(test, name):
+    """A file <test.tmp>/<name> to give a process as its stdout or stderr,
+    closed at the test's end; wait_for_text reads it while the process runs."""
+    f = open(os.path.join(test.tmp, name), "w")
+    test.addCleanup(f.close)
+    return f
 
 
 # A rank that, on every rank, leaves a setsid grandchild that ignores SIGTERM,
@@ -270,3 +312,141 @@ def agent_workers_of(job):
     agents on this machine at the same time)."""
     return sorted({parent_of(pid) for pid in processes_with_marker(job)
                    if exe_name(parent_of(pid)).startswith("agent-")})
+
+
+# Skips. Each says what is missing, beginning with one of these words, so that
+# scripts/test.sh's table (scripts/skips.sh) can tell which a machine may lack:
+#   "no GPU:", "not root:", "no network namespaces:", "no mounts:", "no ptrace:"
+#       what the machine or the kernel withholds (allowed by scripts/skips.sh);
+#   "missing:", "not built:", anything else: what the README's set-up
+#       (scripts/install-deps.sh, scripts/test.sh's builds) provides, so a CI
+#       run that meets one fails.
+# Where $DLAUNCH_SKIP_LOG names a file, each skip appends a line to it:
+# phase, test file, test (or "-" for the whole file) and reason, tab-separated.
+SKIP_LOG_ENV = "DLAUNCH_SKIP_LOG"
+
+
+def _test_file():
+    main_file = getattr(sys.modules.get("__main__"), "__file__", None) or sys.argv[0]
+    return os.path.basename(main_file) if main_file else "?"
+
+
+def record_skip(reason, test="-"):
+    """Appends a skip to $DLAUNCH_SKIP_LOG (when set); one write of one line,
+    so that test files running side by side do not tear each other's lines."""
+    path = os.environ.get(SKIP_LOG_ENV)
+    if not path:
+        return
+    phase = os.environ.get("DLAUNCH_SKIP_PHASE") or os.environ.get("DLAUNCH_SANITIZE") or "normal"
+    fields = [phase, _test_file(), test, reason or "(no reason given)"]
+    line = "\t".join(" ".join(str(f).split()) for f in fields) + "\n"
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        os.write(fd, line.encode())
+    finally:
+        os.close(fd)
+
+
+def skip_file(reason):
+    """Ends the whole test file as skipped (exit 77), saying and recording why."""
+    print(f"SKIP: {reason}", flush=True)
+    record_skip(reason)
+    sys.exit(SKIP)
+
+
+def skip_part(test, reason):
+    """Records that a check inside `test` (a TestCase) was left out, while the
+    rest of the test runs on."""
+    print(f"\n{test.id()}: part skipped: {reason}", flush=True)
+    record_skip(reason, _test_name(test))
+
+
+def _test_name(test):
+    # A test's id, or the "setUpClass (__main__.Class)" of a class-level skip.
+    return test.id().replace("__main__.", "")
+
+
+class _SkipRecordingResult(unittest.TextTestResult):
+    def addSkip(self, test, reason):
+        super().addSkip(test, reason)
+        record_skip(reason, _test_name(test))
+
+
+class _SkipRecordingRunner(unittest.TextTestRunner):
+    resultclass = _SkipRecordingResult
+
+
+def main(**kwargs):
+    """unittest.main for the test files: records every skip, of a test or of a
+    class (SkipTest in setUpClass), and exits 77 (ctest's skip) when no test
+    of the file ran to a result of its own."""
+    program = unittest.main(testRunner=_SkipRecordingRunner, exit=False, **kwargs)
+    result = program.result
+    if not result.wasSuccessful():
+        sys.exit(1)
+    # A class skipped in setUpClass runs none of its tests: they are not in testsRun.
+    test_skips = sum(1 for test, _ in result.skipped if isinstance(test, unittest.TestCase))
+    if result.skipped and result.testsRun == test_skips:
+        print(f"SKIP: every test of {_test_file()} skipped", flush=True)
+        sys.exit(SKIP)
+    sys.exit(0)
+
+
+def netns_reason(honour_opt_out=True):
+    """Why this process cannot make network namespaces, or None when it can:
+    root, `ip`, `ip netns add` working, and (with `honour_opt_out`)
+    DLAUNCH_TEST_NO_NETNS unset."""
+    if os.geteuid() != 0:
+        return "not root: network namespaces need root"
+    if shutil.which("ip") is None:
+        return "missing: ip (iproute2)"
+    if honour_opt_out and os.environ.get("DLAUNCH_TEST_NO_NETNS"):
+        return "DLAUNCH_TEST_NO_NETNS is set: network namespaces turned off by hand"
+    name = f"dlreason{os.getpid()}"
+    r = subprocess.run(["ip", "netns", "add", name], capture_output=True, text=True)
+    if r.returncode != 0:
+        return f"no network namespaces: `ip netns add` failed: {r.stderr.strip()}"
+    subprocess.run(["ip", "netns", "del", name], capture_output=True)
+    return None
+
+
+def firewall_reason(ns):
+    """Why neither nft nor iptables can filter inside network namespace `ns`
+    (sshd_harness's firewall_ssh and block_connections_to use them there)."""
+    have = [t for t in ("nft", "iptables") if shutil.which(t)]
+    if not have:
+        return "missing: nft and iptables (nftables, iptables)"
+    in_ns = ["ip", "netns", "exec", ns]
+    errors = []
+    if "nft" in have:
+        rules = ("table inet dlaunch_probe {\n chain input {\n"
+                 "  type filter hook input priority 0; policy accept;\n"
+                 "  tcp dport 9 reject with tcp reset\n }\n}\n")
+        r = subprocess.run(in_ns + ["nft", "-f", "-"], input=rules, capture_output=True,
+                           text=True)
+        subprocess.run(in_ns + ["nft", "delete", "table", "inet", "dlaunch_probe"],
+                       capture_output=True)
+        errors.append(f"nft: {r.stderr.strip() or 'exit %d' % r.returncode}")
+    if "iptables" in have:
+        rule = ["INPUT", "-p", "tcp", "--dport", "9", "-j", "REJECT", "--reject-with", "tcp-reset"]
+        r = subprocess.run(in_ns + ["iptables", "-A"] + rule, capture_output=True, text=True)
+        subprocess.run(in_ns + ["iptables", "-D"] + rule, capture_output=True)
+        errors.append(f"iptables: {r.stderr.strip() or 'exit %d' % r.returncode}")
+    return "firewall: neither works in a network namespace: " + "; ".join(errors)
+
+
+def open_files_reason(needed, what):
+    """Raises this process's open-file limit (soft and hard) to `needed` where
+    it is lower; returns why not when it cannot (None when it could)."""
+    import resource
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft >= needed:
+        return None
+    try:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (max(needed, soft), max(needed, hard)))
+        return None
+    except (OSError, ValueError) as e:
+        if os.geteuid() != 0 and hard < needed:
+            return (f"not root: {what} needs {needed} open files; the hard limit is {hard} "
+                    "and only root may raise it")
+        return f"open-file limit: {what} needs {needed}; raising it from {soft}/{hard} failed: {e}"

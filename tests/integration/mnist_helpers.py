@@ -8,7 +8,6 @@ import os
 import re
 import struct
 import subprocess
-import sys
 
 import harness
 
@@ -20,8 +19,7 @@ TRAIN_LINE = re.compile(r"Train Epoch: (\d+) \[(\d+)/(\d+) \(\d+%\)\]\tloss=([0-
 def require_mnist():
     """Exit with the skip code when mnist_dist was not built (no LibTorch)."""
     if not os.access(MNIST, os.X_OK):
-        print(f"SKIP: {MNIST} is not built (needs LibTorch: libtorch-dev libgloo-dev)")
-        sys.exit(harness.SKIP)
+        harness.skip_file(f"not built: {MNIST} (needs LibTorch: libtorch-dev libgloo-dev)")
 
 
 def start_ranks(world, args, port, env=None):

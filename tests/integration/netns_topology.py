@@ -114,16 +114,14 @@ def free_mgmt_block():
 def require_topology():
     """Exits with the skip code where the topology cannot be built."""
     if os.geteuid() != 0:
-        print("SKIP: the cross-region topology needs root (network namespaces)")
-        sys.exit(harness.SKIP)
+        harness.skip_file("not root: the cross-region topology needs network namespaces")
     sshd_harness.require_sshd()
-    if not sshd_harness.can_use_netns():
-        print("SKIP: `ip netns add` does not work here")
-        sys.exit(harness.SKIP)
-    for tool in ("nft", "unshare"):
+    why = harness.netns_reason(honour_opt_out=False)
+    if why:
+        harness.skip_file(why)
+    for tool, package in (("nft", "nftables"), ("unshare", "util-linux")):
         if shutil.which(tool) is None:
-            print(f"SKIP: {tool} is missing")
-            sys.exit(harness.SKIP)
+            harness.skip_file(f"missing: {tool} ({package})")
 
 
 class Topology:

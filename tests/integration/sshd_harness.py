@@ -54,11 +54,13 @@ def have_sshd():
     return os.access(SSHD, os.X_OK) and shutil.which("ssh-keygen") is not None
 
 
+MISSING_SSHD = "missing: /usr/sbin/sshd or ssh-keygen (openssh-server)"
+
+
 def require_sshd():
     """Exits with the skip code when this machine cannot run the SSH tests."""
     if not have_sshd():
-        print("SKIP: /usr/sbin/sshd or ssh-keygen missing (apt-get install openssh-server)")
-        sys.exit(harness.SKIP)
+        harness.skip_file(MISSING_SSHD)
 
 
 def can_use_netns():
@@ -80,9 +82,8 @@ def netns_usable():
 def require_netns(tests_need):
     """Ends the test program as skipped, saying why, unless netns_usable()."""
     if not netns_usable():
-        print(f"SKIP: {tests_need} need root and network namespaces (`ip netns`; "
-              "DLAUNCH_TEST_NO_NETNS unset)")
-        sys.exit(harness.SKIP)
+        harness.skip_file(f"{harness.netns_reason() or 'no network namespaces'} "
+                          f"({tests_need} need them)")
 
 
 def coordinator_env(tmp, **extra):
@@ -112,9 +113,11 @@ def check_noexec_cache_fallback(test, hosts):
     cache = os.path.join(hosts.tmp, "noexec-cache")
     os.makedirs(cache, exist_ok=True)
     in_sshd = ["nsenter", "-t", str(hosts.hosts[0]["proc"].pid), "-m"]
-    if subprocess.run(in_sshd + ["mount", "-t", "tmpfs", "-o", "noexec,size=64m", "tmpfs",
-                                 cache], capture_output=True).returncode != 0:
-        test.skipTest("cannot mount a tmpfs")
+    mounted = subprocess.run(in_sshd + ["mount", "-t", "tmpfs", "-o", "noexec,size=64m", "tmpfs",
+                                        cache], capture_output=True, text=True)
+    if mounted.returncode != 0:
+        test.skipTest(f"no mounts: mount -t tmpfs in the host's mount namespace failed: "
+                      f"{mounted.stderr.strip()}")
     fallback = f"/tmp/dlaunch-{os.getuid()}"
     existed = os.path.isdir(fallback)
     before = set(os.listdir(fallback)) if existed else set()
@@ -172,6 +175,19 @@ def sh(*args, check=True):
     return subprocess.run(list(args), check=check, capture_output=True, text=True)
 
 
+_loopback_recorded = False
+
+
+def _record_loopback_hosts():
+    """Records (once per test file) that its SSH test hosts listen on loopback
+    ports: what needs namespaces (a link cut, another host's address) is left out."""
+    global _loopback_recorded
+    if not _loopback_recorded:
+        _loopback_recorded = True
+        harness.record_skip(f"{harness.netns_reason() or 'no network namespaces'} (the SSH test "
+                            "hosts listen on loopback ports instead)")
+
+
 class SshHosts:
     """`n` sshd hosts. Use as a context manager."""
 
@@ -199,6 +215,8 @@ class SshHosts:
         self.sshd_extra = sshd_extra
         if netns is None:
             netns = netns_usable()
+            if not netns:
+                _record_loopback_hosts()
         self.netns = netns
         self.tmp = tempfile.mkdtemp(prefix="dlaunch-sshd-")
         self.home = os.path.join(self.tmp, "home")

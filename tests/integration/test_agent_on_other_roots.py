@@ -57,7 +57,8 @@ def debian_root():
         return root
     uri = archive_uri()
     if uri is None:
-        raise unittest.SkipTest("no Debian archive in this machine's apt sources")
+        raise unittest.SkipTest("no Debian archive: none in this machine's apt sources "
+                                "(/etc/apt/sources.list, /etc/apt/sources.list.d/)")
     partial = root + ".partial"
     shutil.rmtree(partial, ignore_errors=True)
     os.makedirs(CACHE, exist_ok=True)
@@ -108,23 +109,21 @@ def busybox_root(parent, name="busybox-root"):
 
 def require_roots():
     if os.geteuid() != 0:
-        print("SKIP: needs root (chroot, mount and network namespaces)")
-        sys.exit(harness.SKIP)
+        harness.skip_file("not root: chroot, mounts and network namespaces need root")
     if os.environ.get("DLAUNCH_SANITIZE"):
-        print("SKIP: sanitizer builds keep the agent dynamic; this tests the uploaded static one")
-        sys.exit(harness.SKIP)
+        harness.skip_file("sanitizer build: its agent is dynamic; this tests the uploaded "
+                          "static one (the normal build's)")
     sshd_harness.require_sshd()
-    for tool in ("debootstrap", "unshare", "chroot"):
+    for tool, package in (("debootstrap", "debootstrap"), ("unshare", "util-linux"),
+                          ("chroot", "coreutils")):
         if shutil.which(tool) is None:
-            print(f"SKIP: {tool} missing (apt-get install debootstrap)")
-            sys.exit(harness.SKIP)
+            harness.skip_file(f"missing: {tool} ({package})")
     if not os.path.exists("/bin/busybox") or "INTERP" in subprocess.run(
             ["readelf", "-lW", "/bin/busybox"], capture_output=True, text=True).stdout:
-        print("SKIP: no static /bin/busybox (apt-get install busybox-static)")
-        sys.exit(harness.SKIP)
-    if not sshd_harness.can_use_netns():
-        print("SKIP: cannot make network namespaces")
-        sys.exit(harness.SKIP)
+        harness.skip_file("missing: a static /bin/busybox (busybox-static)")
+    why = harness.netns_reason(honour_opt_out=False)
+    if why:
+        harness.skip_file(why)
 
 
 class RootsTestCase(harness.DlaunchTestCase):
@@ -244,7 +243,7 @@ class AArch64Agent(unittest.TestCase):
     def setUp(self):
         self.agent = os.path.join(harness.BIN_DIR, "dlaunch-agent-aarch64")
         if not os.path.exists(self.agent):
-            self.skipTest("no aarch64 agent built (configure with "
+            self.skipTest(f"not built: {self.agent} (configure with "
                           '-DDLAUNCH_AGENT_ARCHES="x86_64;aarch64")')
 
     def test_it_is_a_static_aarch64_binary(self):
@@ -261,7 +260,7 @@ class AArch64Agent(unittest.TestCase):
 
     def test_it_runs_under_qemu(self):
         if shutil.which("qemu-aarch64-static") is None:
-            self.skipTest("no qemu-aarch64-static (apt-get install qemu-user-static)")
+            self.skipTest("missing: qemu-aarch64-static (qemu-user-static)")
         r = subprocess.run(["qemu-aarch64-static", self.agent, "--version"], capture_output=True,
                            text=True, timeout=60)
         self.assertEqual(r.returncode, 0, r.stderr)
@@ -290,19 +289,30 @@ class HostsOfOtherArchitectures(RootsTestCase):
         cls.mounted_binfmt = False
         cls.registered = False
         qemu = shutil.which("qemu-aarch64-static")
-        if qemu is None or not os.path.exists(os.path.join(harness.BIN_DIR,
-                                                           "dlaunch-agent-aarch64")):
+        agent = os.path.join(harness.BIN_DIR, "dlaunch-agent-aarch64")
+        # Why aarch64 programs cannot run here, for the test that needs them.
+        cls.no_aarch64 = None
+        if qemu is None:
+            cls.no_aarch64 = "missing: qemu-aarch64-static (qemu-user-static)"
+            return
+        if not os.path.exists(agent):
+            cls.no_aarch64 = (f"not built: {agent} (configure with "
+                              '-DDLAUNCH_AGENT_ARCHES="x86_64;aarch64")')
             return
         if not os.path.exists(os.path.join(BINFMT, "register")):
-            cls.mounted_binfmt = subprocess.run(
-                ["mount", "-t", "binfmt_misc", "binfmt_misc", BINFMT],
-                capture_output=True).returncode == 0
+            mounted = subprocess.run(["mount", "-t", "binfmt_misc", "binfmt_misc", BINFMT],
+                                     capture_output=True, text=True)
+            cls.mounted_binfmt = mounted.returncode == 0
+            if not cls.mounted_binfmt:
+                cls.no_aarch64 = (f"no mounts: mount -t binfmt_misc on {BINFMT} failed: "
+                                  f"{mounted.stderr.strip()}")
+                return
         try:
             with open(os.path.join(BINFMT, "register"), "w") as f:
                 f.write(f":{BINFMT_NAME}:M::{AARCH64_MAGIC}:{AARCH64_MASK}:{qemu}:F")
             cls.registered = True
-        except OSError:
-            pass
+        except OSError as e:
+            cls.no_aarch64 = f"binfmt_misc: registering {qemu} for aarch64 failed: {e}"
 
     @classmethod
     def tearDownClass(cls):
@@ -315,8 +325,7 @@ class HostsOfOtherArchitectures(RootsTestCase):
 
     def test_an_aarch64_host_gets_the_aarch64_agent(self):
         if not self.registered:
-            self.skipTest("cannot run aarch64 programs here (qemu-user-static, binfmt_misc, "
-                          "and an aarch64 agent built with -DDLAUNCH_AGENT_ARCHES)")
+            self.skipTest(self.no_aarch64)
         job = self.job_name("arm")
         r = self.run_dlaunch(["-v", "--name", job, "--hosts", self.hosts_file(2), "--",
                               "sh", "-c", 'echo "rank $RANK"; [ "$RANK" = 1 ] && exit 3; exit 0'],
@@ -342,4 +351,4 @@ class HostsOfOtherArchitectures(RootsTestCase):
 
 if __name__ == "__main__":
     require_roots()
-    unittest.main(verbosity=2)
+    harness.main(verbosity=2)

@@ -50,7 +50,7 @@ class AgentRequirements(unittest.TestCase):
 
     def test_the_agent_is_static(self):
         if self.sanitized:
-            self.skipTest("sanitizer builds keep the agent dynamic; it is never uploaded from them")
+            self.skipTest("sanitizer build: its agent is dynamic, and never uploaded from it")
         headers = readelf("-l", self.agent)
         self.assertNotIn("INTERP", headers,
                          f"{self.agent} asks for a dynamic loader: it would not start on a "
@@ -79,11 +79,12 @@ class AgentRequirements(unittest.TestCase):
     def test_both_are_built_for_this_machine(self):
         machine = MACHINES.get(os.uname().machine)
         if machine is None:
-            self.skipTest(f"no expected ELF machine for {os.uname().machine}")
+            self.skipTest(f"unsupported machine: no expected ELF machine for "
+                          f"{os.uname().machine}")
         for path in (self.agent, self.helper):
             self.assertIn(f"Machine:                           {machine}", readelf("-h", path),
                           path)
 
 
 if __name__ == "__main__":
-    unittest.main(verbosity=2)
+    harness.main(verbosity=2)

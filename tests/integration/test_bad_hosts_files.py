@@ -91,7 +91,8 @@ class BadHostsFilesTest(unittest.TestCase):
 
 
 if __name__ == "__main__":
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import harness  # noqa: E402
     if not os.access(DLAUNCH, os.X_OK):
-        print(f"SKIP: {DLAUNCH} is not built (set DLAUNCH_BIN_DIR)")
-        sys.exit(SKIP)
-    unittest.main()
+        harness.skip_file(f"not built: {DLAUNCH} (set DLAUNCH_BIN_DIR)")
+    harness.main()

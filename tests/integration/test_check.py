@@ -168,4 +168,4 @@ class CheckTest(unittest.TestCase):
 if __name__ == "__main__":
     netns_topology.require_topology()
     harness.require_binaries()
-    unittest.main()
+    harness.main()

@@ -55,8 +55,7 @@ exit $rc
 
 
 def skip(why):
-    print(f"SKIP: {why}")
-    sys.exit(harness.SKIP)
+    harness.skip_file(why)
 
 
 def tcp_ext(netstat_text):
@@ -140,13 +139,14 @@ class CheckScaleTest(unittest.TestCase):
 if __name__ == "__main__":
     harness.require_binaries()
     if os.geteuid() != 0:
-        skip("needs root for network and mount namespaces")
-    for tool in ("unshare", "ip", "mount"):
+        skip("not root: network and mount namespaces need root")
+    for tool, package in (("unshare", "util-linux"), ("ip", "iproute2"), ("mount", "mount")):
         if shutil.which(tool) is None:
-            skip(f"{tool} is not installed")
+            skip(f"missing: {tool} ({package})")
+    why = harness.open_files_reason(2 * NODES + 100, "the stand-in srun (a pipe and a pidfd "
+                                    "per task)")
+    if why:
+        skip(why)
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    if hard < 2 * NODES + 100:
-        skip(f"the hard limit on open files ({hard}) is below {2 * NODES + 100}: the "
-             "stand-in srun holds a pipe and a pidfd per task")
     resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
-    unittest.main(verbosity=2)
+    harness.main(verbosity=2)

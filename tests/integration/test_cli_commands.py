@@ -136,4 +136,4 @@ class CliCommandsTest(DlaunchTestCase):
 
 if __name__ == "__main__":
     harness.require_binaries()
-    unittest.main(verbosity=2)
+    harness.main(verbosity=2)

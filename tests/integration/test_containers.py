@@ -59,13 +59,14 @@ BUSYBOX = "/bin/busybox"
 
 def require_podman():
     if os.geteuid() != 0:
-        raise unittest.SkipTest("needs root (network namespaces and podman's storage)")
+        raise unittest.SkipTest("not root: network namespaces and podman's storage need root")
     if not shutil.which("podman"):
-        raise unittest.SkipTest("needs podman (apt-get install podman runc catatonit)")
+        raise unittest.SkipTest("missing: podman (podman runc catatonit)")
     # A static busybox names no dynamic loader: it runs in an image with no libc.
     if not os.path.exists(BUSYBOX) or subprocess.run(["ldd", BUSYBOX],
                                                      capture_output=True).returncode == 0:
-        raise unittest.SkipTest("needs busybox-static for the test image")
+        raise unittest.SkipTest("missing: a static /bin/busybox for the test image "
+                                "(busybox-static)")
 
 
 class PodmanStore:
@@ -301,7 +302,7 @@ class ContainersTest(unittest.TestCase):
 
     def test_link_cut_leaves_no_container(self):
         if not self.hosts.netns:
-            self.skipTest("needs network namespaces (root)")
+            self.skipTest(harness.netns_reason() or "no network namespaces")
         self.start_sleeping()
         veth = f"dv{self.hosts.tag}h2"
         subprocess.run(["ip", "link", "set", veth, "down"], check=True)
@@ -316,7 +317,7 @@ class ContainersTest(unittest.TestCase):
 
     def test_torch_ddp_gloo_in_containers_on_two_hosts(self):
         if subprocess.run([TORCH_PY, "-c", "import torch"], capture_output=True).returncode:
-            self.skipTest(f"needs {TORCH_PY} with torch (Debian's python3-torch)")
+            self.skipTest(f"missing: torch for {TORCH_PY} (python3-torch)")
         self.store.build_host_python_image()
         with open(os.path.join(self.workdir, "ddp_check.py"), "w") as f:
             f.write(DDP_SCRIPT)
@@ -414,4 +415,4 @@ class ContainersTest(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    unittest.main()
+    harness.main()

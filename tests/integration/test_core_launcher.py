@@ -142,28 +142,39 @@ class CoreLauncherTest(DlaunchTestCase):
         script = ('echo "round=$TORCHELASTIC_RESTART_COUNT rank=$RANK world=$WORLD_SIZE"; '
                   '[ "$TORCHELASTIC_RESTART_COUNT" != 0 ] || exec sleep 120')
 
-        def node(rank, *extra):
+        def node(rank, *extra, **kwargs):
             return self.start_dlaunch(["--nnodes", "2:3", "--node-rank", str(rank), "--master-addr",
                                        "127.0.0.1", "--rdzv-port", str(rdzv), "--secret-file",
-                                       secret, *extra, "--", "sh", "-c", script])
+                                       secret, *extra, "--", "sh", "-c", script], **kwargs)
 
         self.elastic_job = self.job_name("manual-elastic")
-        node0 = node(0, "--join-timeout", "2", "--max-restarts", "2", "--name", self.elastic_job)
+        # Node 0's output in files, read while it runs: it says when node 2 joined.
+        err0_path = os.path.join(self.tmp, "node0.err")
+        node0 = node(0, "--join-timeout", "2", "--max-restarts", "2", "--name", self.elastic_job,
+                     stdout=harness.open_output(self, "node0.out"),
+                     stderr=harness.open_output(self, "node0.err"))
         node1 = node(1)
         try:
             self.assertTrue(harness.wait_for(lambda: len(self.sleeping()) == 2, 60),
                             "round 0 never ran on 2 nodes")
             node2 = node(2)
-            time.sleep(2)  # joined, and given nothing: round 0 goes on on two nodes
+            # Joined, and given nothing: round 0 goes on on two nodes.
+            joined = harness.wait_for_text(
+                err0_path, "joined after the start: a spare for the next round", 60)
+            self.assertIsNotNone(joined, "node 2 never joined as a spare")
             self.assertEqual(len(self.sleeping()), 2)
             node1.kill()
-            out0, err0 = node0.communicate(timeout=60)
+            node0.wait(timeout=60)
             out2, _ = node2.communicate(timeout=60)
         finally:
             for p in (node0, node1):
                 if p.poll() is None:
                     p.kill()
                 p.communicate()
+        with open(os.path.join(self.tmp, "node0.out")) as f:
+            out0 = f.read()
+        with open(err0_path) as f:
+            err0 = f.read()
         self.assertEqual(node0.returncode, 0, err0)
         self.assertIn("starting on 2 nodes (2 to 3); not joined: node2", err0)
         self.assertIn("joined after the start: a spare for the next round", err0)
@@ -353,18 +364,31 @@ env = { EXTRA = "from-hosts-file" }
 
     def test_failing_rank_decides_exit_code_and_nothing_is_left(self):
         job = self.job_name("fail")
-        script = ("import os, sys, time\n"
-                  "if os.environ['RANK'] == '2':\n"
+        # The other ranks would sleep for an hour: they end only when the
+        # failure stops them, by SIGTERM (which each says it got). Rank 2
+        # fails once they are ready for it (each left a file).
+        ready = os.path.join(self.tmp, "ready")
+        os.makedirs(ready)
+        script = ("import os, signal, sys, time\n"
+                  "rank = os.environ['RANK']\n"
+                  "def stopped(*_):\n"
+                  "    print('rank', rank, 'stopped by SIGTERM', flush=True)\n"
+                  "    os._exit(143)\n"
+                  "signal.signal(signal.SIGTERM, stopped)\n"
+                  "if rank == '2':\n"
+                  "    while len(os.listdir(sys.argv[1])) < 3:\n"
+                  "        time.sleep(0.05)\n"
                   "    print('about to fail'); sys.stdout.flush(); sys.exit(3)\n"
-                  "time.sleep(120)\n")
-        start = time.monotonic()
+                  "open(os.path.join(sys.argv[1], rank), 'w').close()\n"
+                  "time.sleep(3600)\n")
         r = self.run_dlaunch(["--nproc-per-node", "4", "--name", job, "--grace", "3", "--",
-                              sys.executable, "-c", script])
-        elapsed = time.monotonic() - start
+                              sys.executable, "-c", script, ready])
         self.assertEqual(r.returncode, 3, r.stderr)
         self.assertIn("rank 2 on localhost exited with code 3", r.stderr)
         self.assertIn("| about to fail", r.stderr)
-        self.assertLess(elapsed, 60)
+        # Stopped by the failure, within the grace: SIGTERM, not the SIGKILL after it.
+        for rank in (0, 1, 3):
+            self.assertIn(f"[{rank}] rank {rank} stopped by SIGTERM\n", r.stdout, r.stderr)
         self.assertNothingLeft(job)
         # the root cause is stored with the job and shown by `dlaunch get`
         r = self.run_dlaunch(["get", job])
@@ -500,4 +524,4 @@ env = { EXTRA = "from-hosts-file" }
 
 if __name__ == "__main__":
     harness.require_binaries()
-    unittest.main(verbosity=2)
+    harness.main(verbosity=2)

@@ -1,7 +1,8 @@
 """Every command the documentation shows, run as written, the way doctests run
-a docstring's examples: the README's ```sh blocks, the EXAMPLES section of the
-man page, the examples that `dlaunch --help` and each command's --help print,
-and the `dlaunch` lines of hosts.example.toml's header comment.
+a docstring's examples: the ```sh blocks of the README and of the docs pages
+that carry the README's examples (DOC_PAGES), the EXAMPLES section of the man
+page, the examples that `dlaunch --help` and each command's --help print, and
+the `dlaunch` lines of hosts.example.toml's header comment.
 
 The commands are read from those files (and from the help output) when the
 test runs, never from a list kept here. Each is classified by its words:
@@ -34,6 +35,12 @@ ROOT = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), 
 BIN = os.path.abspath(harness.BIN_DIR)
 DLAUNCH = os.path.join(BIN, "dlaunch")
 README = "README.md"
+# The docs pages that carry examples moved out of the README: their ```sh blocks
+# run as the README's do, in this order after the README's. The other pages'
+# blocks are not written for this test (a package install, a directory and
+# MNIST files that no example makes, a Python fragment, output with no command
+# before it); the tests of those features run what they show.
+DOC_PAGES = ("docs/torchrun.md", "docs/jobs.md", "docs/failures.md")
 MAN_PAGE = "packaging/man/dlaunch.1"
 HOSTS_EXAMPLE = "hosts.example.toml"
 
@@ -63,7 +70,8 @@ class Example:
         self.text = text      # as written: continuations joined, trailing comment cut
         self.block = block    # the code block it is in
         self.output = output  # documented output, not a command
-        self.files = {}       # files the docs give for it (the README's train.py)
+        self.files = {}       # files the docs give for it (the README's train.py):
+                              # name -> (the ```python block, its text)
         self.kind = ""
         self.how = ""
         self.result = ""
@@ -136,11 +144,12 @@ def output_example(numbered, file, block):
     return Example(f"{file}:{numbered[0][0]}", text, block, output=True)
 
 
-def readme_examples():
-    """Every line of every ```sh block; a ```python block is a file that the
-    next ```sh block runs (named by the first *.py word there); a ```text block
-    that starts with `dlaunch:` is the output the block before it prints."""
-    lines = read(README).splitlines()
+def markdown_examples(page):
+    """Every line of every ```sh block of a Markdown page; a ```python block is
+    a file that the next ```sh block runs (named by the first *.py word there);
+    a ```text block that starts with `dlaunch:` is the output the block before
+    it prints."""
+    lines = read(page).splitlines()
     examples, files, i = [], [], 0
     while i < len(lines):
         m = re.match(r"^```(\w*)\s*$", lines[i])
@@ -151,20 +160,20 @@ def readme_examples():
         while j < len(lines) and not lines[j].startswith("```"):
             j += 1
         body = list(enumerate(lines[i + 1:j], i + 2))
-        block = f"{README}:{i + 1}"
+        block = f"{page}:{i + 1}"
         if m.group(1) == "sh":
-            found = commands_of(body, README, block)
+            found = commands_of(body, page, block)
             if files:
                 py = [w for e in found for w in words(e.text) if w.endswith(".py")]
                 if not py:
                     raise AssertionError(f"{files[0][0]}: a ```python block, but the next ```sh "
                                          f"block ({block}) names no .py file")
-                found[0].files[py[0]] = files.pop(0)[1]
+                found[0].files[py[0]] = files.pop(0)
             examples += found
         elif m.group(1) == "python":
             files.append((block, "\n".join(t for _, t in body) + "\n"))
         elif body and body[0][1].startswith("dlaunch:"):
-            examples.append(output_example(body, README, block))
+            examples.append(output_example(body, page, block))
         i = j + 1
     return examples
 
@@ -369,8 +378,9 @@ class DocExamplesTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         cls.commands = cls.command_names()
-        cls.examples = (readme_examples() + man_examples() + help_examples()
-                        + hosts_example_examples())
+        cls.examples = (markdown_examples(README)
+                        + [ex for page in DOC_PAGES for ex in markdown_examples(page)]
+                        + man_examples() + help_examples() + hosts_example_examples())
         for ex in cls.examples:
             if not ex.kind:
                 ex.kind = "output" if ex.output else classify(ex, cls.commands)
@@ -531,9 +541,10 @@ class DocExamplesTest(unittest.TestCase):
 
     def test_1_every_source_has_examples(self):
         sources = {ex.source.rsplit(":", 1)[0] for ex in self.examples}
-        for source in (README, MAN_PAGE, "dlaunch --help", HOSTS_EXAMPLE):
+        for source in (README, *DOC_PAGES, MAN_PAGE, "dlaunch --help", HOSTS_EXAMPLE):
             self.assertIn(source, sources, f"no examples found in {source}")
-        self.assertTrue(any(ex.files for ex in self.examples), "the README's train.py block")
+        self.assertTrue(any(ex.files for ex in self.examples if ex.source.startswith(README + ":")),
+                        "the README's train.py block")
 
     def test_2_every_example_runs_as_written(self):
         self.runs = 0
@@ -718,10 +729,10 @@ class DocExamplesTest(unittest.TestCase):
         ws = words(ex.text)
         text = ex.text
         how = []
-        for file, content in ex.files.items():
+        for file, (block, content) in ex.files.items():
             with open(os.path.join(self.work, file), "w") as f:
                 f.write(content)
-            how.append(f"{file} = the README's ```python block, written first")
+            how.append(f"{file} = the ```python block at {block}, written first")
         if ex.kind == "ssh":
             text = self.substitute_ssh(text)
             how.append(self.prepare_ssh_files(ex, ws))
@@ -958,4 +969,4 @@ class DocExamplesTest(unittest.TestCase):
 if __name__ == "__main__":
     harness.require_binaries("dlaunch", "dlaunch-agent", "mnist_dist")
     sshd_harness.require_sshd()
-    unittest.main(verbosity=2)
+    harness.main(verbosity=2)

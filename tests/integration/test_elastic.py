@@ -215,4 +215,4 @@ class ElasticTest(ElasticCase):
 
 
 if __name__ == "__main__":
-    unittest.main()
+    harness.main()

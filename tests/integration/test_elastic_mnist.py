@@ -150,4 +150,4 @@ class ElasticMnistTest(ElasticCase):
 
 
 if __name__ == "__main__":
-    unittest.main()
+    harness.main()

@@ -101,4 +101,4 @@ class EnvWorkdirTest(unittest.TestCase):
 
 if __name__ == "__main__":
     harness.require_binaries()
-    unittest.main(verbosity=2)
+    harness.main(verbosity=2)

@@ -7,7 +7,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
@@ -146,16 +145,17 @@ class SshFailureTest(unittest.TestCase):
 
     def test_link_cut_mid_run(self):
         if not self.hosts.netns:
-            self.skipTest("needs network namespaces (root)")
+            self.skipTest(harness.netns_reason() or "no network namespaces")
         self.start()
         veth = f"dv{self.hosts.tag}h2"
         subprocess.run(["ip", "link", "set", veth, "down"], check=True)
         try:
-            start = time.monotonic()
             code, err = self.finish()
             self.assertEqual(code, 1, err)
-            self.assertIn("lost the agent of node 1 (h2)", err)
-            self.assertLess(time.monotonic() - start, 60)
+            # Found by the missed heartbeats (--heartbeat-timeout 4), not by a
+            # TCP timeout a minute or more later, which names another reason.
+            self.assertIn(f"job {self.job} failed: lost the agent of node 1 (h2): no message for "
+                          "4 s (peer silent or link down)\n", err)
             self.assertNothingLeft(timeout=30)  # h2's agent stops its ranks on its own
         finally:
             subprocess.run(["ip", "link", "set", veth, "up"], check=True)
@@ -177,4 +177,4 @@ class SshFailureTest(unittest.TestCase):
 if __name__ == "__main__":
     harness.require_binaries()
     sshd_harness.require_sshd()
-    unittest.main(verbosity=2)
+    harness.main(verbosity=2)

@@ -69,7 +69,7 @@ class HangsTest(DlaunchTestCase):
     def setUp(self):
         super().setUp()
         if not have_torch():
-            self.skipTest("needs Debian's python3-torch at /usr/bin/python3")
+            self.skipTest(f"missing: torch.distributed for {PY} (python3-torch)")
         self.trainer = self.write("train.py", TRAINER)
         # Two agents on this machine: ranks 0-1 on alpha, rank 2 on beta.
         self.hosts = self.write("hosts.toml", """
@@ -182,7 +182,7 @@ class HangsOverSshTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         if not have_torch():
-            raise unittest.SkipTest("needs Debian's python3-torch at /usr/bin/python3")
+            raise unittest.SkipTest(f"missing: torch.distributed for {PY} (python3-torch)")
         sshd_harness.require_sshd()
         sshd_harness.require_netns("hang tests over SSH (three hosts)")
         cls.hosts = sshd_harness.SshHosts(3)
@@ -254,4 +254,4 @@ class HangsOverSshTest(unittest.TestCase):
 
 if __name__ == "__main__":
     harness.require_binaries()
-    unittest.main(verbosity=2)
+    harness.main(verbosity=2)

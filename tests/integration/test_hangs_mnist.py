@@ -16,7 +16,7 @@ import mnist_helpers as mh  # noqa: E402
 class MnistHangTest(harness.DlaunchTestCase):
     def test_the_rank_hanging_in_a_native_call_is_named(self):
         if not (shutil.which("gdb") or shutil.which("eu-stack")):
-            self.skipTest("needs gdb or eu-stack on PATH for native stacks")
+            self.skipTest("missing: gdb or eu-stack for native stacks (gdb)")
         job = self.job_name("mnist-hang")
         r = self.run_dlaunch(["--nproc-per-node", "3", "--name", job, "--hang-timeout", "12s", "--",
                               mh.MNIST, "--synthetic", "6000", "--epochs", "5", "--hang-at-step",
@@ -30,7 +30,7 @@ class MnistHangTest(harness.DlaunchTestCase):
             with open(os.path.join(stacks, f"rank-{rank}.txt")) as f:
                 texts[rank] = f.read()
         if "ptrace" in texts[1] and "hang_here" not in texts[1]:
-            self.skipTest("this machine does not let gdb attach to the ranks (ptrace): "
+            self.skipTest("no ptrace: this machine does not let gdb attach to the ranks: "
                           + texts[1][-300:])
         self.assertIn("hang_here", texts[1])
         for rank in (0, 2):
@@ -42,4 +42,4 @@ class MnistHangTest(harness.DlaunchTestCase):
 
 if __name__ == "__main__":
     harness.require_binaries()
-    unittest.main(verbosity=2)
+    harness.main(verbosity=2)

@@ -180,4 +180,4 @@ class HostListsTest(DlaunchTestCase):
 
 if __name__ == "__main__":
     harness.require_binaries("dlaunch")
-    unittest.main(verbosity=2)
+    harness.main(verbosity=2)

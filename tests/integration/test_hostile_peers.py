@@ -415,9 +415,10 @@ class HostileStrangersHoldingConnectionsTest(DlaunchTestCase):
 
     def setUp(self):
         super().setUp()
+        why = harness.open_files_reason(4096, "the strangers")
+        if why:
+            self.skipTest(why)
         soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-        if hard < 4096:
-            self.skipTest(f"needs an open-file limit of 4096 for the strangers (hard {hard})")
         resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
         self.secret_file = self.write("secret", "the-real-secret\n", 0o600)
         self.held = []
@@ -584,4 +585,4 @@ class CuttingProxy:
 
 if __name__ == "__main__":
     harness.require_binaries()
-    unittest.main(verbosity=2)
+    harness.main(verbosity=2)

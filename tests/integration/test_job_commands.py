@@ -117,4 +117,4 @@ class JobCommandsTest(DlaunchTestCase):
 
 if __name__ == "__main__":
     harness.require_binaries()
-    unittest.main(verbosity=2)
+    harness.main(verbosity=2)

@@ -49,4 +49,4 @@ class DlaunchTrainingTest(harness.DlaunchTestCase):
 if __name__ == "__main__":
     mh.require_mnist()
     harness.require_binaries("dlaunch", "dlaunch-agent")
-    unittest.main(verbosity=2)
+    harness.main(verbosity=2)

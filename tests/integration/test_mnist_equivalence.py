@@ -68,4 +68,4 @@ class EquivalenceTest(harness.DlaunchTestCase):
 
 if __name__ == "__main__":
     mh.require_mnist()
-    unittest.main(verbosity=2)
+    harness.main(verbosity=2)

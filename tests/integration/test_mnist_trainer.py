@@ -157,4 +157,4 @@ class TrainerTest(harness.DlaunchTestCase):
 
 if __name__ == "__main__":
     mh.require_mnist()
-    unittest.main(verbosity=2)
+    harness.main(verbosity=2)

@@ -35,8 +35,9 @@ class JumpHostTest(unittest.TestCase):
               cls.hosts.firewall_ssh(h3, [h1["address"]]) and
               cls.hosts.firewall_ssh(h4, [h2["address"]]))
         if not ok:
+            why = harness.firewall_reason(h2["ns"])
             cls.hosts.close()
-            raise unittest.SkipTest("neither nft nor iptables works in a network namespace")
+            raise unittest.SkipTest(why)
 
     @classmethod
     def tearDownClass(cls):
@@ -181,6 +182,6 @@ if __name__ == "__main__":
     # A host reachable only through another needs namespaces and a firewall.
     sshd_harness.require_netns("the bastion tests")
     if not (shutil.which("nft") or shutil.which("iptables")):
-        print("SKIP: bastion tests need nft or iptables for the firewall in front of each host")
-        sys.exit(harness.SKIP)
-    unittest.main(verbosity=2)
+        harness.skip_file("missing: nft or iptables for the firewall in front of each host "
+                          "(nftables, iptables)")
+    harness.main(verbosity=2)

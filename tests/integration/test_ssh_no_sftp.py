@@ -42,7 +42,7 @@ class NoSftpTest(unittest.TestCase):
     def test_the_server_really_refuses_sftp(self):
         # Guards the test itself: OpenSSH's sftp client must fail against these hosts.
         if shutil.which("sftp") is None:
-            self.skipTest("no sftp client")
+            self.skipTest("missing: sftp (openssh-client)")
         h = self.hosts.hosts[0]
         known = self.hosts.write_known_hosts()
         r = subprocess.run(["sftp", "-b", "-", "-P", str(h["port"]), "-i", self.hosts.client_key,
@@ -79,11 +79,12 @@ class NoSftpTest(unittest.TestCase):
 
     def test_noexec_cache_falls_back_to_tmp(self):
         if os.geteuid() != 0 or not self.hosts.netns:
-            self.skipTest("needs root and a network namespace to mount a noexec file system")
+            self.skipTest(f"{harness.netns_reason() or 'no network namespaces'} (a noexec "
+                          "mount in the host's namespace)")
         sshd_harness.check_noexec_cache_fallback(self, self.hosts)
 
 
 if __name__ == "__main__":
     harness.require_binaries()
     sshd_harness.require_sshd()
-    unittest.main(verbosity=2)
+    harness.main(verbosity=2)

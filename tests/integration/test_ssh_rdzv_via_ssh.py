@@ -31,8 +31,9 @@ class RendezvousViaSshTest(unittest.TestCase):
         h1, _, h3 = cls.hosts.hosts
         if not (all(cls.hosts.block_connections_to(h, cls.coordinator) for h in cls.hosts.hosts)
                 and cls.hosts.firewall_ssh(h3, [h1["address"]])):
+            why = harness.firewall_reason(h3["ns"])
             cls.hosts.close()
-            raise unittest.SkipTest("neither nft nor iptables works in a network namespace")
+            raise unittest.SkipTest(why)
 
     @classmethod
     def tearDownClass(cls):
@@ -104,7 +105,11 @@ class RendezvousViaSshTest(unittest.TestCase):
     def test_an_idle_job_through_a_bastion_and_via_ssh_leaves_the_coordinator_idle(self):
         # Every forwarded connection and the bastion's tunnel wait on their
         # sockets: with ranks that print nothing, the coordinator does no work.
-        # A spin costs about 10 CPU s in 10 s; plain SSH costs under 0.2.
+        # Measured as the time its threads ran or waited for a CPU: a spinning
+        # thread counts all of the 10 s whatever else loads the machine (its CPU
+        # seconds would not: on a busy machine it gets a fraction of a core),
+        # an idle coordinator its wake-ups, under 0.2 s with plain SSH. The
+        # bound, 3 s, is far above the latter and far below the former.
         h1, h2, h3 = self.hosts.hosts
         job = f"idle-{os.getpid()}"
         ready = os.path.join(self.hosts.tmp, job)
@@ -120,11 +125,14 @@ class RendezvousViaSshTest(unittest.TestCase):
         try:
             self.assertTrue(harness.wait_for(lambda: len(os.listdir(ready)) == 2, 60),
                             "the ranks did not start")
-            before = harness.cpu_seconds(proc.pid)
+            before = harness.cpu_seconds(proc.pid), harness.runnable_seconds(proc.pid)
             time.sleep(10)
-            used = harness.cpu_seconds(proc.pid) - before
-            print(f"\n  coordinator CPU in 10 idle seconds: {used:.2f} s", flush=True)
-            self.assertLess(used, 1.0, f"the coordinator used {used:.2f} CPU s in 10 idle s")
+            used = harness.cpu_seconds(proc.pid) - before[0]
+            busy = harness.runnable_seconds(proc.pid) - before[1]
+            print(f"\n  coordinator in 10 idle seconds: {used:.2f} CPU s, running or runnable "
+                  f"{busy:.2f} s", flush=True)
+            self.assertLess(busy, 3.0, f"the coordinator ran or waited to run {busy:.2f} s "
+                            f"({used:.2f} CPU s) in 10 idle s")
             proc.send_signal(signal.SIGINT)
             _, err = proc.communicate(timeout=60)
             self.assertEqual(proc.returncode, 130, err)
@@ -139,6 +147,6 @@ if __name__ == "__main__":
     # Hosts behind a firewall need namespaces.
     sshd_harness.require_netns("the rendezvous-via-SSH tests")
     if not (shutil.which("nft") or shutil.which("iptables")):
-        print("SKIP: needs nft or iptables for the firewall in front of the coordinator")
-        sys.exit(harness.SKIP)
-    unittest.main(verbosity=2)
+        harness.skip_file("missing: nft or iptables for the firewall in front of the "
+                          "coordinator (nftables, iptables)")
+    harness.main(verbosity=2)

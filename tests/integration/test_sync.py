@@ -232,4 +232,4 @@ class SharedDestinationTest(WithHosts):
 
 if __name__ == "__main__":
     harness.require_binaries()
-    unittest.main(verbosity=2)
+    harness.main(verbosity=2)

@@ -36,9 +36,10 @@ class SyncGitTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         if not shutil.which("git"):
-            raise unittest.SkipTest("needs git")
+            raise unittest.SkipTest("missing: git (git)")
         if not sshd_harness.can_use_netns():
-            raise unittest.SkipTest("needs network namespaces (root)")
+            raise unittest.SkipTest(harness.netns_reason(honour_opt_out=False)
+                                    or "no network namespaces")
         cls.tmp = tempfile.mkdtemp(prefix="dlaunch-git-")
         cls.homes = {n: os.path.join(cls.tmp, f"home-{n}") for n in ("h1", "h2")}
         for home in cls.homes.values():
@@ -165,4 +166,4 @@ class SyncGitTest(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    unittest.main()
+    harness.main()

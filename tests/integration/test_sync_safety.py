@@ -104,7 +104,7 @@ class SyncGitSharedWorkdirTest(harness.DlaunchTestCase):
     def setUp(self):
         super().setUp()
         if not shutil.which("git"):
-            self.skipTest("needs git")
+            self.skipTest("missing: git (git)")
         self.repo = os.path.join(self.tmp, "repo")
         git("init", "--quiet", "--initial-branch=main", self.repo)
         self.commit("three")
@@ -189,4 +189,4 @@ class SyncGitSharedWorkdirTest(harness.DlaunchTestCase):
 
 if __name__ == "__main__":
     harness.require_binaries()
-    unittest.main()
+    harness.main()

@@ -51,7 +51,8 @@ class TensorboardSyncTest(unittest.TestCase):
         self.assertEqual(r.returncode, 0, r.stderr)
         return json.loads(r.stdout)
 
-    @unittest.skipUnless(os.access(mh.MNIST, os.X_OK), "mnist_dist is not built (no LibTorch)")
+    @unittest.skipUnless(os.access(mh.MNIST, os.X_OK),
+                         f"not built: {mh.MNIST} (needs LibTorch: libtorch-dev libgloo-dev)")
     def test_mnist_events_on_a_remote_host_arrive_byte_identical(self):
         remote = os.path.join(self.hosts.tmp, f"runs-{self.job}")
         r = self.hosts.dlaunch(["--hosts", self.hosts_file, "--name", self.job, "--tensorboard-dir",
@@ -86,4 +87,4 @@ class TensorboardSyncTest(unittest.TestCase):
 
 if __name__ == "__main__":
     harness.require_binaries()
-    unittest.main(verbosity=2)
+    harness.main(verbosity=2)

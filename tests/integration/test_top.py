@@ -30,10 +30,10 @@ class TopNodeTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         if not sshd_harness.have_sshd():
-            raise unittest.SkipTest("/usr/sbin/sshd or ssh-keygen missing (apt-get install "
-                                    "openssh-server)")
+            raise unittest.SkipTest(sshd_harness.MISSING_SSHD)
         if os.geteuid() != 0 and not os.path.isdir("/run/sshd"):
-            raise unittest.SkipTest("needs root (or an existing /run/sshd) to start sshd servers")
+            raise unittest.SkipTest("not root: starting sshd servers needs root (or an existing "
+                                    "/run/sshd)")
         cls.hosts = sshd_harness.SshHosts(2)
         cls.hosts.__enter__()
         if not cls.hosts.netns:
@@ -200,4 +200,4 @@ class TopJobTest(DlaunchTestCase):
 
 if __name__ == "__main__":
     harness.require_binaries()
-    unittest.main(verbosity=2)
+    harness.main(verbosity=2)

@@ -256,7 +256,7 @@ class TestEveryFlag(harness.DlaunchTestCase):
     def test_the_installed_torchruns_flags_are_all_known(self):
         flags = installed_torchrun_flags()
         if flags is None:
-            self.skipTest(f"{TORCH_PYTHON} has no torch.distributed.run")
+            self.skipTest(f"missing: torch.distributed.run for {TORCH_PYTHON} (python3-torch)")
         known = {s for spellings, _ in TORCHRUN_FLAGS for s in spellings}
         self.assertEqual(sorted(flags - known), [],
                          "flags of the installed torchrun missing from this test's list")
@@ -273,7 +273,7 @@ class TestNodesInNamespaces(TorchrunCase):
     @classmethod
     def setUpClass(cls):
         if not sshd_harness.netns_usable():
-            raise unittest.SkipTest("needs root and network namespaces")
+            raise unittest.SkipTest(harness.netns_reason() or "no network namespaces")
         sshd_harness.require_sshd()
         cls.hosts = sshd_harness.SshHosts(2)
         cls.hosts.__enter__()
@@ -411,6 +411,5 @@ class TestNodesInNamespaces(TorchrunCase):
 if __name__ == "__main__":
     harness.require_binaries()
     if not have_torch():
-        print(f"SKIP: {TORCH_PYTHON} cannot import torch (Debian's python3-torch)")
-        sys.exit(harness.SKIP)
-    unittest.main(verbosity=2)
+        harness.skip_file(f"missing: torch for {TORCH_PYTHON} (python3-torch)")
+    harness.main(verbosity=2)

@@ -11,6 +11,11 @@
 namespace dlaunch {
 namespace {
 
+// AddressSanitizer and ThreadSanitizer bring allocators of their own, which
+// malloc_trim does not reach: the test is compiled out under them. So this file
+// is not among the units (built under the sanitizers by scripts/test.sh) but
+// an executable of its own, heap_return_tests, which tests/CMakeLists.txt
+// builds and runs in unsanitized builds only, and fails if it ran no test case.
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
 #define DLAUNCH_OWN_ALLOCATOR 1
 #elif defined(__has_feature)
