@@ -9,6 +9,8 @@
 #include <string>
 #include <string_view>
 
+#include "common/result.h"
+
 namespace dlaunch {
 
 // Before a peer has proven the job's secret it may send only small frames.
@@ -42,15 +44,15 @@ class FrameDecoder {
   // Takes the next whole frame out of the buffer, if there is one.
   Result next();
   // Hands every whole frame buffered to `on_frame` (bool(Frame&&)), in order,
-  // until it returns false. Returns why the stream is bad, if it is; the
+  // until it returns false. Fails saying why the stream is bad, if it is; the
   // frames before the bad one were handed out.
   template <class OnFrame>
-  std::optional<std::string> each(OnFrame&& on_frame) {
+  dlaunch::Result<void> each(OnFrame&& on_frame) {
     for (;;) {
       auto result = next();
-      if (result.status == Status::need_more) return std::nullopt;
-      if (result.status == Status::bad) return std::move(result.reason);
-      if (!on_frame(std::move(result.frame))) return std::nullopt;
+      if (result.status == Status::need_more) return {};
+      if (result.status == Status::bad) return fail(std::move(result.reason));
+      if (!on_frame(std::move(result.frame))) return {};
     }
   }
   std::size_t buffered() const { return buffer_.size() - start_; }

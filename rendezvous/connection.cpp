@@ -161,7 +161,7 @@ void Connection::read_more() {
         if (n == self->read_capacity_)
           self->read_wanted_ = std::min(self->read_capacity_ * 4, self->read_limit_);
         self->decoder_.feed(std::string_view(self->read_buffer_.get(), n));
-        const auto bad = self->decoder_.each([&self](Frame&& frame) {
+        const auto read = self->decoder_.each([&self](Frame&& frame) {
           auto message = proto::decode(frame.type, frame.payload);
           if (!message) {
             self->close("malformed message of type " + std::to_string(frame.type));
@@ -171,7 +171,7 @@ void Connection::read_more() {
           if (self->handler_.on_message) self->handler_.on_message(std::move(*message));
           return !self->closed_;
         });
-        if (bad) self->close("bad frame: " + *bad);
+        if (!read) self->close("bad frame: " + read.error());
         if (self->closed_) return;
         if (self->reading_paused_) {
           self->read_parked_ = true;

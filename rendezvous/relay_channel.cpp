@@ -24,11 +24,11 @@ void RelayChannel::read_more() {
           return;
         }
         self->decoder_.feed(std::string_view(self->read_buffer_.get(), n));
-        const auto bad = self->decoder_.each([&self](Frame&& frame) {
+        const auto read = self->decoder_.each([&self](Frame&& frame) {
           if (self->handler_.on_frame) self->handler_.on_frame(std::move(frame));
           return !self->closed_;
         });
-        if (bad) self->close("bad frame: " + *bad);
+        if (!read) self->close("bad frame: " + read.error());
         if (self->closed_) return;
         self->read_more();
       });

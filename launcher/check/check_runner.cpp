@@ -4,6 +4,7 @@
 #include <cstdint>
 
 #include "common/console.h"
+#include "common/exit_codes.h"
 
 namespace dlaunch {
 namespace {
@@ -24,15 +25,15 @@ CheckRunner::CheckRunner(asio::io_context& io, Settings settings, AgentTransport
 
 CheckRunner::~CheckRunner() = default;
 
-bool CheckRunner::run() {
+Result<void, int> CheckRunner::run() {
   if (auto started = runner_.start(); !started) {
     console().error(started.error());
-    return false;
+    return fail(kExitFailure);
   }
   apply(policy_.start());
   runner_.run();
   runner_.end();
-  return true;
+  return {};
 }
 
 void CheckRunner::on_join(ConnId conn, const proto::Join& join) {

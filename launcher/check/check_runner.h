@@ -22,8 +22,9 @@ class CheckRunner : private FleetRunner::Driver {
   CheckRunner(asio::io_context& io, Settings settings, AgentTransports& transports);
   ~CheckRunner() override;
 
-  // Runs to the end; false when the rendezvous could not listen (said on the console).
-  bool run();
+  // Runs to the end; fails with the exit code (kExitFailure) when the
+  // rendezvous could not listen, said on the console.
+  Result<void, int> run();
   const CheckResult& result() const { return policy_.result(); }
 
  private:

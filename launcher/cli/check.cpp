@@ -91,7 +91,7 @@ int check_command(int argc, const char* const* argv) {
       "  dlaunch check --hostfile hostfile --exclude worker-3\n"
       "  dlaunch check --hosts hosts.toml --json | jq .matrix\n"
       "  dlaunch check --hosts gpu-hosts.toml --nccl");
-  if (auto done = parse_subcommand(app, argc, argv)) return *done;
+  if (auto parsed = parse_subcommand(app, argc, argv); !parsed) return parsed.error();
   auto usage_error = [](const std::string& message) {
     console().error(message);
     return kExitUsage;

@@ -16,7 +16,7 @@ namespace dlaunch {
 Result<CheckResult, int> run_check_agents(Options& o, CheckPolicy::Config policy) {
   o.command = {"dlaunch-check"};  // the plan wants a program; check agents get none
   auto loaded = load_hosts_or_report(o);
-  if (!loaded) return fail(kExitUsage);
+  if (!loaded) return fail(loaded.error());
   const HostsFile hosts = std::move(*loaded);
   const Plan plan = make_plan(o, &hosts, "check");
 
@@ -50,7 +50,7 @@ Result<CheckResult, int> run_check_agents(Options& o, CheckPolicy::Config policy
                        descriptors.sessions_each()},
                       policy},
                      transports);
-  if (!runner.run()) return fail(kExitFailure);
+  if (auto ran = runner.run(); !ran) return fail(ran.error());
   return runner.result();
 }
 

@@ -14,7 +14,7 @@ int delete_command(int argc, const char* const* argv) {
   std::vector<std::string> names;
   add_log_dir_option(app, log_dir);
   app.add_option("job", names, "job names (see dlaunch list)")->required();
-  if (auto done = parse_subcommand(app, argc, argv)) return *done;
+  if (auto parsed = parse_subcommand(app, argc, argv); !parsed) return parsed.error();
 
   int code = 0;
   for (const auto& name : names) {

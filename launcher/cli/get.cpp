@@ -5,6 +5,7 @@
 #include <filesystem>
 
 #include "common/console.h"
+#include "common/exit_codes.h"
 #include "launcher/cli/commands.h"
 #include "launcher/cli/job_text.h"
 #include "launcher/cli/job_view.h"
@@ -107,10 +108,10 @@ int get_command(int argc, const char* const* argv) {
   add_log_dir_option(app, log_dir);
   app.add_option("job", name, "job name (see dlaunch list)")->required();
   app.add_flag("--json", json_out, "the job as one JSON object");
-  if (auto done = parse_subcommand(app, argc, argv)) return *done;
+  if (auto parsed = parse_subcommand(app, argc, argv); !parsed) return parsed.error();
 
   auto job = find_job_or_report(log_dir, name);
-  if (!job) return 1;
+  if (!job) return kExitFailure;
   if (json_out) {
     JsonWriter json;
     write_job_json(json, *job, std::time(nullptr));

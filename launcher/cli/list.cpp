@@ -6,6 +6,7 @@
 #include <set>
 
 #include "common/console.h"
+#include "common/exit_codes.h"
 #include "launcher/cli/commands.h"
 #include "launcher/cli/job_text.h"
 #include "launcher/cli/job_view.h"
@@ -37,7 +38,7 @@ int list_command(int argc, const char* const* argv) {
                  "STOPPED, LOST (comma-separated or repeated)")
       ->delimiter(',');
   app.add_flag("--json", json_out, "a JSON array of jobs (the fields of `dlaunch get --json`)");
-  if (auto done = parse_subcommand(app, argc, argv)) return *done;
+  if (auto parsed = parse_subcommand(app, argc, argv); !parsed) return parsed.error();
 
   std::set<JobStatus> statuses;
   for (const auto& text : statuses_text) {
@@ -45,7 +46,7 @@ int list_command(int argc, const char* const* argv) {
     if (!status) {
       console().error("--status: unknown status '" + text +
                       "' (PENDING, RUNNING, RESTARTING, SUCCEEDED, FAILED, STOPPED, LOST)");
-      return 2;
+      return kExitUsage;
     }
     statuses.insert(*status);
   }

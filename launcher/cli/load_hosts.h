@@ -2,15 +2,15 @@
 // (run, check, top node) load them: every diagnostic and warning printed.
 #pragma once
 
-#include <optional>
-
+#include "common/result.h"
 #include "launcher/config/hosts_file.h"
 #include "launcher/config/options.h"
 
 namespace dlaunch {
 
 // The hosts the options name (launcher/config/host_source.h), with the
-// sources' warnings printed; nothing after printing every diagnostic.
-std::optional<HostsFile> load_hosts_or_report(const Options& o);
+// sources' warnings printed; else fails with the exit code (kExitUsage) after
+// printing every diagnostic.
+Result<HostsFile, int> load_hosts_or_report(const Options& o);
 
 }  // namespace dlaunch

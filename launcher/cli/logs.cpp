@@ -14,6 +14,7 @@
 #include <utility>
 
 #include "common/console.h"
+#include "common/exit_codes.h"
 #include "launcher/cli/commands.h"
 #include "launcher/cli/subcommand.h"
 
@@ -119,7 +120,7 @@ int print_logs(const std::string& name, const Job& job, const std::optional<int>
     // A rank that has written nothing has no file: its log is empty, not missing.
     if (!job_has_rank(job, *rank)) {
       console().error("job " + name + " has no rank " + std::to_string(*rank));
-      return 1;
+      return kExitFailure;
     }
     console().note("rank " + std::to_string(*rank) + " of job " + name + " has written nothing");
     return 0;
@@ -153,10 +154,10 @@ int logs_command(int argc, const char* const* argv) {
       ->excludes(rank_option);
   app.add_option("-t,--tail", tail, "last N lines of each rank");
   app.add_flag("-f,--follow", follow, "keep printing new lines while the job runs");
-  if (auto done = parse_subcommand(app, argc, argv)) return *done;
+  if (auto parsed = parse_subcommand(app, argc, argv); !parsed) return parsed.error();
 
   auto job = find_job_or_report(log_dir, name);
-  if (!job) return 1;
+  if (!job) return kExitFailure;
   if (!all_ranks && !rank) rank = 0;
   return print_logs(name, *job, all_ranks ? std::nullopt : rank, tail, follow);
 }

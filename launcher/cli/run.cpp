@@ -61,8 +61,9 @@ std::string this_host_name_or_localhost() {
 
 // The secret of a manual-mode node (launcher/config/secret.h); node 0 prints
 // the line that starts the others when it made the secret itself.
-std::optional<std::string> manual_secret(const Options& o, std::optional<std::string> secret_env,
-                                         int argc, const char* const* argv) {
+// Fails with the exit code (kExitUsage) once the error is printed.
+Result<std::string, int> manual_secret(const Options& o, std::optional<std::string> secret_env,
+                                       int argc, const char* const* argv) {
   ManualSecretInputs in;
   in.nnodes = o.nnodes;
   in.node_rank = o.node_rank;
@@ -72,7 +73,7 @@ std::optional<std::string> manual_secret(const Options& o, std::optional<std::st
   auto chosen = choose_manual_secret(in);
   if (!chosen) {
     console().error(chosen.error());
-    return std::nullopt;
+    return fail(kExitUsage);
   }
   auto& secret = *chosen;
   if (!secret.warning.empty()) log::warn(secret.warning);
@@ -212,7 +213,8 @@ Result<void> check_container_flags(const Plan& plan, const Options& o) {
   return fail(std::string(given) + " needs --image (or an `image` in the hosts file)");
 }
 
-bool add_environment(Plan& plan, const Options& o) {
+// Fails with the exit code (kExitUsage) once every error is printed.
+Result<void, int> add_environment(Plan& plan, const Options& o) {
   plan.forwarded_env =
       forwarded_environment(current_environment(), o.forward_env_defaults, o.forward_env);
   EnvVars command_line;
@@ -220,14 +222,14 @@ bool add_environment(Plan& plan, const Options& o) {
     auto loaded = load_env_file(o.env_file);
     if (!loaded) {
       for (const auto& e : loaded.error()) console().error(e.to_string());
-      return false;
+      return fail(kExitUsage);
     }
     command_line = std::move(*loaded);
   }
   auto assigned = parse_env_assignments(o.env);
   if (!assigned) {
     for (const auto& e : assigned.error()) console().error(e.to_string());
-    return false;
+    return fail(kExitUsage);
   }
   for (const auto& [k, v] : command_line) plan.env_file_names.insert(k);
   for (auto& [k, v] : *assigned) {
@@ -235,7 +237,7 @@ bool add_environment(Plan& plan, const Options& o) {
     plan.env_file_names.erase(k);
   }
   plan.command_line_env = std::move(command_line);
-  return true;
+  return {};
 }
 
 int run_command(int argc, const char* const* argv) {
@@ -281,8 +283,9 @@ int run_command(int argc, const char* const* argv) {
 
   std::optional<HostsFile> hosts;
   if (o.mode == Mode::hosts) {
-    hosts = load_hosts_or_report(o);
-    if (!hosts) return kExitUsage;
+    auto loaded = load_hosts_or_report(o);
+    if (!loaded) return loaded.error();
+    hosts = std::move(*loaded);
   }
 
   // A Python program is named by its script or module, not by python3.
@@ -295,7 +298,7 @@ int run_command(int argc, const char* const* argv) {
   }
   Plan plan = make_plan(o, hosts ? &*hosts : nullptr, job);
   for (const auto& warning : plan.warnings) log::warn(warning);
-  if (!add_environment(plan, o)) return kExitUsage;
+  if (auto added = add_environment(plan, o); !added) return added.error();
   // A manual-mode node is this machine, named as the other nodes will see it.
   if (o.mode == Mode::manual) plan.nodes.front().host.name = this_host_name_or_localhost();
   if (auto checked = check_elastic(plan, o); !checked) {
@@ -374,9 +377,9 @@ int run_command(int argc, const char* const* argv) {
   ::unsetenv(kSecretEnv);
   std::string secret;
   if (o.mode == Mode::manual) {
-    auto s = manual_secret(o, std::move(secret_env), argc, argv);
-    if (!s) return kExitUsage;
-    secret = *s;
+    auto made = manual_secret(o, std::move(secret_env), argc, argv);
+    if (!made) return made.error();
+    secret = *made;
   } else {
     secret = auth::random_bytes(auth::kSecretSize);
   }

@@ -37,7 +37,7 @@ int stacks_command(int argc, const char* const* argv) {
   app.add_option("--timeout", timeout_s, "seconds to wait for every host")
       ->capture_default_str()
       ->check(CLI::Range(1, 3600));
-  if (auto done = parse_subcommand(app, argc, argv)) return *done;
+  if (auto parsed = parse_subcommand(app, argc, argv); !parsed) return parsed.error();
 
   std::string ranks;
   if (!ranks_text.empty()) {

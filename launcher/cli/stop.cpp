@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "common/console.h"
+#include "common/exit_codes.h"
 #include "launcher/cli/commands.h"
 #include "launcher/cli/job_text.h"
 #include "launcher/cli/subcommand.h"
@@ -26,19 +27,19 @@ int stop_command(int argc, const char* const* argv) {
                  "seconds the ranks get between SIGTERM and SIGKILL (default: the job's --grace)")
       ->check(CLI::Range(0, 3600));
   app.add_option("--wait", wait_s, "seconds to wait for the stop")->capture_default_str();
-  if (auto done = parse_subcommand(app, argc, argv)) return *done;
+  if (auto parsed = parse_subcommand(app, argc, argv); !parsed) return parsed.error();
 
   auto job = find_job_or_report(log_dir, name);
-  if (!job) return 1;
+  if (!job) return kExitFailure;
   if (!is_active(job->status)) {
     console().note("job " + name + " is not running (" + std::string(job_status_name(job->status)) +
                    ")");
-    return 1;
+    return kExitFailure;
   }
   if (grace_s) {
     if (auto written = write_stop_request(job->dir, *grace_s); !written) {
       console().error(written.error());
-      return 1;
+      return kExitFailure;
     }
   }
   const long long pid = job->info.coordinator_pid;
@@ -59,7 +60,7 @@ int stop_command(int argc, const char* const* argv) {
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
   console().note(formatted("job %s still running after %d s", name.c_str(), limit_s));
-  return 1;
+  return kExitFailure;
 }
 
 }  // namespace dlaunch

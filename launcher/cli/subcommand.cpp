@@ -3,11 +3,12 @@
 #include <vector>
 
 #include "common/console.h"
+#include "common/exit_codes.h"
 #include "launcher/config/options.h"
 
 namespace dlaunch {
 
-std::optional<int> parse_subcommand(CLI::App& app, int argc, const char* const* argv) {
+Result<void, int> parse_subcommand(CLI::App& app, int argc, const char* const* argv) {
   try {
     // CLI11 takes the arguments last first.
     std::vector<std::string> args;
@@ -16,12 +17,12 @@ std::optional<int> parse_subcommand(CLI::App& app, int argc, const char* const* 
   } catch (const CLI::ParseError& e) {
     if (e.get_exit_code() == 0) {
       console().out(app.help());
-      return 0;
+      return fail(kExitOk);
     }
     console().error(e.what());
-    return 2;
+    return fail(kExitUsage);
   }
-  return std::nullopt;
+  return {};
 }
 
 void add_log_dir_option(CLI::App& app, std::string& log_dir) {

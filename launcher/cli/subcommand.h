@@ -7,13 +7,15 @@
 #include <optional>
 #include <string>
 
+#include "common/result.h"
 #include "launcher/record/job_store.h"
 
 namespace dlaunch {
 
-// Parses argv[1..] (argv[0] is the command's name). Returns the exit code when
-// the command is done already: 0 after printing --help, 2 after a usage error.
-std::optional<int> parse_subcommand(CLI::App& app, int argc, const char* const* argv);
+// Parses argv[1..] (argv[0] is the command's name). Fails with the exit code
+// when the command is done already: 0 after printing --help, 2 (kExitUsage)
+// after a usage error.
+Result<void, int> parse_subcommand(CLI::App& app, int argc, const char* const* argv);
 
 // --log-dir, defaulting to where coordinators write their records.
 void add_log_dir_option(CLI::App& app, std::string& log_dir);

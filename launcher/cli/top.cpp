@@ -214,7 +214,7 @@ int top_command(int argc, const char* const* argv) {
   job->footer(job_footer);
   app.footer(std::string("Plain `dlaunch top` is `dlaunch top job`.\n") + job_footer);
   app.require_subcommand(0, 1);
-  if (auto done = parse_subcommand(app, argc, argv)) return *done;
+  if (auto parsed = parse_subcommand(app, argc, argv); !parsed) return parsed.error();
   if (node->parsed()) return top_node(node_args);
   return top_job(job->parsed() ? job_args : plain);
 }
