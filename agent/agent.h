@@ -25,10 +25,10 @@
 #include "agent/rank_supervisor.h"
 #include "agent/sync_markers.h"
 #include "agent/sync_receiver.h"
-#include "protocol/file_mirror.h"
 #include "protocol/launch_spec.h"
 #include "protocol/rank_env.h"
 #include "rendezvous/client.h"
+#include "transfer/file_mirror.h"
 
 namespace dlaunch {
 

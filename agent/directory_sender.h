@@ -1,6 +1,6 @@
 // --tensorboard-dir and --checkpoint-dir on the agent of rank 0's host: sends
 // the directory's files to the coordinator over the agent's rendezvous
-// connection as FileChunks (protocol/directory_follower.h says which bytes).
+// connection as FileChunks (transfer/directory_follower.h says which bytes).
 // While the ranks run: every period (500 ms for event files) up to its bytes
 // (1 MiB), and only while less than 512 KiB of output waits on the
 // connection, so log lines never queue behind files. When a round's ranks have ended: everything
@@ -12,8 +12,8 @@
 #include <functional>
 #include <string>
 
-#include "protocol/directory_follower.h"
 #include "rendezvous/client.h"
+#include "transfer/directory_follower.h"
 
 namespace dlaunch {
 

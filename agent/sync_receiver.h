@@ -22,7 +22,7 @@
 
 #include "protocol/messages.h"
 #include "protocol/sha256.h"
-#include "protocol/sync_ignore.h"
+#include "transfer/sync_ignore.h"
 
 namespace dlaunch {
 

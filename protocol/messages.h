@@ -367,7 +367,7 @@ enum class SyncInto : std::uint8_t { workdir = 0, image_cache = 1 };
 
 // A batch of the offer: entries[i] has index first + i in the whole offer.
 // `delete_extra` (--sync-delete), `ignore` (the rules, see
-// protocol/sync_ignore.h) and `into` are read from the first batch only. A
+// transfer/sync_ignore.h) and `into` are read from the first batch only. A
 // node gets one offer per destination, the next once the last one's SyncDone
 // is in.
 struct SyncOffer {

@@ -15,9 +15,9 @@
 
 #include "common/posix.h"
 #include "protocol/auth.h"
-#include "protocol/digest_cache.h"
 #include "ssh/exec_upload.h"
 #include "ssh/shell_quote.h"
+#include "transfer/digest_cache.h"
 
 namespace dlaunch {
 namespace {

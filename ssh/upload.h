@@ -23,7 +23,7 @@ struct AgentUpload {
 
 // The SHA-256 of the agent at `path` (followed through symbolic links), hex:
 // computed once per process and path (every host needs it), and remembered
-// between runs while the file is unchanged (protocol/digest_cache.h).
+// between runs while the file is unchanged (transfer/digest_cache.h).
 std::string agent_sha256(const std::string& path);
 
 // Uploads the agent into `cache_dir` (which the start command has made), or

@@ -12,9 +12,9 @@
 #include <optional>
 #include <string>
 
-#include "protocol/directory_follower.h"
-#include "protocol/file_mirror.h"
 #include "rendezvous/service.h"
+#include "transfer/directory_follower.h"
+#include "transfer/file_mirror.h"
 
 namespace dlaunch {
 

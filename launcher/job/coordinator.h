@@ -27,7 +27,7 @@
 #include "launcher/sync/sync_manifest.h"
 #include "launcher/sync/sync_streams.h"
 #include "launcher/transport/transport.h"
-#include "protocol/file_mirror.h"
+#include "transfer/file_mirror.h"
 
 namespace dlaunch {
 

@@ -7,8 +7,8 @@
 #include <cerrno>
 #include <cstring>
 
-#include "protocol/digest_cache.h"
 #include "protocol/sha256.h"
+#include "transfer/digest_cache.h"
 
 namespace dlaunch {
 namespace {

@@ -13,7 +13,7 @@
 #include <sstream>
 
 #include "protocol/sha256.h"
-#include "protocol/sync_ignore.h"
+#include "transfer/sync_ignore.h"
 
 namespace dlaunch {
 namespace {

@@ -1,7 +1,7 @@
 // `--sync DIR`: what the directory holds, as the offer to every agent lists
 // it. Built once, before any agent starts: walks DIR without following
 // symbolic links, skips what the ignore rules match (`.git`, `.dlaunchignore`;
-// see protocol/sync_ignore.h) and records each entry's kind, mode bits, size,
+// see transfer/sync_ignore.h) and records each entry's kind, mode bits, size,
 // SHA-256 (files) and target (symlinks). Sockets, FIFOs and devices are
 // skipped and counted. Entries come in walk order, names sorted within each
 // directory, so that a directory comes before what it holds.

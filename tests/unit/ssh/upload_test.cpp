@@ -7,10 +7,10 @@
 #include <cstdlib>
 #include <string>
 
-#include "protocol/digest_cache.h"
 #include "protocol/sha256.h"
 #include "tests/unit/scoped_env.h"
 #include "tests/unit/scratch_dir.h"
+#include "transfer/digest_cache.h"
 
 using namespace dlaunch;
 using dlaunch::testing::ScratchDir;

@@ -6,7 +6,7 @@
 #include <cstdlib>
 #include <filesystem>
 
-#include "protocol/digest_cache.h"
+#include "transfer/digest_cache.h"
 
 #include "protocol/sha256.h"
 #include "tests/unit/scoped_env.h"

@@ -1,4 +1,4 @@
-#include "protocol/directory_follower.h"
+#include "transfer/directory_follower.h"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -8,7 +8,7 @@
 #include <algorithm>
 #include <cerrno>
 
-#include "protocol/file_mirror.h"
+#include "transfer/file_mirror.h"
 
 namespace dlaunch {
 namespace {

@@ -1,4 +1,4 @@
-#include "protocol/file_mirror.h"
+#include "transfer/file_mirror.h"
 #include "tests/unit/scratch_dir.h"
 
 #include <doctest/doctest.h>

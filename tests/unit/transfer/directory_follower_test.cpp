@@ -1,4 +1,4 @@
-#include "protocol/directory_follower.h"
+#include "transfer/directory_follower.h"
 #include "tests/unit/scratch_dir.h"
 
 #include <doctest/doctest.h>

@@ -1,4 +1,4 @@
-#include "protocol/sync_ignore.h"
+#include "transfer/sync_ignore.h"
 
 #include <fnmatch.h>
 

@@ -1,4 +1,4 @@
-#include "protocol/digest_cache.h"
+#include "transfer/digest_cache.h"
 
 #include <cerrno>
 #include <cstdlib>

@@ -1,4 +1,4 @@
-#include "protocol/file_mirror.h"
+#include "transfer/file_mirror.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
