@@ -324,102 +324,44 @@ std::string sync_dir_name(const std::string& dir) {
 
 namespace {
 
-// parse_options without naming the PET_* variables it read in an error;
-// `env_said` gets them.
-ParseResult parse_command_line(int argc, const char* const* argv,
-                               std::span<const CommandHelp> commands, std::string& env_said) {
-  Options o;
-  CLI::App app{"dlaunch: start distributed PyTorch/LibTorch training on plain hosts", "dlaunch"};
-  app.set_version_flag("--version", std::string("dlaunch ") + kVersion);
-  app.footer(help_footer(commands));
-  app.formatter(std::make_shared<JobUsage>());
-  // The program is the first word that is no option of ours nor an option's
-  // value, or what follows "--": everything after it is the program's, byte
-  // for byte, "--" and --help included (torchrun's way). CLI11 stops there.
-  app.prefix_command(true);
-  // An option given twice takes the last value, as argparse does (torchrun,
-  // deepspeed); lists (-e, --mount, ...) keep every value.
-  app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
-
-  std::string nproc_text;
-  std::string ranks_filter_text;
-  std::string hang_timeout_text;
+// What the option groups read as text or into a holder of their own, checked
+// once the whole line is parsed (parse_command_line).
+struct OptionTexts {
+  std::string nproc;
+  std::string ranks_filter;
+  std::string hang_timeout;
+  std::string nnodes;
   std::optional<int> node_rank;
-  add_host_list_options(app, o);
-  app.add_option("--nproc-per-node,--nproc_per_node,-n", nproc_text,
+  PythonChoice python;
+  bool no_forward_env = false;
+  CLI::Option* rdzv_port = nullptr;
+};
+
+// "Ranks" in --help: how many per node, how they stop, restart and hang.
+void add_rank_options(CLI::App& app, Options& o, OptionTexts& t) {
+  app.add_option("--nproc-per-node,--nproc_per_node,-n", t.nproc,
                  "ranks per node: a number, 'auto' or 'gpu' (one per GPU, else 1), or 'cpu' (one "
                  "per CPU)")
       ->group("Ranks");
-  std::string nnodes_text;
-  app.add_option("--nnodes", nnodes_text,
+  app.add_option("--nnodes", t.nnodes,
                  "number of nodes (manual mode), or MIN:MAX: an elastic job that starts with MIN "
                  "to MAX nodes and goes on after a loss while MIN remain (a host list, or the "
                  "same line on each node)")
       ->group("Ranks");
-  app.add_option("--spares", o.spares,
-                 "the host list's last N hosts are spares: they join and are probed, and run "
-                 "ranks only in place of a lost node")
-      ->check(CLI::Range(0, 1 << 20))
-      ->group("Hosts");
   app.add_option("--node-fail-limit", o.node_fail_limit,
                  "rounds in which a node's ranks failed before it is retired, in a job with "
                  "spares or MIN:MAX (0: never)")
       ->capture_default_str()
       ->check(CLI::Range(0, 1000))
       ->group("Ranks");
-  app.add_option("--join-timeout", o.join_timeout_s,
-                 "seconds an elastic job waits for all its hosts before it starts with those "
-                 "that joined (at least MIN)")
-      ->capture_default_str()
-      ->check(CLI::Range(1, 86400))
-      ->group("Rendezvous and network");
-  app.add_option("--checkpoint-dir", o.checkpoint_dir,
-                 "where rank 0 writes its checkpoint (relative to its working directory; the "
-                 "ranks get it as DLAUNCH_CHECKPOINT_DIR): each complete file is copied into the "
-                 "job's directory, and to a new node 0 before a round starts there")
-      ->group("Job");
-  app.add_option("--node-rank,--node_rank,--rank", node_rank, "this node's rank (manual mode)")
+  app.add_option("--node-rank,--node_rank,--rank", t.node_rank, "this node's rank (manual mode)")
       ->check(CLI::NonNegativeNumber)
       ->group("Ranks");
-  app.add_option("--master-addr,--master_addr", o.master_addr,
-                 "node 0's address: rendezvous host and MASTER_ADDR (manual mode)")
-      ->group("Rendezvous and network");
-  app.add_option("--master-port,--master_port", o.master_port,
-                 "MASTER_PORT for the ranks (default: a free port found on node 0)")
-      ->check(CLI::Range(1, 65535))
-      ->group("Rendezvous and network");
-  auto* rdzv_port =
-      app.add_option(
-             "--rdzv-port", o.rdzv_port,
-             "rendezvous TCP port on node 0 (manual mode), or of the coordinator (over the hosts "
-             "file's [rendezvous] port; default there: any free port)")
-          ->group("Rendezvous and network");
-  rdzv_port->capture_default_str()->check(CLI::Range(1, 65535));
-  app.add_option("--rdzv-timeout", o.rdzv_timeout_s, "seconds to wait for every node to join")
-      ->capture_default_str()
-      ->check(CLI::Range(1, 86400 * 7))
-      ->group("Rendezvous and network");
-  app.add_option("--secret-file", o.secret_file,
-                 "file holding the job's shared secret, the same on every node (manual mode; "
-                 "default $DLAUNCH_SECRET_FILE; else $DLAUNCH_SECRET holds it; else node 0 "
-                 "makes one and prints the line for the other nodes)")
-      ->group("Rendezvous and network");
-  app.add_flag("--insecure-no-secret", o.insecure_no_secret,
-               "manual mode without a secret: any host that reaches the rendezvous port can join")
-      ->group("Rendezvous and network");
-  app.add_option("--name", o.name, "job name (default: program name and a timestamp)")
-      ->group("Job");
-  app.add_option("--log-dir,--log_dir", o.log_dir,
-                 "where job logs go (default $DLAUNCH_STATE_DIR or ~/.local/state/dlaunch/jobs)")
-      ->group("Output and logs");
-  app.add_option("--ranks-filter", ranks_filter_text,
-                 "only these ranks reach the terminal, e.g. 0,3 or 0-3 (files get all)")
-      ->group("Output and logs");
   app.add_option("--grace", o.grace_s, "seconds between SIGTERM and SIGKILL when stopping ranks")
       ->capture_default_str()
       ->check(CLI::Range(0, 3600))
       ->group("Ranks");
-  app.add_option("--hang-timeout", hang_timeout_text,
+  app.add_option("--hang-timeout", t.hang_timeout,
                  "no progress for this long (90s, 10m, 2h): gather every rank's stack, name the "
                  "suspect and end the job HUNG, exit 124 (0: never; default: only say so after "
                  "30 min)")
@@ -433,11 +375,100 @@ ParseResult parse_command_line(int argc, const char* const* argv,
       ->capture_default_str()
       ->check(CLI::Range(0, 1000))
       ->group("Ranks");
+}
+
+// "Hosts" in --help: the host list's spares (the list itself: add_host_list_options).
+void add_spares_option(CLI::App& app, Options& o) {
+  app.add_option("--spares", o.spares,
+                 "the host list's last N hosts are spares: they join and are probed, and run "
+                 "ranks only in place of a lost node")
+      ->check(CLI::Range(0, 1 << 20))
+      ->group("Hosts");
+}
+
+// "Rendezvous and network" in --help: the rendezvous, node 0's address and port, the secret.
+void add_rendezvous_options(CLI::App& app, Options& o, OptionTexts& t) {
+  app.add_option("--join-timeout", o.join_timeout_s,
+                 "seconds an elastic job waits for all its hosts before it starts with those "
+                 "that joined (at least MIN)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 86400))
+      ->group("Rendezvous and network");
+  app.add_option("--master-addr,--master_addr", o.master_addr,
+                 "node 0's address: rendezvous host and MASTER_ADDR (manual mode)")
+      ->group("Rendezvous and network");
+  app.add_option("--master-port,--master_port", o.master_port,
+                 "MASTER_PORT for the ranks (default: a free port found on node 0)")
+      ->check(CLI::Range(1, 65535))
+      ->group("Rendezvous and network");
+  t.rdzv_port =
+      app.add_option(
+             "--rdzv-port", o.rdzv_port,
+             "rendezvous TCP port on node 0 (manual mode), or of the coordinator (over the hosts "
+             "file's [rendezvous] port; default there: any free port)")
+          ->group("Rendezvous and network");
+  t.rdzv_port->capture_default_str()->check(CLI::Range(1, 65535));
+  app.add_option("--rdzv-timeout", o.rdzv_timeout_s, "seconds to wait for every node to join")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 86400 * 7))
+      ->group("Rendezvous and network");
+  app.add_option("--secret-file", o.secret_file,
+                 "file holding the job's shared secret, the same on every node (manual mode; "
+                 "default $DLAUNCH_SECRET_FILE; else $DLAUNCH_SECRET holds it; else node 0 "
+                 "makes one and prints the line for the other nodes)")
+      ->group("Rendezvous and network");
+  app.add_flag("--insecure-no-secret", o.insecure_no_secret,
+               "manual mode without a secret: any host that reaches the rendezvous port can join")
+      ->group("Rendezvous and network");
   app.add_option("--heartbeat-timeout", o.heartbeat_timeout_s,
                  "seconds of silence after which a node is declared dead")
       ->capture_default_str()
       ->check(CLI::Range(2, 3600))
       ->group("Rendezvous and network");
+}
+
+// "Job" in --help: the job: its name, checkpoints, detaching, a dry run.
+void add_job_options(CLI::App& app, Options& o) {
+  app.add_option("--checkpoint-dir", o.checkpoint_dir,
+                 "where rank 0 writes its checkpoint (relative to its working directory; the "
+                 "ranks get it as DLAUNCH_CHECKPOINT_DIR): each complete file is copied into the "
+                 "job's directory, and to a new node 0 before a round starts there")
+      ->group("Job");
+  app.add_option("--name", o.name, "job name (default: program name and a timestamp)")
+      ->group("Job");
+  app.add_flag("-d,--detach", o.detach,
+               "leave the terminal: print the job name once it is PENDING and return 0; the job "
+               "goes on (dlaunch logs NAME -f, dlaunch stop NAME)")
+      ->group("Job");
+  app.add_flag("--dry-run", o.dry_run, "print the plan (hosts, ranks, environment); start nothing")
+      ->group("Job");
+}
+
+// "Output and logs" in --help: what reaches the terminal and the logs.
+void add_output_options(CLI::App& app, Options& o, OptionTexts& t) {
+  app.add_option("--log-dir,--log_dir", o.log_dir,
+                 "where job logs go (default $DLAUNCH_STATE_DIR or ~/.local/state/dlaunch/jobs)")
+      ->group("Output and logs");
+  app.add_option("--ranks-filter", t.ranks_filter,
+                 "only these ranks reach the terminal, e.g. 0,3 or 0-3 (files get all)")
+      ->group("Output and logs");
+  app.add_option("--tensorboard-dir", o.tensorboard_dir,
+                 "TensorBoard event dir on rank 0's host (relative to its working directory): "
+                 "its files are copied into the job's directory as they grow")
+      ->group("Output and logs");
+  app.add_flag("-v,--verbose", o.verbose, "more diagnostics (repeat for debug)")
+      ->group("Output and logs");
+  app.add_flag("-q,--quiet", o.quiet, "no rank output on the terminal (files still get it)")
+      ->group("Output and logs");
+  app.add_flag("--no-skip", o.no_skip,
+               "never skip lines on a terminal that falls behind: hold the ranks back instead "
+               "(for scripts reading dlaunch's output through a slow pipe)")
+      ->group("Output and logs");
+}
+
+// "Environment and code" in --help: the ranks' environment, the program's Python, code sent to the
+// hosts.
+void add_environment_options(CLI::App& app, Options& o, OptionTexts& t) {
   app.add_option("-e,--env", o.env,
                  "KEY=VALUE for every rank on every host (repeatable; wins over the hosts "
                  "file's env and forwarded variables)")
@@ -446,21 +477,19 @@ ParseResult parse_command_line(int argc, const char* const* argv,
   app.add_option("--env-file", o.env_file, "KEY=VALUE lines (# comments) for every rank, as --env")
       ->check(CLI::ExistingFile)
       ->group("Environment and code");
-  PythonChoice python;
-  app.add_flag("-m,--module", python.module,
+  app.add_flag("-m,--module", t.python.module,
                "the program is a Python module: each rank runs PYTHON -u -m PROGRAM ARGS "
                "(as torchrun -m)")
       ->group("Environment and code");
-  app.add_flag("--no-python,--no_python", python.no_python,
+  app.add_flag("--no-python,--no_python", t.python.no_python,
                "run a PROGRAM that ends in .py as it is (by default it runs as PYTHON -u PROGRAM, "
                "as torchrun runs it)")
       ->group("Environment and code");
-  app.add_option("--python", python.python,
+  app.add_option("--python", t.python.python,
                  "the Python for .py programs and -m (default: $DLAUNCH_PYTHON, else the first "
                  "python3 on each rank's PATH)")
       ->group("Environment and code");
-  bool no_forward_env = false;
-  app.add_flag("--no-forward-env", no_forward_env,
+  app.add_flag("--no-forward-env", t.no_forward_env,
                "do not forward this shell's NCCL_*, CUDA_* (not CUDA_VISIBLE_DEVICES), TORCH_*, "
                "OMP_*, HF_*, PYTHONPATH and VIRTUAL_ENV to every host")
       ->group("Environment and code");
@@ -489,6 +518,10 @@ ParseResult parse_command_line(int argc, const char* const* argv,
                "with --sync: also delete files in the working directory that the local "
                "directory lacks (ignored ones stay)")
       ->group("Environment and code");
+}
+
+// "Containers" in --help: ranks in containers.
+void add_container_options(CLI::App& app, Options& o) {
   app.add_option("--image", o.image,
                  "run every rank in a container of this image (podman, docker, apptainer or "
                  "enroot on each host; a host's `image` wins): host network and IPC, its GPUs, "
@@ -518,24 +551,211 @@ ParseResult parse_command_line(int argc, const char* const* argv,
       ->allow_extra_args(false)
       ->check(cli_check(check_mount, "SRC:DST[:ro]"))
       ->group("Containers");
-  app.add_flag("-d,--detach", o.detach,
-               "leave the terminal: print the job name once it is PENDING and return 0; the job "
-               "goes on (dlaunch logs NAME -f, dlaunch stop NAME)")
-      ->group("Job");
-  app.add_option("--tensorboard-dir", o.tensorboard_dir,
-                 "TensorBoard event dir on rank 0's host (relative to its working directory): "
-                 "its files are copied into the job's directory as they grow")
-      ->group("Output and logs");
-  app.add_flag("--dry-run", o.dry_run, "print the plan (hosts, ranks, environment); start nothing")
-      ->group("Job");
-  app.add_flag("-v,--verbose", o.verbose, "more diagnostics (repeat for debug)")
-      ->group("Output and logs");
-  app.add_flag("-q,--quiet", o.quiet, "no rank output on the terminal (files still get it)")
-      ->group("Output and logs");
-  app.add_flag("--no-skip", o.no_skip,
-               "never skip lines on a terminal that falls behind: hold the ranks back instead "
-               "(for scripts reading dlaunch's output through a slow pipe)")
-      ->group("Output and logs");
+}
+
+// The values read as text, now that the whole line is parsed: the program
+// (a Python one's interpreter), ranks per node, the hang timeout, the ranks
+// filter, --nnodes, --sync-git, and torchrun's and deepspeed's flags.
+Result<void> apply_option_texts(OptionTexts& t, const TorchrunFlags& torchrun,
+                                const DeepspeedFlags& deepspeed, Options& o) {
+  if (o.command.empty()) return fail("no program given: dlaunch [OPTIONS] -- PROG [ARGS...]");
+  if (o.command[0].empty()) return fail("the program name is empty (dlaunch -- '' ...)");
+  if (const char* env = std::getenv("DLAUNCH_PYTHON")) t.python.python_env = env;
+  t.python.run_path = torchrun.run_path;
+  const std::size_t words = o.command.size();
+  auto command = python_command(std::move(o.command), t.python);
+  if (!command) return fail(command.error());
+  o.command = std::move(*command);
+  o.python_program = o.command.size() > words;
+  o.python = t.python.python;
+  o.python_env = t.python.python_env.value_or("");
+  if (t.nproc == "cpu") {
+    o.nproc_per_node = kNprocCpus;
+  } else if (t.nproc == "xpu") {
+    return fail(
+        "--nproc-per-node xpu: dlaunch counts NVIDIA GPUs ('gpu' or 'auto'); give a number");
+  } else if (!t.nproc.empty() && t.nproc != "auto" && t.nproc != "gpu") {
+    int n = 0;
+    const auto [end, error] = std::from_chars(t.nproc.data(), t.nproc.data() + t.nproc.size(), n);
+    if (error != std::errc() || end != t.nproc.data() + t.nproc.size() || n < 1 || n > 4096) {
+      return fail(
+          "--nproc-per-node: expected a number from 1 to 4096, 'auto', 'gpu' or 'cpu', got '" +
+          t.nproc + "'");
+    }
+    o.nproc_per_node = n;
+  }
+  if (!t.hang_timeout.empty()) {
+    auto timeout = parse_duration(t.hang_timeout);
+    if (!timeout) return fail("--hang-timeout: " + timeout.error());
+    o.hang_timeout = *timeout;
+  }
+  if (!o.progress_pattern.empty()) {
+    try {
+      (void)std::regex(o.progress_pattern);
+    } catch (const std::regex_error& e) {
+      return fail("--progress-pattern '" + o.progress_pattern + "': not a regular expression (" +
+                  e.what() + ")");
+    }
+  }
+  if (!t.ranks_filter.empty()) {
+    auto ranks = parse_rank_list(t.ranks_filter);
+    if (!ranks) {
+      return fail("--ranks-filter: expected ranks like 0,3 or 0-3, got '" + t.ranks_filter + "'");
+    }
+    o.ranks_filter = *ranks;
+  }
+  if (!t.nnodes.empty()) {
+    if (auto parsed = parse_nnodes(t.nnodes, o); !parsed)
+      return fail("--nnodes " + t.nnodes + ": " + parsed.error());
+  }
+  if (!o.sync_git.empty()) {
+    auto source = parse_git_source(o.sync_git);
+    if (!source) return fail(source.error());
+    o.git_url = source->url;
+    o.git_ref = source->ref;
+  }
+  if (auto applied = apply_torchrun_flags(torchrun, o); !applied) return fail(applied.error());
+  if (auto applied = apply_deepspeed_flags(deepspeed, o); !applied) return fail(applied.error());
+  // deepspeed's -e is its --exclude: a value without '=' is no KEY=VALUE.
+  for (auto it = o.env.begin(); it != o.env.end();) {
+    if (it->find('=') != std::string::npos || !o.exclude.empty()) {
+      ++it;
+      continue;
+    }
+    o.notes.push_back("-e " + *it + " has no '=': read as --exclude (deepspeed's -e)");
+    o.exclude = *it;
+    it = o.env.erase(it);
+  }
+  return {};
+}
+
+// Which mode the line asks for: one machine, a host list, or manual mode
+// (--nnodes/--node-rank/--master-addr on each node), and what each excludes.
+Result<void> choose_mode(const OptionTexts& t, Options& o) {
+  // With a host list, --master-addr is the MASTER_ADDR to try first (as the
+  // hosts file's master_address), not a switch to manual mode.
+  const bool host_list_given = !o.hosts_file.empty() || !o.hostfile.empty() ||
+                               !o.host_list.empty() || o.launcher == Launcher::slurm;
+  if (o.standalone && (host_list_given || t.node_rank.has_value())) {
+    return fail(std::string("--standalone runs on this machine only: drop ") +
+                (t.node_rank ? "--node-rank" : "the host list"));
+  }
+  if (!o.rdzv_endpoint.empty() && host_list_given) {
+    return fail(
+        "--rdzv-endpoint names node 0 for nodes started by hand; with a host list "
+        "dlaunch runs the rendezvous itself: drop --rdzv-endpoint");
+  }
+  const bool manual = !o.standalone && (o.nnodes > 1 || t.node_rank.has_value() ||
+                                        (!o.master_addr.empty() && !host_list_given));
+  // torchrun's way: `--nnodes MIN:MAX --node-rank R --master-addr A` on each
+  // node. Node 0 runs with MAX places and admits late nodes as spares.
+  if (manual && o.max_nodes != 0) o.nnodes = static_cast<int>(o.max_nodes);
+  // Manual flags inside a Slurm job mean manual mode, not Slurm's hosts.
+  if (auto resolved = resolve_host_source(o, !manual); !resolved) return fail(resolved.error());
+  if (o.host_source != HostSource::none && manual) {
+    return fail(host_source_flag(o) +
+                " cannot be combined with --nnodes/--node-rank: the host list gives "
+                "the nodes");
+  }
+  if (o.host_source != HostSource::none) {
+    o.mode = Mode::hosts;
+  } else if (o.max_nodes != 0 && !manual) {
+    return fail("--nnodes " + t.nnodes +
+                ": a range of nodes needs a host list (--hosts, --hostfile, -H or a Slurm "
+                "job), or manual mode on each node (--node-rank R --master-addr NODE0)");
+  } else if (o.spares != 0) {
+    return fail("--spares needs a host list (--hosts, --hostfile, -H or a Slurm job)");
+  } else if (manual) {
+    o.mode = Mode::manual;
+    o.node_rank_given = t.node_rank.has_value();
+    o.node_rank = t.node_rank.value_or(0);
+    if (o.node_rank >= o.nnodes) {
+      return fail("--node-rank " + std::to_string(o.node_rank) + " must be below --nnodes " +
+                  std::to_string(o.nnodes));
+    }
+    if (o.master_addr.empty() && o.nnodes > 1) {
+      return fail("--master-addr is required with --nnodes " + t.nnodes + " (node 0's address)");
+    }
+    if (o.master_addr.empty()) o.master_addr = "127.0.0.1";
+  }
+  if (!o.local_addr.empty() && o.mode != Mode::manual) {
+    o.notes.push_back(
+        "torchrun's --local-addr has no effect without --nnodes: it names node 0's MASTER_ADDR "
+        "in manual mode; elsewhere dlaunch proves which address every node reaches");
+  }
+  return {};
+}
+
+// Flags that mean something in some modes only, and the defaults taken from
+// the environment.
+Result<void> check_flags_for_mode(Options& o) {
+  if (o.mode != Mode::hosts && (o.accept_new_host_keys)) {
+    return fail("--accept-new-host-keys needs --hosts, --hostfile, -H or a Slurm job");
+  }
+  if (o.mode != Mode::hosts && o.rdzv_via_ssh) {
+    return fail("--rdzv-via-ssh needs --hosts, --hostfile, -H or a Slurm job");
+  }
+  // Slurm's hosts start their agents under srun: there is no SSH connection.
+  if (o.host_source == HostSource::slurm && o.rdzv_via_ssh) {
+    return fail("--rdzv-via-ssh has no SSH connection to go through with " + host_source_flag(o) +
+                ": the agents start under srun");
+  }
+  if (o.sync_delete && o.sync_dir.empty()) return fail("--sync-delete needs --sync DIR");
+  if (!o.sync_dir.empty()) {
+    if (o.mode == Mode::manual) {
+      return fail(
+          "--sync needs --hosts, --hostfile, -H, a Slurm job or one machine; in manual mode each "
+          "node starts its own agent");
+    }
+    if (o.workdir.empty()) {
+      // The same tree on every host, under the home directory of the SSH user.
+      const auto name = sync_dir_name(o.sync_dir);
+      if (name.empty()) return fail("--sync " + o.sync_dir + ": give --workdir too");
+      o.workdir = "~/" + name;
+    }
+  }
+  if (!o.image_file.empty() && o.mode == Mode::manual) {
+    return fail(
+        "--image-file needs --hosts, --hostfile, -H, a Slurm job or one machine; in manual mode "
+        "load the image on each node (podman load -i FILE) and give --image");
+  }
+  if (o.secret_file.empty()) {
+    if (const char* f = std::getenv("DLAUNCH_SECRET_FILE"); f && *f) o.secret_file = f;
+  }
+  if (o.insecure_no_secret && o.mode != Mode::manual)
+    return fail(
+        "--insecure-no-secret is for manual mode (--nnodes N --node-rank R); "
+        "dlaunch makes each job's secret when it starts the agents itself");
+  if (o.log_dir.empty()) o.log_dir = default_log_dir();
+  return {};
+}
+
+// parse_options without naming the PET_* variables it read in an error;
+// `env_said` gets them.
+ParseResult parse_command_line(int argc, const char* const* argv,
+                               std::span<const CommandHelp> commands, std::string& env_said) {
+  Options o;
+  CLI::App app{"dlaunch: start distributed PyTorch/LibTorch training on plain hosts", "dlaunch"};
+  app.set_version_flag("--version", std::string("dlaunch ") + kVersion);
+  app.footer(help_footer(commands));
+  app.formatter(std::make_shared<JobUsage>());
+  // The program is the first word that is no option of ours nor an option's
+  // value, or what follows "--": everything after it is the program's, byte
+  // for byte, "--" and --help included (torchrun's way). CLI11 stops there.
+  app.prefix_command(true);
+  // An option given twice takes the last value, as argparse does (torchrun,
+  // deepspeed); lists (-e, --mount, ...) keep every value.
+  app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+
+  OptionTexts t;
+  add_host_list_options(app, o);
+  add_rank_options(app, o, t);
+  add_spares_option(app, o);
+  add_rendezvous_options(app, o, t);
+  add_job_options(app, o);
+  add_output_options(app, o, t);
+  add_environment_options(app, o, t);
+  add_container_options(app, o);
   add_ssh_options(app, o);
   TorchrunFlags torchrun;
   add_torchrun_options(app, torchrun);
@@ -567,176 +787,16 @@ ParseResult parse_command_line(int argc, const char* const* argv,
   } else {
     o.command = std::move(rest);
   }
-  o.forward_env_defaults = !no_forward_env;
-  o.rdzv_port_given = rdzv_port->count() > 0;
+  o.forward_env_defaults = !t.no_forward_env;
+  o.rdzv_port_given = t.rdzv_port->count() > 0;
 
   auto usage_error = [](std::string message) {
     return ParseResult{std::nullopt, 2, std::move(message)};
   };
-  if (o.command.empty())
-    return usage_error("no program given: dlaunch [OPTIONS] -- PROG [ARGS...]");
-  if (o.command[0].empty()) return usage_error("the program name is empty (dlaunch -- '' ...)");
-  if (const char* env = std::getenv("DLAUNCH_PYTHON")) python.python_env = env;
-  python.run_path = torchrun.run_path;
-  const std::size_t words = o.command.size();
-  auto command = python_command(std::move(o.command), python);
-  if (!command) return usage_error(command.error());
-  o.command = std::move(*command);
-  o.python_program = o.command.size() > words;
-  o.python = python.python;
-  o.python_env = python.python_env.value_or("");
-  if (nproc_text == "cpu") {
-    o.nproc_per_node = kNprocCpus;
-  } else if (nproc_text == "xpu") {
-    return usage_error(
-        "--nproc-per-node xpu: dlaunch counts NVIDIA GPUs ('gpu' or 'auto'); give a number");
-  } else if (!nproc_text.empty() && nproc_text != "auto" && nproc_text != "gpu") {
-    int n = 0;
-    const auto [end, error] =
-        std::from_chars(nproc_text.data(), nproc_text.data() + nproc_text.size(), n);
-    if (error != std::errc() || end != nproc_text.data() + nproc_text.size() || n < 1 || n > 4096) {
-      return usage_error(
-          "--nproc-per-node: expected a number from 1 to 4096, 'auto', 'gpu' or 'cpu', got '" +
-          nproc_text + "'");
-    }
-    o.nproc_per_node = n;
-  }
-  if (!hang_timeout_text.empty()) {
-    auto timeout = parse_duration(hang_timeout_text);
-    if (!timeout) return usage_error("--hang-timeout: " + timeout.error());
-    o.hang_timeout = *timeout;
-  }
-  if (!o.progress_pattern.empty()) {
-    try {
-      (void)std::regex(o.progress_pattern);
-    } catch (const std::regex_error& e) {
-      return usage_error("--progress-pattern '" + o.progress_pattern +
-                         "': not a regular expression (" + e.what() + ")");
-    }
-  }
-  if (!ranks_filter_text.empty()) {
-    auto ranks = parse_rank_list(ranks_filter_text);
-    if (!ranks) {
-      return usage_error("--ranks-filter: expected ranks like 0,3 or 0-3, got '" +
-                         ranks_filter_text + "'");
-    }
-    o.ranks_filter = *ranks;
-  }
-  if (!nnodes_text.empty()) {
-    if (auto parsed = parse_nnodes(nnodes_text, o); !parsed)
-      return usage_error("--nnodes " + nnodes_text + ": " + parsed.error());
-  }
-  if (!o.sync_git.empty()) {
-    auto source = parse_git_source(o.sync_git);
-    if (!source) return usage_error(source.error());
-    o.git_url = source->url;
-    o.git_ref = source->ref;
-  }
-  if (auto applied = apply_torchrun_flags(torchrun, o); !applied)
+  if (auto applied = apply_option_texts(t, torchrun, deepspeed, o); !applied)
     return usage_error(applied.error());
-  if (auto applied = apply_deepspeed_flags(deepspeed, o); !applied)
-    return usage_error(applied.error());
-  // deepspeed's -e is its --exclude: a value without '=' is no KEY=VALUE.
-  for (auto it = o.env.begin(); it != o.env.end();) {
-    if (it->find('=') != std::string::npos || !o.exclude.empty()) {
-      ++it;
-      continue;
-    }
-    o.notes.push_back("-e " + *it + " has no '=': read as --exclude (deepspeed's -e)");
-    o.exclude = *it;
-    it = o.env.erase(it);
-  }
-  // With a host list, --master-addr is the MASTER_ADDR to try first (as the
-  // hosts file's master_address), not a switch to manual mode.
-  const bool host_list_given = !o.hosts_file.empty() || !o.hostfile.empty() ||
-                               !o.host_list.empty() || o.launcher == Launcher::slurm;
-  if (o.standalone && (host_list_given || node_rank.has_value())) {
-    return usage_error(std::string("--standalone runs on this machine only: drop ") +
-                       (node_rank ? "--node-rank" : "the host list"));
-  }
-  if (!o.rdzv_endpoint.empty() && host_list_given) {
-    return usage_error(
-        "--rdzv-endpoint names node 0 for nodes started by hand; with a host list "
-        "dlaunch runs the rendezvous itself: drop --rdzv-endpoint");
-  }
-  const bool manual = !o.standalone && (o.nnodes > 1 || node_rank.has_value() ||
-                                        (!o.master_addr.empty() && !host_list_given));
-  // torchrun's way: `--nnodes MIN:MAX --node-rank R --master-addr A` on each
-  // node. Node 0 runs with MAX places and admits late nodes as spares.
-  if (manual && o.max_nodes != 0) o.nnodes = static_cast<int>(o.max_nodes);
-  // Manual flags inside a Slurm job mean manual mode, not Slurm's hosts.
-  if (auto resolved = resolve_host_source(o, !manual); !resolved)
-    return usage_error(resolved.error());
-  if (o.host_source != HostSource::none && manual) {
-    return usage_error(host_source_flag(o) +
-                       " cannot be combined with --nnodes/--node-rank: the host list gives "
-                       "the nodes");
-  }
-  if (o.host_source != HostSource::none) {
-    o.mode = Mode::hosts;
-  } else if (o.max_nodes != 0 && !manual) {
-    return usage_error("--nnodes " + nnodes_text +
-                       ": a range of nodes needs a host list (--hosts, --hostfile, -H or a Slurm "
-                       "job), or manual mode on each node (--node-rank R --master-addr NODE0)");
-  } else if (o.spares != 0) {
-    return usage_error("--spares needs a host list (--hosts, --hostfile, -H or a Slurm job)");
-  } else if (manual) {
-    o.mode = Mode::manual;
-    o.node_rank_given = node_rank.has_value();
-    o.node_rank = node_rank.value_or(0);
-    if (o.node_rank >= o.nnodes) {
-      return usage_error("--node-rank " + std::to_string(o.node_rank) + " must be below --nnodes " +
-                         std::to_string(o.nnodes));
-    }
-    if (o.master_addr.empty() && o.nnodes > 1) {
-      return usage_error("--master-addr is required with --nnodes " + nnodes_text +
-                         " (node 0's address)");
-    }
-    if (o.master_addr.empty()) o.master_addr = "127.0.0.1";
-  }
-  if (!o.local_addr.empty() && o.mode != Mode::manual) {
-    o.notes.push_back(
-        "torchrun's --local-addr has no effect without --nnodes: it names node 0's MASTER_ADDR "
-        "in manual mode; elsewhere dlaunch proves which address every node reaches");
-  }
-  if (o.mode != Mode::hosts && (o.accept_new_host_keys)) {
-    return usage_error("--accept-new-host-keys needs --hosts, --hostfile, -H or a Slurm job");
-  }
-  if (o.mode != Mode::hosts && o.rdzv_via_ssh) {
-    return usage_error("--rdzv-via-ssh needs --hosts, --hostfile, -H or a Slurm job");
-  }
-  // Slurm's hosts start their agents under srun: there is no SSH connection.
-  if (o.host_source == HostSource::slurm && o.rdzv_via_ssh) {
-    return usage_error("--rdzv-via-ssh has no SSH connection to go through with " +
-                       host_source_flag(o) + ": the agents start under srun");
-  }
-  if (o.sync_delete && o.sync_dir.empty()) return usage_error("--sync-delete needs --sync DIR");
-  if (!o.sync_dir.empty()) {
-    if (o.mode == Mode::manual) {
-      return usage_error(
-          "--sync needs --hosts, --hostfile, -H, a Slurm job or one machine; in manual mode each "
-          "node starts its own agent");
-    }
-    if (o.workdir.empty()) {
-      // The same tree on every host, under the home directory of the SSH user.
-      const auto name = sync_dir_name(o.sync_dir);
-      if (name.empty()) return usage_error("--sync " + o.sync_dir + ": give --workdir too");
-      o.workdir = "~/" + name;
-    }
-  }
-  if (!o.image_file.empty() && o.mode == Mode::manual) {
-    return usage_error(
-        "--image-file needs --hosts, --hostfile, -H, a Slurm job or one machine; in manual mode "
-        "load the image on each node (podman load -i FILE) and give --image");
-  }
-  if (o.secret_file.empty()) {
-    if (const char* f = std::getenv("DLAUNCH_SECRET_FILE"); f && *f) o.secret_file = f;
-  }
-  if (o.insecure_no_secret && o.mode != Mode::manual)
-    return usage_error(
-        "--insecure-no-secret is for manual mode (--nnodes N --node-rank R); "
-        "dlaunch makes each job's secret when it starts the agents itself");
-  if (o.log_dir.empty()) o.log_dir = default_log_dir();
+  if (auto chosen = choose_mode(t, o); !chosen) return usage_error(chosen.error());
+  if (auto checked = check_flags_for_mode(o); !checked) return usage_error(checked.error());
   return {o, 0, {}};
 }
 
