@@ -240,11 +240,11 @@ Result<void, int> add_environment(Plan& plan, const Options& o) {
   return {};
 }
 
-int run_command(int argc, const char* const* argv) {
-  // From the first instant: a closed terminal or cron must not kill the job
-  // while it is still being planned, claimed or detached.
-  std::signal(SIGHUP, SIG_IGN);
-  raise_descriptor_limit();
+namespace {
+
+// The options, with their notes said and the log set up; fails with the exit
+// code after printing --help, --version or a usage error.
+Result<Options, int> parse_run_options(int argc, const char* const* argv) {
   ParseResult parsed = parse_options(argc, argv, command_help());
   if (!parsed.options) {
     if (parsed.exit_code == 0) {
@@ -253,13 +253,19 @@ int run_command(int argc, const char* const* argv) {
       console().error(parsed.message);
       console().line("Run with --help for more information.");
     }
-    return parsed.exit_code;
+    return fail(parsed.exit_code);
   }
   Options o = std::move(*parsed.options);
   setup_logging(o.verbose);
   for (const auto& note : o.notes) console().note(note);
-  // torchrun's way: the same line on every node, no --node-rank. The node
-  // that holds node 0's address is node 0; the others get their ranks from it.
+  return o;
+}
+
+// torchrun's line on a manual-mode node (no --node-rank): whether this node
+// is node 0, said on the console.
+void choose_manual_node(Options& o) {
+  // The node that holds node 0's address is node 0; the others get their
+  // ranks from it.
   if (o.mode == Mode::manual && !o.node_rank_given && o.nnodes > 1) {
     bool node0 = o.rdzv_is_host.value_or(this_machine_is(o.master_addr));
     const std::string why =
@@ -280,11 +286,20 @@ int run_command(int argc, const char* const* argv) {
                              ", which gives this node its rank (--node-rank 0 where " +
                              o.master_addr + " is not node 0's own address)");
   }
+}
 
+struct RunPlan {
+  Plan plan;
+  std::optional<HostsFile> hosts;
+};
+
+// The hosts, the job's name and the plan, checked; fails with the exit code
+// once the error is printed.
+Result<RunPlan, int> plan_run(const Options& o) {
   std::optional<HostsFile> hosts;
   if (o.mode == Mode::hosts) {
     auto loaded = load_hosts_or_report(o);
-    if (!loaded) return loaded.error();
+    if (!loaded) return fail(loaded.error());
     hosts = std::move(*loaded);
   }
 
@@ -294,25 +309,143 @@ int run_command(int argc, const char* const* argv) {
   if (auto named = check_job_name(job); !named) {
     const std::string shown = job.size() > 40 ? job.substr(0, 40) + "..." : job;
     console().error("--name '" + shown + "': " + named.error());
-    return kExitUsage;
+    return fail(kExitUsage);
   }
   Plan plan = make_plan(o, hosts ? &*hosts : nullptr, job);
   for (const auto& warning : plan.warnings) log::warn(warning);
-  if (auto added = add_environment(plan, o); !added) return added.error();
+  if (auto added = add_environment(plan, o); !added) return fail(added.error());
   // A manual-mode node is this machine, named as the other nodes will see it.
   if (o.mode == Mode::manual) plan.nodes.front().host.name = this_host_name_or_localhost();
   if (auto checked = check_elastic(plan, o); !checked) {
     console().error(checked.error());
-    return kExitUsage;
+    return fail(kExitUsage);
   }
   if (auto checked = check_container_flags(plan, o); !checked) {
     console().error(checked.error());
-    return kExitUsage;
+    return fail(kExitUsage);
   }
   if (auto checked = check_ranks_filter(plan, o.ranks_filter); !checked) {
     console().error(checked.error());
-    return kExitUsage;
+    return fail(kExitUsage);
   }
+  return RunPlan{std::move(plan), std::move(hosts)};
+}
+
+// What is sent to every host before the ranks start.
+struct Transfers {
+  std::shared_ptr<const SyncManifest> sync;   // --sync
+  std::shared_ptr<const SyncManifest> image;  // --image-file
+};
+
+// --sync's manifest, --image-file's digest and --sync-git's commit, made once
+// before anything starts (--dry-run counts only); fails with the exit code
+// once the error is printed.
+Result<Transfers, int> prepare_transfers(Options& o) {
+  Transfers t;
+  // --sync: listed and hashed once, before anything starts (--dry-run counts only).
+  if (!o.sync_dir.empty()) {
+    auto built = build_sync_manifest(o.sync_dir, !o.dry_run);
+    if (!built) {
+      console().error(built.error());
+      return fail(kExitUsage);
+    }
+    t.sync = std::make_shared<const SyncManifest>(std::move(*built));
+  }
+  // --image-file: hashed once, named by its digest in every host's cache.
+  if (!o.image_file.empty()) {
+    auto read = read_image_file(o.image_file, !o.dry_run);
+    if (!read) {
+      console().error(read.error());
+      return fail(kExitUsage);
+    }
+    const auto& file = *read;
+    if (!o.dry_run) o.image_file_name = image_cache_name(file);
+    t.image = std::make_shared<const SyncManifest>(image_file_manifest(file));
+  }
+  // --sync-git: one commit for every host, whatever the branch does meanwhile.
+  if (!o.git_url.empty()) {
+    const auto resolved = resolve_git_commit(o.git_url, o.git_ref);
+    if (!resolved.error.empty()) {
+      console().error(resolved.error);
+      return fail(kExitUsage);
+    }
+    o.git_commit = resolved.commit;
+  }
+  return t;
+}
+
+// --dry-run: the plan, and what would be sent to every host.
+void print_dry_run(const Plan& plan, const Options& o, const Transfers& t) {
+  console().out(describe_plan(plan, o));
+  if (!o.git_url.empty())
+    console().out("code: " + o.git_url + " at " + o.git_commit + " (" +
+                  (o.git_ref.empty() ? "HEAD" : o.git_ref) + "), in <workdir>/code/" +
+                  git_repository_name(o.git_url) + " on every host, before the ranks start\n");
+  if (t.sync) {
+    console().out("sync: " + t.sync->root + " -> " + o.workdir +
+                  " on every host (created when missing), before the ranks start: " +
+                  describe_manifest(*t.sync) +
+                  (o.sync_delete ? "; files there that it lacks are deleted (--sync-delete)" : "") +
+                  "\n");
+  }
+}
+
+// The coordinator of a claimed job, its output into `job_dir`; the job's exit code.
+int run_coordinator(Plan& plan, const Options& o, const RunPlan& planned, const Transfers& t,
+                    const std::string& secret, const std::string& agent,
+                    const DescriptorBudget& descriptors, const std::string& job_dir,
+                    const JobInfo& record) {
+  // A detached job has no terminal: its stderr is coordinator.log, which holds
+  // the coordinator's own messages; the ranks' output is in their logs only.
+  TerminalFilter filter{o.ranks_filter, o.local_ranks_filter, o.hidden_streams,
+                        o.hidden_streams_by_local_rank};
+  LogSink::Settings sink_settings{job_dir,
+                                  plan.hosts_in_prefix,
+                                  std::move(filter),
+                                  o.quiet || o.detach,
+                                  20,
+                                  o.no_skip || !terminal_may_skip(1)};
+  sink_settings.terminal_is_tty = ::isatty(1) && ::isatty(2) && same_terminal(1, 2);
+  sink_settings.color_out = color_allowed_for_fd(1);
+  sink_settings.color_err = color_allowed_for_fd(2);
+  for (const auto& n : plan.nodes) sink_settings.hosts.push_back(n.host.name);
+  sink_settings.max_open_rank_logs = descriptors.rank_log_files;
+  LogSink sink(std::move(sink_settings));
+  asio::io_context io;
+  AgentTransports transports = make_agent_transports(
+      io, o, o.rdzv_via_ssh || (planned.hosts && planned.hosts->rendezvous.via_ssh), plan.job,
+      elastic(plan, o));
+  Coordinator::Settings settings{
+      {plan, o, secret, agent, descriptors.relays, descriptors.sessions_each()},
+      job_dir,
+      record,
+      t.sync,
+      t.image};
+  Coordinator coordinator(io, std::move(settings), transports, sink);
+  const int code = coordinator.run();
+  sink.flush();
+  // A full or failing log disk never passes unnoticed.
+  for (const auto& loss : sink.losses()) log::warn("rank log incomplete: ", loss);
+  if (code != 0 || !sink.losses().empty())
+    console().note("logs of job " + plan.job + " are in " + job_dir);
+  return code;
+}
+
+}  // namespace
+
+int run_command(int argc, const char* const* argv) {
+  // From the first instant: a closed terminal or cron must not kill the job
+  // while it is still being planned, claimed or detached.
+  std::signal(SIGHUP, SIG_IGN);
+  raise_descriptor_limit();
+  auto parsed = parse_run_options(argc, argv);
+  if (!parsed) return parsed.error();
+  Options o = std::move(*parsed);
+  // torchrun's way: the same line on every node, no --node-rank.
+  if (o.mode == Mode::manual && !o.node_rank_given && o.nnodes > 1) choose_manual_node(o);
+  auto planned = plan_run(o);
+  if (!planned) return planned.error();
+  Plan& plan = planned->plan;
   // Node 0 must be able to hold every agent's connection.
   DescriptorBudget descriptors;
   if (plan.coordinator) {
@@ -323,50 +456,10 @@ int run_command(int argc, const char* const* argv) {
       return kExitFailure;
     }
   }
-  // --sync: listed and hashed once, before anything starts (--dry-run counts only).
-  std::shared_ptr<const SyncManifest> sync;
-  if (!o.sync_dir.empty()) {
-    auto built = build_sync_manifest(o.sync_dir, !o.dry_run);
-    if (!built) {
-      console().error(built.error());
-      return kExitUsage;
-    }
-    sync = std::make_shared<const SyncManifest>(std::move(*built));
-  }
-  // --image-file: hashed once, named by its digest in every host's cache.
-  std::shared_ptr<const SyncManifest> image;
-  if (!o.image_file.empty()) {
-    auto read = read_image_file(o.image_file, !o.dry_run);
-    if (!read) {
-      console().error(read.error());
-      return kExitUsage;
-    }
-    const auto& file = *read;
-    if (!o.dry_run) o.image_file_name = image_cache_name(file);
-    image = std::make_shared<const SyncManifest>(image_file_manifest(file));
-  }
-  // --sync-git: one commit for every host, whatever the branch does meanwhile.
-  if (!o.git_url.empty()) {
-    const auto resolved = resolve_git_commit(o.git_url, o.git_ref);
-    if (!resolved.error.empty()) {
-      console().error(resolved.error);
-      return kExitUsage;
-    }
-    o.git_commit = resolved.commit;
-  }
+  auto transfers = prepare_transfers(o);
+  if (!transfers) return transfers.error();
   if (o.dry_run) {
-    console().out(describe_plan(plan, o));
-    if (!o.git_url.empty())
-      console().out("code: " + o.git_url + " at " + o.git_commit + " (" +
-                    (o.git_ref.empty() ? "HEAD" : o.git_ref) + "), in <workdir>/code/" +
-                    git_repository_name(o.git_url) + " on every host, before the ranks start\n");
-    if (sync) {
-      console().out(
-          "sync: " + sync->root + " -> " + o.workdir +
-          " on every host (created when missing), before the ranks start: " +
-          describe_manifest(*sync) +
-          (o.sync_delete ? "; files there that it lacks are deleted (--sync-delete)" : "") + "\n");
-    }
+    print_dry_run(plan, o, *transfers);
     return kExitOk;
   }
 
@@ -415,40 +508,8 @@ int run_command(int argc, const char* const* argv) {
   const auto& [job_name, job_dir, record] = *claimed;
   plan.job = job_name;
   detacher.started(job_name, job_dir + "/coordinator.log");
-
-  // A detached job has no terminal: its stderr is coordinator.log, which holds
-  // the coordinator's own messages; the ranks' output is in their logs only.
-  TerminalFilter filter{o.ranks_filter, o.local_ranks_filter, o.hidden_streams,
-                        o.hidden_streams_by_local_rank};
-  LogSink::Settings sink_settings{job_dir,
-                                  plan.hosts_in_prefix,
-                                  std::move(filter),
-                                  o.quiet || o.detach,
-                                  20,
-                                  o.no_skip || !terminal_may_skip(1)};
-  sink_settings.terminal_is_tty = ::isatty(1) && ::isatty(2) && same_terminal(1, 2);
-  sink_settings.color_out = color_allowed_for_fd(1);
-  sink_settings.color_err = color_allowed_for_fd(2);
-  for (const auto& n : plan.nodes) sink_settings.hosts.push_back(n.host.name);
-  sink_settings.max_open_rank_logs = descriptors.rank_log_files;
-  LogSink sink(std::move(sink_settings));
-  asio::io_context io;
-  AgentTransports transports = make_agent_transports(
-      io, o, o.rdzv_via_ssh || (hosts && hosts->rendezvous.via_ssh), plan.job, elastic(plan, o));
-  Coordinator::Settings settings{
-      {plan, o, secret, *agent, descriptors.relays, descriptors.sessions_each()},
-      job_dir,
-      record,
-      sync,
-      image};
-  Coordinator coordinator(io, std::move(settings), transports, sink);
-  const int code = coordinator.run();
-  sink.flush();
-  // A full or failing log disk never passes unnoticed.
-  for (const auto& loss : sink.losses()) log::warn("rank log incomplete: ", loss);
-  if (code != 0 || !sink.losses().empty())
-    console().note("logs of job " + plan.job + " are in " + job_dir);
-  return code;
+  return run_coordinator(plan, o, *planned, *transfers, secret, *agent, descriptors, job_dir,
+                         record);
 }
 
 }  // namespace dlaunch
