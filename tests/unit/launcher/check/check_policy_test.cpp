@@ -1,294 +1,258 @@
-#include <doctest/doctest.h>
-
-#include <map>
-
+// CheckPolicy's course, each case a whole `dlaunch check` run by the real
+// CheckRunner over fake agents (fake_check.h): what the user sees (the
+// result's rows, the pair matrix, the NCCL test, the exit code) and what each
+// agent was told or had done to it (Stop, its stdin closed, a kill).
 #include "launcher/check/check_policy.h"
 
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cstdlib>
+
+#include "fake_check.h"
+
 using namespace dlaunch;
+using dlaunch::testing::FakeCheck;
+using std::chrono::milliseconds;
+using std::chrono::seconds;
 
 namespace {
 
-// Drives a CheckPolicy as the runner would, with agents made up in the test:
-// the actions are collected and looked at by kind.
-struct FakeCheck {
-  explicit FakeCheck(int n, std::int64_t stop_grace_ms = 5000, bool facts_only = false,
-                     bool nccl = false) {
-    CheckPolicy::Config config;
-    config.facts_only = facts_only;
-    config.nccl = nccl;
-    config.nccl_sizes = {8, 1024};
-    for (int i = 0; i < n; ++i)
-      config.hosts.push_back({"h" + std::to_string(i), "198.19.1." + std::to_string(i)});
-    config.master_sources.node0_address = "198.19.1.0";  // a management address: reached by h0 only
-    config.stop_grace = std::chrono::milliseconds(stop_grace_ms);
-    policy.emplace(config);
-    take(policy->start());
+// From just before `node`'s Join reached the runner (which then sent
+// FactsRequest) to just after its HostFacts did: the exchange's round trip
+// lies within it.
+std::int64_t check_policy_facts_window_us(const FakeCheck& c, int node) {
+  std::int64_t from = 0, to = 0;
+  for (const auto& e : c.events()) {
+    if (e.node != node) continue;
+    if (e.kind == FakeCheck::Event::Kind::joined) from = e.wall_before_us;
+    if (e.kind == FakeCheck::Event::Kind::answered &&
+        std::holds_alternative<proto::HostFacts>(e.message))
+      to = e.wall_after_us;
   }
+  REQUIRE(from > 0);
+  REQUIRE(to >= from);
+  return to - from;
+}
 
-  std::optional<CheckPolicy> policy;
-  std::vector<CheckAction> actions;
-  bool finished = false;
+// Three healthy hosts up to the end of the matrix: every host reaches node
+// 0's region address (h1 and h2 give up on its management address half a
+// second after), then three rounds of one pair, each as long as its bulk
+// transfers (1 s: the 6 s budget over 3 rounds, capped at the longest round).
+void check_policy_through_matrix(FakeCheck& c) {
+  c.start();
+  c.advance(milliseconds(500));
+  REQUIRE(c.result().master_chosen);
+  for (int round = 0; round < 3; ++round) {
+    const auto tests = c.take_sent_by_node<proto::PeerTest>();
+    REQUIRE(tests.size() == 2);
+    for (const auto& [from, t] : tests) CHECK(t.duration_ms == 1000);
+    c.advance(milliseconds(1000));
+  }
+  CHECK(c.count_sent<proto::PeerTest>() == 6);
+}
 
-  void take(CheckActions more) {
-    for (auto& a : more) {
-      if (std::holds_alternative<check_action::Finish>(a)) finished = true;
-      actions.push_back(std::move(a));
-    }
-  }
-  // The nodes whose stdin the policy has closed so far.
-  std::set<int> stdin_closed() const {
-    std::set<int> nodes;
-    for (const auto& a : actions)
-      if (const auto* c = std::get_if<check_action::CloseStdin>(&a)) nodes.insert(c->node);
-    return nodes;
-  }
-  static ConnId conn(int node) { return static_cast<ConnId>(100 + node); }
-  static std::string region_address(int node) { return "198.18.1." + std::to_string(10 + node); }
-
-  void join(int node, std::int64_t now_us = 1'000'000) {
-    proto::Join j;
-    j.node_rank = node;
-    j.host = "h" + std::to_string(node);
-    j.probe_port = 40000 + node;
-    j.interfaces = {{"lo", net::InterfaceKind::loopback, 65536, true, {{"127.0.0.1", 8, false}}},
-                    {"eth0",
-                     net::InterfaceKind::veth,
-                     1500,
-                     true,
-                     {{"198.19.1." + std::to_string(node), 30, false}}},
-                    {"ens" + std::to_string(node),
-                     net::InterfaceKind::physical,
-                     1500,
-                     true,
-                     {{region_address(node), 24, false}}}};
-    take(policy->on_join(conn(node), j, now_us));
-  }
-  void facts(int node, std::int64_t agent_clock_us, std::int64_t now_us = 1'000'400, int gpus = 0) {
-    proto::HostFacts f;
-    f.gpus.resize(static_cast<std::size_t>(gpus), {"NVIDIA H100", 80LL << 30});
-    f.cpus = 4;
-    f.shm_size = 1LL << 30;
-    f.python_version = "3.11.2";
-    f.wall_clock_us = agent_clock_us;
-    take(policy->on_message(conn(node), f, now_us));
-  }
-  // Each node reaches the candidates listed as reached (by address).
-  void probe_report(int node, const std::map<std::string, bool>& reached) {
-    proto::ProbeReport report;
-    for (const auto& address : last_probe().addresses) {
-      const bool ok = reached.count(address) && reached.at(address);
-      report.outcomes.push_back(
-          {ok, ok ? 300 : 0, "ens" + std::to_string(node), ok ? "" : "timed out"});
-    }
-    take(policy->on_message(conn(node), report, 0));
-  }
-  proto::Probe last_probe() const {
-    for (auto it = actions.rbegin(); it != actions.rend(); ++it) {
-      if (const auto* s = std::get_if<check_action::Send>(&*it)) {
-        if (const auto* p = std::get_if<proto::Probe>(&s->message)) return *p;
-      }
-    }
-    return {};
-  }
-  // The messages of type M sent since `seen`, by receiving node.
-  template <class M>
-  std::map<int, M> sent_since(std::size_t& seen) {
-    std::map<int, M> out;
-    for (; seen < actions.size(); ++seen) {
-      if (const auto* s = std::get_if<check_action::Send>(&actions[seen])) {
-        if (const auto* m = std::get_if<M>(&s->message)) out[static_cast<int>(s->to - 100)] = *m;
-      }
-    }
-    return out;
-  }
-  // The PeerTests sent since the last call, by sender node.
-  std::map<int, proto::PeerTest> peer_tests() { return sent_since<proto::PeerTest>(seen_); }
-  // Answers every PeerTest: reached unless (from, to) is in `blocked`.
-  void answer(const std::map<int, proto::PeerTest>& tests,
-              const std::set<std::pair<int, int>>& blocked = {}) {
-    for (const auto& [from, test] : tests) {
-      proto::PeerTestReport report;
-      report.round = test.round;
-      for (const auto& t : test.targets) {
-        const bool ok = !blocked.count({from, t.node});
-        report.results.push_back(
-            {t.node, ok, ok ? 500 : 0, ok ? 1000u : 0u, ok ? 1000 : 0, ok ? "" : "timed out"});
-      }
-      take(policy->on_message(conn(from), report, 0));
-    }
-  }
-  // The NcclTests sent since the last call, by node.
-  std::map<int, proto::NcclTest> nccl_tests() { return sent_since<proto::NcclTest>(nccl_seen_); }
-  // Up to the NCCL test: 3 hosts joined with these GPUs, h0 holding the
-  // region address every host reaches, every pair answered.
-  void through_matrix(const std::vector<int>& gpus) {
-    for (int i = 0; i < 3; ++i) join(i);
-    for (int i = 0; i < 3; ++i) facts(i, 1'000'200, 1'000'400, gpus[static_cast<std::size_t>(i)]);
-    probe_report(0, {{"198.19.1.0", true}, {"198.18.1.10", true}});
-    probe_report(1, {{"198.18.1.10", true}});
-    probe_report(2, {{"198.18.1.10", true}});
-    for (int round = 0; round < 3; ++round) answer(peer_tests());
-  }
-  void nccl_report(int node, proto::NcclReport report) {
-    take(policy->on_message(conn(node), report, 0));
-  }
-  int count_sent_probes_or_tests() const {
-    int n = 0;
-    for (const auto& a : actions) {
-      if (const auto* s = std::get_if<check_action::Send>(&a))
-        n += std::holds_alternative<proto::Probe>(s->message) ||
-                     std::holds_alternative<proto::PeerTest>(s->message)
-                 ? 1
-                 : 0;
-    }
-    return n;
-  }
-  int count_stops() const {
-    int n = 0;
-    for (const auto& a : actions) {
-      if (const auto* s = std::get_if<check_action::Send>(&a))
-        n += std::holds_alternative<proto::Stop>(s->message) ? 1 : 0;
-    }
-    return n;
-  }
-  std::size_t seen_ = 0;
-  std::size_t nccl_seen_ = 0;
-};
+proto::GpuFact check_policy_h100() {
+  return {"NVIDIA H100", 80ULL << 30};
+}
 
 }  // namespace
 
 TEST_CASE("check: joins, facts with clock skew, probe, every pair, stop, finish") {
-  FakeCheck c(3);
-  for (int i = 0; i < 3; ++i) c.join(i);
-  // h1's clock is 2 s ahead; the exchange took 400 us.
-  c.facts(0, 1'000'200);
-  c.facts(1, 3'000'200);
-  c.facts(2, 1'000'100);
-  const auto probe = c.last_probe();
-  REQUIRE(!probe.addresses.empty());
-  CHECK(probe.port == 40000);
-  CHECK(probe.addresses[0] == "198.19.1.0");  // node 0's hosts-file address first
-  c.probe_report(0, {{"198.19.1.0", true}, {"198.18.1.10", true}});
-  c.probe_report(1, {{"198.18.1.10", true}});
-  c.probe_report(2, {{"198.18.1.10", true}});
-  const auto& r = c.policy->result();
+  FakeCheck::Setup setup;
+  setup.script[1].clock_ahead = seconds(2);
+  // h2's process outlives its connection a little (draining), as a real one may.
+  setup.script[2].exits_after_close = milliseconds(100);
+  FakeCheck c(setup);
+  c.start();
+  // Every agent is asked for its facts once, then probes node 0's candidates
+  // at node 0's probe port.
+  for (int i = 0; i < 3; ++i) {
+    CHECK(c.received_of<proto::FactsRequest>(i).size() == 1);
+    const auto probes = c.received_of<proto::Probe>(i);
+    REQUIRE(probes.size() == 1);
+    REQUIRE(!probes[0].addresses.empty());
+    CHECK(probes[0].port == 40000);
+    CHECK(probes[0].addresses[0] == "198.19.1.0");  // node 0's hosts-file address first
+  }
+  // h1 and h2 reach node 0's region address, not its management one, and
+  // report half a second after the first answer.
+  CHECK_FALSE(c.result().master_chosen);
+  c.advance(milliseconds(500));
+  const auto& r = c.result();
   CHECK(r.master_chosen);
   CHECK(r.master_addr == "198.18.1.10");
-  CHECK(r.hosts[1].clock_skew_us == 2'000'000);
-  CHECK(r.hosts[1].clock_uncertainty_us == 200);
+  // h1's clock is 2 s ahead. This machine's clock is the real one here, so
+  // the skew is known within its uncertainty, half the exchange's round trip
+  // (the arithmetic on exact times: the last case below).
+  for (int i = 0; i < 3; ++i) {
+    const auto& host = r.hosts[static_cast<std::size_t>(i)];
+    REQUIRE(host.clock_skew_us);
+    const std::int64_t ahead = i == 1 ? 2'000'000 : 0;
+    CHECK(std::llabs(*host.clock_skew_us - ahead) <= host.clock_uncertainty_us + 1);
+    CHECK(host.clock_uncertainty_us <= check_policy_facts_window_us(c, i) / 2 + 1);
+  }
   CHECK(r.hosts[1].test_address == "198.18.1.11");
   CHECK(r.hosts[1].interface == "ens1");
-  // Three hosts: three rounds of one pair, both directions each.
+  // Three hosts: three rounds of one pair, both directions each, a round's
+  // reports coming once its transfers have run for their duration.
   std::set<std::pair<int, int>> tested;
   for (int round = 0; round < 3; ++round) {
-    auto tests = c.peer_tests();
+    const auto tests = c.take_sent_by_node<proto::PeerTest>();
     REQUIRE(tests.size() == 2);
     for (const auto& [from, t] : tests) {
       REQUIRE(t.targets.size() == 1);
       CHECK(t.round == round);
+      CHECK(t.duration_ms == 1000);  // the 6 s budget over 3 rounds, capped at 1 s
       CHECK(t.targets[0].port == 40000 + t.targets[0].node);
       CHECK(t.targets[0].address == FakeCheck::region_address(t.targets[0].node));
       CHECK(tested.insert({from, t.targets[0].node}).second);
     }
-    CHECK(c.count_stops() == 0);
-    c.answer(tests);
+    CHECK(c.count_sent<proto::Stop>() == 0);
+    c.advance(milliseconds(1000));
   }
   CHECK(tested.size() == 6);
-  CHECK(c.count_stops() == 3);
+  for (const auto& p : r.pairs) {
+    CHECK(p.tested);
+    CHECK(p.result.reached);
+  }
+  CHECK(c.count_sent<proto::Stop>() == 3);
+  for (int i = 0; i < 3; ++i) CHECK(c.received_of<proto::Stop>(i).size() == 1);
   // Joined agents learn of the end from Stop alone, as a job's do: their
   // stdin closing as well would race it (and lose, behind a relay).
   CHECK(c.stdin_closed().empty());
-  CHECK_FALSE(c.finished);
-  for (int i = 0; i < 3; ++i) c.take(c.policy->on_agent_exited(i, 0, "", ""));
-  CHECK(c.finished);
-  CHECK(check_exit_code(c.policy->result()) == 0);
+  // h0 and h1 have exited; the check waits for h2's agent to exit too.
+  CHECK(c.agent(0).exited);
+  CHECK_FALSE(c.agent(2).exited);
+  CHECK_FALSE(c.finished());
+  c.advance(milliseconds(100));
+  CHECK(c.finished());
+  for (int i = 0; i < 3; ++i) CHECK(c.agent(i).kills == 0);
+  CHECK(check_exit_code(r) == 0);
 }
 
 TEST_CASE("check: a host whose agent cannot start is a row with the reason; the rest go on") {
-  FakeCheck c(3);
-  c.take(c.policy->on_agent_exited(2, -1, "h2: cannot connect to 198.19.1.2:22: timed out", ""));
-  c.join(0);
-  c.join(1);
-  c.facts(0, 1'000'200);
-  c.facts(1, 1'000'200);
-  c.probe_report(0, {{"198.18.1.10", true}});
-  c.probe_report(1, {{"198.18.1.10", true}});
-  const auto& r = c.policy->result();
+  FakeCheck::Setup setup;
+  setup.script[2].start_fails_with = -1;
+  setup.script[2].start_error = "h2: cannot connect to 198.19.1.2:22: timed out";
+  FakeCheck c(setup);
+  c.start();
+  const auto& r = c.result();
   CHECK_FALSE(r.hosts[2].up);
   // Named once: the report puts the host before its error.
   CHECK(r.hosts[2].error == "cannot connect to 198.19.1.2:22: timed out");
-  auto tests = c.peer_tests();
+  c.advance(milliseconds(500));  // h1's probe report
+  CHECK(r.master_chosen);
+  const auto tests = c.take_sent_by_node<proto::PeerTest>();
   CHECK(tests.size() == 2);  // h0 <-> h1 only
-  c.answer(tests);
-  CHECK(c.count_stops() == 2);
-  c.take(c.policy->on_agent_exited(0, 0, "", ""));
-  c.take(c.policy->on_agent_exited(1, 0, "", ""));
-  CHECK(c.finished);
+  CHECK(tests.count(0) == 1);
+  CHECK(tests.count(1) == 1);
+  c.advance(milliseconds(1000));
+  CHECK(c.count_sent<proto::Stop>() == 2);
+  CHECK(c.received_of<proto::Stop>(2).empty());
+  CHECK_FALSE(c.agent(2).stdin_closed);  // it never ran: nothing to tell
+  CHECK(c.finished());
   CHECK(check_exit_code(r) == 1);
-  bool untested = false;
+  int untested = 0;
   for (const auto& p : r.pairs) {
-    if (p.from == 2) untested = !p.tested && p.untested == "h2 is down";
+    if (p.from != 2 && p.to != 2) continue;
+    CHECK_FALSE(p.tested);
+    CHECK(p.untested == "h2 is down");
+    ++untested;
   }
-  CHECK(untested);
+  CHECK(untested == 4);
 }
 
 TEST_CASE("check: h1 blocked from node 0: no MASTER_ADDR, the matrix still runs and shows it") {
-  FakeCheck c(3);
-  for (int i = 0; i < 3; ++i) c.join(i);
-  for (int i = 0; i < 3; ++i) c.facts(i, 1'000'200);
-  c.probe_report(0, {{"198.19.1.0", true}, {"198.18.1.10", true}});
-  c.probe_report(1, {});
-  c.probe_report(2, {{"198.18.1.10", true}});
-  // As in a job, a host that reached nothing is asked once more.
-  CHECK(c.peer_tests().empty());
-  c.probe_report(1, {});
-  const auto& r = c.policy->result();
+  FakeCheck::Setup setup;
+  setup.blocked = {{1, 0}, {0, 1}};
+  FakeCheck c(setup);
+  c.start();
+  // h1 reaches none of node 0's addresses: its report comes at the probe's
+  // timeout (3 s). As in a job, a host that reached nothing is asked once more.
+  c.advance(seconds(3));
+  CHECK(c.received_of<proto::Probe>(1).size() == 2);
+  CHECK(c.count_sent<proto::PeerTest>() == 0);
+  c.advance(seconds(3));
+  CHECK(c.received_of<proto::Probe>(1).size() == 2);
+  const auto& r = c.result();
   CHECK_FALSE(r.master_chosen);
   CHECK(r.master_report.find("no address of node 0") != std::string::npos);
   // Tested at the address most hosts reached; h1 on the interface its route takes.
   CHECK(r.hosts[0].test_address == "198.18.1.10");
   CHECK(r.hosts[1].test_address == "198.18.1.11");
-  for (int round = 0; round < 3; ++round) c.answer(c.peer_tests(), {{1, 0}, {0, 1}});
-  CHECK(c.count_stops() == 3);
+  CHECK(r.hosts[1].interface == "ens1");
+  // The h0 - h1 round ends at the connect timeout (3 s), the others after their transfers.
+  for (int round = 0; round < 3; ++round) {
+    const auto tests = c.take_sent_by_node<proto::PeerTest>();
+    REQUIRE(tests.size() == 2);
+    const bool blocked_round = tests.count(0) && tests.count(1);
+    CHECK(c.count_sent<proto::Stop>() == 0);
+    c.advance(blocked_round ? seconds(3) : seconds(1));
+  }
+  CHECK(c.count_sent<proto::Stop>() == 3);
+  const auto* h1_h0 = find_pair(r, 1, 0);
+  REQUIRE(h1_h0 != nullptr);
+  CHECK(h1_h0->tested);
+  CHECK_FALSE(h1_h0->result.reached);
   const auto problems = launch_problems(r);
   CHECK(std::find(problems.begin(), problems.end(), "h1 -> h0 (198.18.1.10): timed out") !=
         problems.end());
+  CHECK(c.finished());
 }
 
 TEST_CASE("check: a host that never joins is given up on at the timeout and killed") {
-  FakeCheck c(2);
-  c.join(0);
-  c.facts(0, 1'000'200);
-  c.take(c.policy->on_timer(CheckTimer::join));
-  const auto& r = c.policy->result();
+  FakeCheck::Setup setup;
+  setup.hosts = 2;
+  // h1's SSH session hangs: its agent never joins, and neither its stdin
+  // closing nor a kill gets through to end it.
+  setup.script[1].joins_after = std::nullopt;
+  setup.script[1].ends_when_told = false;
+  setup.script[1].ends_when_killed = false;
+  FakeCheck c(setup);
+  c.start();
+  CHECK(c.result().hosts[0].up);
+  c.advance(seconds(60) - milliseconds(1));
+  CHECK_FALSE(c.result().hosts[1].up);
+  CHECK(c.agent(1).kills == 0);
+  CHECK(c.count_sent<proto::Probe>() == 0);  // the probe waits for every host
+  c.advance(milliseconds(1));
+  const auto& r = c.result();
   CHECK_FALSE(r.hosts[1].up);
   CHECK(r.hosts[1].error.find("did not join within 60 s") != std::string::npos);
-  bool killed = false;
-  for (const auto& a : c.actions) {
-    if (const auto* k = std::get_if<check_action::KillAgent>(&a)) killed = killed || k->node == 1;
-  }
-  CHECK(killed);
+  CHECK(c.agent(1).kills == 1);
   // Node 0 alone: probed, no pair to test, then stopped.
-  c.probe_report(0, {{"198.19.1.0", true}});
-  CHECK(c.count_stops() == 1);
+  CHECK(c.received_of<proto::Probe>(0).size() == 1);
+  CHECK(c.count_sent<proto::PeerTest>() == 0);
+  CHECK(c.count_sent<proto::Stop>() == 1);
+  CHECK(c.received_of<proto::Stop>(0).size() == 1);
   CHECK(c.stdin_closed() == std::set<int>{1});  // it has no connection to be told on
-  c.take(c.policy->on_timer(CheckTimer::stop));
-  CHECK(c.finished);
+  // h0's agent has exited, h1's has not: the stop grace (5 s) ends it.
+  CHECK(c.agent(0).exited);
+  c.advance(seconds(5) - milliseconds(1));
+  CHECK_FALSE(c.finished());
+  c.advance(milliseconds(1));
+  CHECK(c.finished());
+  CHECK(c.agent(1).kills == 2);
+  CHECK(c.has_log("warn: agent on h1 did not exit in time; killing it"));
   CHECK(check_exit_code(r) == 1);
 }
 
 TEST_CASE("check, facts only: every host's facts, then stop; no probe, no pairs") {
-  FakeCheck c(3, 5000, true);
-  for (int i = 0; i < 3; ++i) c.join(i);
-  c.facts(0, 1'000'200);
-  c.facts(1, 1'000'200);
-  CHECK(c.count_stops() == 0);  // h2's facts are still due
-  proto::HostFacts f;
-  f.gpus.push_back({"NVIDIA H100", 80ULL << 30, 1ULL << 30, 42, "train"});
-  c.take(c.policy->on_message(FakeCheck::conn(2), f, 1'000'400));
-  CHECK(c.count_stops() == 3);
-  CHECK(c.count_sent_probes_or_tests() == 0);
-  const auto& r = c.policy->result();
+  FakeCheck::Setup setup;
+  setup.facts_only = true;
+  setup.script[2].joins_after = seconds(1);
+  setup.script[2].gpus = {{"NVIDIA H100", 80ULL << 30, 1ULL << 30, 42, "train"}};
+  FakeCheck c(setup);
+  c.start();
+  CHECK(c.result().hosts[0].up);
+  CHECK(c.result().hosts[1].up);
+  CHECK(c.count_sent<proto::Stop>() == 0);  // h2's facts are still due
+  c.advance(seconds(1));
+  CHECK(c.count_sent<proto::Stop>() == 3);
+  CHECK(c.count_sent<proto::Probe>() == 0);
+  CHECK(c.count_sent<proto::PeerTest>() == 0);
+  const auto& r = c.result();
   CHECK(r.pairs.empty());
   CHECK_FALSE(r.master_chosen);
   for (const auto& h : r.hosts) CHECK(h.up);
@@ -296,63 +260,102 @@ TEST_CASE("check, facts only: every host's facts, then stop; no probe, no pairs"
   REQUIRE(r.hosts[2].facts->gpus.size() == 1);
   CHECK(r.hosts[2].facts->gpus[0].held_by_job == "train");
   CHECK(r.hosts[2].facts->gpus[0].utilization_pct == 42);
-  for (int i = 0; i < 3; ++i) c.take(c.policy->on_agent_exited(i, 0, "", ""));
-  CHECK(c.finished);
+  CHECK(c.finished());
 }
 
 TEST_CASE("check, facts only: a host that does not join is down at the timeout; the rest stop") {
-  FakeCheck c(2, 5000, true);
-  c.take(c.policy->on_agent_exited(1, 255, "h1: cannot connect: refused", ""));
-  CHECK(c.count_stops() == 0);
-  c.join(0);
-  c.facts(0, 1'000'200);
-  CHECK(c.count_stops() == 1);
-  CHECK(c.count_sent_probes_or_tests() == 0);
-  const auto& r = c.policy->result();
-  CHECK(r.hosts[0].up);
-  CHECK_FALSE(r.hosts[1].up);
-  CHECK(r.hosts[1].error == "cannot connect: refused");
-  c.take(c.policy->on_agent_exited(0, 0, "", ""));
-  CHECK(c.finished);
-
-  FakeCheck late(2, 5000, true);
-  late.join(0);
-  late.facts(0, 1'000'200);
-  late.join(1);  // joined, never answers
-  late.take(late.policy->on_timer(CheckTimer::join));
-  CHECK(late.count_stops() == 2);
-  CHECK(late.count_sent_probes_or_tests() == 0);
-  CHECK(late.policy->result().hosts[1].error.find("did not answer") != std::string::npos);
-  late.take(late.policy->on_timer(CheckTimer::stop));
-  CHECK(late.finished);
+  {
+    FakeCheck::Setup setup;
+    setup.hosts = 2;
+    setup.facts_only = true;
+    setup.script[1].start_fails_with = 255;
+    setup.script[1].start_error = "h1: cannot connect: refused";
+    setup.script[0].joins_after = seconds(1);
+    FakeCheck c(setup);
+    c.start();
+    CHECK(c.count_sent<proto::Stop>() == 0);
+    CHECK_FALSE(c.finished());
+    c.advance(seconds(1));
+    CHECK(c.count_sent<proto::Stop>() == 1);
+    CHECK(c.received_of<proto::Stop>(0).size() == 1);
+    CHECK(c.count_sent<proto::Probe>() == 0);
+    CHECK(c.count_sent<proto::PeerTest>() == 0);
+    const auto& r = c.result();
+    CHECK(r.hosts[0].up);
+    CHECK_FALSE(r.hosts[1].up);
+    CHECK(r.hosts[1].error == "cannot connect: refused");
+    CHECK(c.finished());
+  }
+  {
+    FakeCheck::Setup setup;
+    setup.hosts = 2;
+    setup.facts_only = true;
+    setup.script[1].answers_facts = false;  // joined, never answers
+    FakeCheck c(setup);
+    c.start();
+    CHECK(c.count_sent<proto::Stop>() == 0);
+    c.advance(seconds(60));
+    CHECK(c.count_sent<proto::Stop>() == 2);  // h1 is connected: it is told too
+    CHECK(c.count_sent<proto::Probe>() == 0);
+    CHECK(c.count_sent<proto::PeerTest>() == 0);
+    CHECK(c.result().hosts[1].error.find("did not answer") != std::string::npos);
+    CHECK(c.agent(1).kills == 1);
+    CHECK(c.finished());
+  }
 }
 
 TEST_CASE(
     "check --nccl: every GPU a rank in host order, rank 0's host makes the id, slowest wins") {
-  FakeCheck c(3, 5000, false, true);
-  c.through_matrix({2, 0, 1});
-  CHECK(c.count_stops() == 0);
-  auto asked = c.nccl_tests();
-  REQUIRE(asked.size() == 1);  // only h0, for the unique id
-  REQUIRE(asked.count(0) == 1);
-  CHECK(asked[0].unique_id.empty());
-  CHECK(asked[0].socket_ifname == "=ens0");
-  c.nccl_report(0, {std::string(proto::kNcclUniqueIdBytes, 'x'), "2.27.3", "", {}});
-  auto tests = c.nccl_tests();
-  REQUIRE(tests.size() == 2);  // h1 has no GPU
-  CHECK(tests[0].unique_id == std::string(proto::kNcclUniqueIdBytes, 'x'));
+  FakeCheck::Setup setup;
+  setup.nccl = true;
+  setup.script[0].gpus = {check_policy_h100(), check_policy_h100()};
+  setup.script[0].nccl_time_ns = {10'000, 20'000};
+  setup.script[0].nccl_takes = seconds(1);
+  setup.script[2].gpus = {check_policy_h100()};
+  setup.script[2].nccl_time_ns = {15'000, 18'000};
+  setup.script[2].nccl_takes = seconds(2);
+  FakeCheck c(setup);
+  check_policy_through_matrix(c);
+  CHECK(c.count_sent<proto::Stop>() == 0);
+  const auto asked = c.take_sent<proto::NcclTest>();
+  REQUIRE(asked.size() == 3);
+  // Only h0 first, for the unique id ...
+  CHECK(asked[0].first == 0);
+  CHECK(asked[0].second.unique_id.empty());
+  CHECK(asked[0].second.socket_ifname == "=ens0");
+  // ... and only once it has come back, the test on every host with a GPU (h1 has none).
+  std::size_t id_back = 0, second_asked = 0;
+  for (std::size_t i = 0; i < c.events().size(); ++i) {
+    const auto& e = c.events()[i];
+    if (e.kind == FakeCheck::Event::Kind::answered && e.node == 0 &&
+        std::holds_alternative<proto::NcclReport>(e.message) && id_back == 0)
+      id_back = i;
+    if (e.kind == FakeCheck::Event::Kind::sent &&
+        std::holds_alternative<proto::NcclTest>(e.message) && e.node != 0 && second_asked == 0)
+      second_asked = i;
+  }
+  CHECK(id_back > 0);
+  CHECK(id_back < second_asked);
+  std::map<int, proto::NcclTest> tests;
+  for (std::size_t i = 1; i < asked.size(); ++i) tests[asked[i].first] = asked[i].second;
+  REQUIRE(tests.size() == 2);
+  REQUIRE(tests.count(0) == 1);
+  REQUIRE(tests.count(2) == 1);
+  CHECK(tests[0].unique_id == std::string(proto::kNcclUniqueIdBytes, 'a'));  // h0's
+  CHECK(tests[2].unique_id == std::string(proto::kNcclUniqueIdBytes, 'a'));
   CHECK(tests[0].nranks == 3);
   CHECK(tests[0].first_rank == 0);
   CHECK(tests[0].gpus == 2);
+  CHECK(tests[2].nranks == 3);
   CHECK(tests[2].first_rank == 2);
   CHECK(tests[2].gpus == 1);
   CHECK(tests[2].socket_ifname == "=ens2");
   CHECK(tests[2].sizes == std::vector<std::int64_t>{8, 1024});
-  c.nccl_report(0, {"", "2.27.3", "", {{8, 10'000}, {1024, 20'000}}});
-  CHECK(c.count_stops() == 0);
-  c.nccl_report(2, {"", "2.27.3", "", {{8, 15'000}, {1024, 18'000}}});
-  CHECK(c.count_stops() == 3);
-  const auto& nccl = c.policy->result().nccl;
+  c.advance(seconds(1));  // h0's all-reduce
+  CHECK(c.count_sent<proto::Stop>() == 0);
+  c.advance(seconds(1));  // h2's
+  CHECK(c.count_sent<proto::Stop>() == 3);
+  const auto& nccl = c.result().nccl;
   CHECK(nccl.requested);
   CHECK(nccl.gpus == 3);
   CHECK(nccl.hosts == 2);
@@ -361,101 +364,158 @@ TEST_CASE(
   REQUIRE(nccl.timings.size() == 2);
   CHECK(nccl.timings[0].time_ns == 15'000);
   CHECK(nccl.timings[1].time_ns == 20'000);
-  CHECK(check_exit_code(c.policy->result()) == 0);
+  CHECK(check_exit_code(c.result()) == 0);
+  CHECK(c.finished());
 }
 
 TEST_CASE("check --nccl: a host's NCCL error fails the check, naming the host") {
-  FakeCheck c(3, 5000, false, true);
-  c.through_matrix({1, 1, 1});
-  c.nccl_report(0, {std::string(proto::kNcclUniqueIdBytes, 'x'), "2.27.3", "", {}});
-  CHECK(c.nccl_tests().size() == 3);
-  c.nccl_report(1, {"", "2.27.3", "ncclCommInitRank: unhandled system error", {}});
-  CHECK(c.count_stops() == 3);
-  const auto& r = c.policy->result();
+  FakeCheck::Setup setup;
+  setup.nccl = true;
+  for (int i = 0; i < 3; ++i) {
+    setup.script[i].gpus = {check_policy_h100()};
+    setup.script[i].nccl_takes = seconds(1);
+  }
+  setup.script[1].nccl_error = "ncclCommInitRank: unhandled system error";
+  FakeCheck c(setup);
+  check_policy_through_matrix(c);
+  // h0 for the id, then the test on all three; h1 fails at once, and the
+  // check stops without waiting for the others.
+  const auto asked = c.take_sent<proto::NcclTest>();
+  REQUIRE(asked.size() == 4);
+  std::set<int> with_id;
+  for (const auto& [node, t] : asked) {
+    if (!t.unique_id.empty()) CHECK(with_id.insert(node).second);
+  }
+  CHECK(with_id == std::set<int>{0, 1, 2});
+  CHECK(c.count_sent<proto::Stop>() == 3);
+  const auto& r = c.result();
   CHECK(r.nccl.error == "h1: ncclCommInitRank: unhandled system error");
+  CHECK(r.nccl.timings.empty());
   CHECK(check_exit_code(r) == 1);
   const auto problems = launch_problems(r);
+  REQUIRE(!problems.empty());
   CHECK(problems.back() ==
         "the NCCL all-reduce failed: h1: ncclCommInitRank: unhandled system error");
+  CHECK(c.finished());
 }
 
 TEST_CASE("check --nccl: no GPUs anywhere: skipped with the reason, the check still passes") {
-  FakeCheck c(3, 5000, false, true);
-  c.through_matrix({0, 0, 0});
-  CHECK(c.nccl_tests().empty());
-  CHECK(c.count_stops() == 3);
-  const auto& r = c.policy->result();
+  FakeCheck::Setup setup;
+  setup.nccl = true;
+  FakeCheck c(setup);
+  check_policy_through_matrix(c);
+  CHECK(c.count_sent<proto::NcclTest>() == 0);
+  CHECK(c.count_sent<proto::Stop>() == 3);
+  const auto& r = c.result();
   CHECK(r.nccl.skipped.find("no host that is up has a GPU") == 0);
   CHECK(check_exit_code(r) == 0);
+  CHECK(c.finished());
 }
 
 TEST_CASE("check --nccl: a host that never answers is named at the timeout") {
-  FakeCheck c(3, 5000, false, true);
-  c.through_matrix({1, 0, 1});
-  c.nccl_report(0, {std::string(proto::kNcclUniqueIdBytes, 'x'), "2.27.3", "", {}});
-  c.nccl_report(0, {"", "2.27.3", "", {{8, 1}, {1024, 2}}});
-  c.take(c.policy->on_timer(CheckTimer::nccl));
-  CHECK(c.policy->result().nccl.error == "no answer within 180 s from h2");
-  CHECK(c.count_stops() == 3);
+  FakeCheck::Setup setup;
+  setup.nccl = true;
+  setup.script[0].gpus = {check_policy_h100()};
+  setup.script[0].nccl_time_ns = {1, 2};
+  setup.script[2].gpus = {check_policy_h100()};
+  setup.script[2].answers_nccl = false;  // it hangs in NCCL
+  FakeCheck c(setup);
+  check_policy_through_matrix(c);
+  CHECK(c.received_of<proto::NcclTest>(0).size() == 2);  // the id, then the test
+  CHECK(c.received_of<proto::NcclTest>(2).size() == 1);
+  c.advance(seconds(180) - milliseconds(1));
+  CHECK(c.count_sent<proto::Stop>() == 0);
+  c.advance(milliseconds(1));
+  CHECK(c.result().nccl.error == "no answer within 180 s from h2");
+  CHECK(c.count_sent<proto::Stop>() == 3);
+  CHECK(c.finished());
 }
 
 // A fleet past net::ProbeRounds' threshold, with one address every host
 // reaches and one that only node 0 does: the check probes as a job would.
 TEST_CASE("check of a big fleet: the probe goes in rounds within the window, as a job's does") {
   const int n = 300;  // rounds from net::ProbeRounds::kRoundsFromNodes (256) on
-  FakeCheck c(n, 5000, false);
-  for (int i = 0; i < n; ++i) c.join(i);
-  for (int i = 0; i < n; ++i) c.facts(i, 1'000'200);
-  std::size_t seen = 0;
-  auto probes = c.sent_since<proto::Probe>(seen);
+  FakeCheck::Setup setup;
+  setup.hosts = n;
+  FakeCheck c(setup);
+  c.start();
   // Only the scouts first, each asked for every address: not every host's
   // connection to every address at node 0's listener at once.
+  auto probes = c.take_sent_by_node<proto::Probe>();
   CHECK(probes.size() == net::ProbeRounds::kScouts);
-  for (const auto& [node, probe] : probes) CHECK(probe.addresses.size() == 2);
+  CHECK(probes.count(0) == 1);
   for (const auto& [node, probe] : probes) {
-    proto::ProbeReport report;
-    for (const auto& address : probe.addresses) {
-      const bool ok = address == "198.18.1.10" || node == 0;
-      report.outcomes.push_back(
-          {ok, ok ? 300 : 0, "ens" + std::to_string(node), ok ? "" : "timed out"});
-    }
-    c.take(c.policy->on_message(FakeCheck::conn(node), report, 0));
+    CHECK(probe.addresses ==
+          std::vector<std::string>{FakeCheck::management_address(0), "198.18.1.10"});
   }
+  const std::set<int> scouts = [&] {
+    std::set<int> s;
+    for (const auto& [node, probe] : probes) s.insert(node);
+    return s;
+  }();
+  // The scouts but node 0 give up on its management address half a second after.
+  c.advance(milliseconds(500));
   // Then everyone else, for the scouts' choice alone, within the window.
-  std::size_t connections = 0, answered = 0;
-  for (int wave = 0; wave < 10 && !c.policy->result().master_chosen; ++wave) {
-    probes = c.sent_since<proto::Probe>(seen);
-    if (probes.empty()) break;
-    for (const auto& [node, probe] : probes) {
-      REQUIRE(probe.addresses == std::vector<std::string>{"198.18.1.10"});
-      connections += probe.addresses.size();
-    }
-    CHECK(probes.size() <= MasterProbe::kConnectionsInFlight);
-    for (const auto& [node, probe] : probes) {
-      proto::ProbeReport report;
-      report.outcomes.push_back({true, 300, "ens" + std::to_string(node), ""});
-      c.take(c.policy->on_message(FakeCheck::conn(node), report, 0));
-      ++answered;
-    }
+  probes = c.take_sent_by_node<proto::Probe>();
+  CHECK(probes.size() == n - net::ProbeRounds::kScouts);
+  std::size_t connections = 0;
+  for (const auto& [node, probe] : probes) {
+    CHECK(scouts.count(node) == 0);
+    CHECK(probe.addresses == std::vector<std::string>{"198.18.1.10"});
+    connections += probe.addresses.size();
   }
-  CHECK(answered == n - net::ProbeRounds::kScouts);
   CHECK(connections == n - net::ProbeRounds::kScouts);
-  const auto& r = c.policy->result();
+  CHECK(c.most_probe_connections() <= MasterProbe::kConnectionsInFlight);
+  int answered = 0;
+  for (const auto& e : c.events()) {
+    answered += e.kind == FakeCheck::Event::Kind::answered &&
+                        std::holds_alternative<proto::ProbeReport>(e.message)
+                    ? 1
+                    : 0;
+  }
+  CHECK(answered == n);
+  const auto& r = c.result();
   CHECK(r.master_chosen);
   CHECK(r.master_addr == "198.18.1.10");
 }
 
 TEST_CASE("check: a host lost while the others probe is waited for no more") {
-  FakeCheck c(3);
-  for (int i = 0; i < 3; ++i) c.join(i);
-  for (int i = 0; i < 3; ++i) c.facts(i, 1'000'200);
-  c.probe_report(0, {{"198.19.1.0", true}, {"198.18.1.10", true}});
-  c.probe_report(1, {{"198.18.1.10", true}});
-  c.take(c.policy->on_connection_closed(FakeCheck::conn(2), "reset by peer"));
+  FakeCheck::Setup setup;
+  setup.script[2].answers_probe = false;  // still probing when its connection breaks
+  FakeCheck c(setup);
+  c.start();
+  c.advance(milliseconds(500));  // h0's and h1's reports are in
+  CHECK_FALSE(c.result().master_chosen);
+  c.connection_lost(2, "reset by peer");
   // The MASTER_ADDR choice is made among the hosts that are up, at once.
-  const auto& r = c.policy->result();
+  const auto& r = c.result();
+  CHECK(c.now() == milliseconds(500));
   CHECK(r.master_chosen);
   CHECK(r.master_addr == "198.18.1.10");
   CHECK_FALSE(r.hosts[2].up);
   CHECK(r.hosts[2].error.find("reset by peer") != std::string::npos);
+  CHECK(c.agent(2).kills == 1);
+}
+
+// The skew's arithmetic, on times of the test's choosing: CheckRunner reads
+// this machine's clock itself, so a run through it (the first case) can only
+// bound the skew. The agent read its clock halfway through the exchange at
+// best guess; half the round trip is the bound.
+TEST_CASE("check: a host's clock skew is read against the middle of its facts exchange") {
+  CheckPolicy::Config config;
+  config.hosts = {{"h0", "198.19.1.0"}, {"h1", "198.19.1.1"}};
+  CheckPolicy policy(config);
+  policy.start();
+  proto::Join join;
+  join.node_rank = 1;
+  join.host = "h1";
+  join.probe_port = 40001;
+  policy.on_join(ConnId{101}, join, 1'000'000);
+  proto::HostFacts facts;
+  facts.wall_clock_us = 3'000'200;  // 2 s ahead; the exchange took 400 us
+  policy.on_message(ConnId{101}, facts, 1'000'400);
+  const auto& row = policy.result().hosts[1];
+  CHECK(row.up);
+  CHECK(row.clock_skew_us == 2'000'000);
+  CHECK(row.clock_uncertainty_us == 200);
 }

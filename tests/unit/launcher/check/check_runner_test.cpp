@@ -16,10 +16,10 @@ using namespace dlaunch;
 namespace {
 
 // Every host's agent, healthy: facts, every probe address and every peer reached.
-class FakeAgents : public dlaunch::testing::FakeAgentService {
+class CheckRunnerAgents : public dlaunch::testing::FakeAgentService {
  public:
-  FakeAgents(asio::io_context& io, Callbacks callbacks, FakeTransport*& transport,
-             std::set<int> silent)
+  CheckRunnerAgents(asio::io_context& io, Callbacks callbacks, FakeTransport*& transport,
+                    std::set<int> silent)
       : FakeAgentService(io, std::move(callbacks)), transport_(transport), silent_(silent) {}
 
   // Each round's tests: (from, to).
@@ -76,7 +76,7 @@ struct RunnerCheck {
     s.policy.shortest_round = s.policy.longest_round = std::chrono::milliseconds(0);
     s.policy.stop_grace = std::chrono::milliseconds(0);  // a silent agent is killed at once
     s.service = [this, nodes, silent](RendezvousService::Callbacks callbacks) {
-      auto service = std::make_unique<FakeAgents>(io, std::move(callbacks), fake, silent);
+      auto service = std::make_unique<CheckRunnerAgents>(io, std::move(callbacks), fake, silent);
       agents = service.get();
       agents->join_all(nodes);
       return std::unique_ptr<RendezvousService>(std::move(service));
@@ -86,7 +86,7 @@ struct RunnerCheck {
 
   asio::io_context io;
   FakeTransport* fake = nullptr;
-  FakeAgents* agents = nullptr;
+  CheckRunnerAgents* agents = nullptr;
   AgentTransports transports;
   std::optional<CheckRunner> runner;
 };
