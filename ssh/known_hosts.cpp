@@ -9,7 +9,7 @@
 #include <cstring>
 #include <fstream>
 #include <mutex>
-#include <set>
+#include <algorithm>
 #include <sstream>
 
 #include "ssh/session.h"
@@ -41,15 +41,27 @@ int knownhost_key_type(int hostkey_type) {
 struct HostKeyAlgorithms {
   int known_type;
   const char* names;
+  const char* key_type;  // as users call it
+  // Names an OpenSSH server of today still offers (ssh-rsa, SHA-1, is off
+  // by default since OpenSSH 8.8).
+  const char* accepted;
 };
 constexpr HostKeyAlgorithms kHostKeyAlgorithms[] = {
-    {LIBSSH2_KNOWNHOST_KEY_ED25519, "ssh-ed25519"},
-    {LIBSSH2_KNOWNHOST_KEY_ECDSA_256, "ecdsa-sha2-nistp256"},
-    {LIBSSH2_KNOWNHOST_KEY_ECDSA_384, "ecdsa-sha2-nistp384"},
-    {LIBSSH2_KNOWNHOST_KEY_ECDSA_521, "ecdsa-sha2-nistp521"},
-    {LIBSSH2_KNOWNHOST_KEY_SSHRSA, "rsa-sha2-512,rsa-sha2-256,ssh-rsa"},
-    {LIBSSH2_KNOWNHOST_KEY_SSHDSS, "ssh-dss"},
+    {LIBSSH2_KNOWNHOST_KEY_ED25519, "ssh-ed25519", "Ed25519", "ssh-ed25519"},
+    {LIBSSH2_KNOWNHOST_KEY_ECDSA_256, "ecdsa-sha2-nistp256", "ECDSA", "ecdsa-sha2-nistp256"},
+    {LIBSSH2_KNOWNHOST_KEY_ECDSA_384, "ecdsa-sha2-nistp384", "ECDSA", "ecdsa-sha2-nistp384"},
+    {LIBSSH2_KNOWNHOST_KEY_ECDSA_521, "ecdsa-sha2-nistp521", "ECDSA", "ecdsa-sha2-nistp521"},
+    {LIBSSH2_KNOWNHOST_KEY_SSHRSA, "rsa-sha2-512,rsa-sha2-256,ssh-rsa", "RSA",
+     "rsa-sha2-512,rsa-sha2-256"},
+    {LIBSSH2_KNOWNHOST_KEY_SSHDSS, "ssh-dss", "DSA", ""},
 };
+
+std::vector<std::string> split_names(const char* names) {
+  std::vector<std::string> out;
+  std::istringstream in(names);
+  for (std::string name; std::getline(in, name, ',');) out.push_back(name);
+  return out;
+}
 
 constexpr int kPlainRaw = LIBSSH2_KNOWNHOST_TYPE_PLAIN | LIBSSH2_KNOWNHOST_KEYENC_RAW;
 
@@ -126,26 +138,47 @@ KnownHosts::Check KnownHosts::check(const std::string& host, int port, const cha
   }
 }
 
-std::string KnownHosts::preferred_algorithms(const std::string& host, int port) const {
-  // Only names this libssh2 has: 1.10 strips the others with an overlapping memcpy.
-  std::set<std::string> supported;
+std::vector<std::string> KnownHosts::supported_algorithms() const {
+  std::vector<std::string> supported;
   const char** algs = nullptr;
   const int n = libssh2_session_supported_algs(session_, LIBSSH2_METHOD_HOSTKEY, &algs);
-  for (int i = 0; i < n; ++i) supported.insert(algs[i]);
+  for (int i = 0; i < n; ++i) supported.emplace_back(algs[i]);
   if (n > 0) libssh2_free(session_, algs);
+  return supported;
+}
+
+bool KnownHosts::has_entry(const std::string& host, int port, int known_type) const {
+  // A dummy key: when an entry of this type exists for the host the answer
+  // is MISMATCH (libssh2 compares hashed names for us).
+  return libssh2_knownhost_checkp(known_, host.c_str(), port, "x", 1, kPlainRaw | known_type,
+                                  nullptr) == LIBSSH2_KNOWNHOST_CHECK_MISMATCH;
+}
+
+std::string KnownHosts::preferred_algorithms(const std::string& host, int port) const {
+  // Only names this libssh2 has: 1.10 strips the others with an overlapping memcpy.
+  const auto supported = supported_algorithms();
   std::string first, rest;
   for (const auto& algorithms : kHostKeyAlgorithms) {
-    // A dummy key: when an entry of this type exists for the host the answer
-    // is MISMATCH (libssh2 compares hashed names for us).
-    const int rc = libssh2_knownhost_checkp(known_, host.c_str(), port, "x", 1,
-                                            kPlainRaw | algorithms.known_type, nullptr);
-    std::string& list = rc == LIBSSH2_KNOWNHOST_CHECK_MISMATCH ? first : rest;
-    std::istringstream names(algorithms.names);
-    for (std::string name; std::getline(names, name, ',');) {
-      if (supported.count(name)) list += (list.empty() ? "" : ",") + name;
+    std::string& list = has_entry(host, port, algorithms.known_type) ? first : rest;
+    for (const auto& name : split_names(algorithms.names)) {
+      if (std::find(supported.begin(), supported.end(), name) != supported.end())
+        list += (list.empty() ? "" : ",") + name;
     }
   }
   return first.empty() ? rest : rest.empty() ? first : first + "," + rest;
+}
+
+std::vector<std::string> KnownHosts::unusable_key_types(const std::string& host, int port) const {
+  const auto supported = supported_algorithms();
+  std::vector<std::string> unusable;
+  for (const auto& algorithms : kHostKeyAlgorithms) {
+    if (!has_entry(host, port, algorithms.known_type)) continue;
+    bool usable = false;
+    for (const auto& name : split_names(algorithms.accepted))
+      usable = usable || std::find(supported.begin(), supported.end(), name) != supported.end();
+    if (!usable) unusable.emplace_back(algorithms.key_type);
+  }
+  return unusable;
 }
 
 std::string KnownHosts::append(const std::string& host, int port, const char* key,

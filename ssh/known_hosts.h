@@ -34,6 +34,10 @@ class KnownHosts {
   // with the key types known for this host first: a server has several host
   // keys, known_hosts often one of them, and the others would look unknown.
   std::string preferred_algorithms(const std::string& host, int port) const;
+  // The key types known_hosts holds for this host that this libssh2 cannot
+  // negotiate ("RSA" where it lacks rsa-sha2-256/512 and the server refuses
+  // SHA-1's ssh-rsa): the host then shows another key, which looks unknown.
+  std::vector<std::string> unusable_key_types(const std::string& host, int port) const;
   // OpenSSH's accept-new: appends one line (creating the file and its
   // directory, 0700, when missing) and returns it.
   std::string append(const std::string& host, int port, const char* key, std::size_t key_len,
@@ -42,6 +46,11 @@ class KnownHosts {
   const std::string& path() const { return path_; }
 
  private:
+  // Whether known_hosts has an entry of `known_type` for the host.
+  bool has_entry(const std::string& host, int port, int known_type) const;
+  // The host key algorithms this libssh2 has.
+  std::vector<std::string> supported_algorithms() const;
+
   LIBSSH2_SESSION* session_;
   LIBSSH2_KNOWNHOSTS* known_;
   std::string path_;

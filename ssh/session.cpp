@@ -253,6 +253,20 @@ void SshSession::verify_host_key(KnownHosts& known) {
       break;
   }
   if (!target_.accept_new_host_keys) {
+    if (const auto unusable = known.unusable_key_types(target_.hostname, target_.port);
+        !unusable.empty()) {
+      // The host's known key is one this libssh2 cannot verify: it showed
+      // another, which is not wrong, only not yet known.
+      throw SshError(target_.label + ": " + known.path() + " holds " + unusable.front() +
+                     " host keys only for " + name + ", and this libssh2 (" + libssh2_version(0) +
+                     ") cannot verify " + unusable.front() +
+                     " keys against an OpenSSH server of today (rsa-sha2-256/512 need libssh2 "
+                     "1.11; SHA-1's ssh-rsa is refused). The host showed " +
+                     fingerprint +
+                     " instead: after checking it, add it with --accept-new-host-keys, or: "
+                     "ssh-keyscan -t ed25519,ecdsa -p " +
+                     std::to_string(target_.port) + " " + target_.hostname + " >> " + known.path());
+    }
     throw SshError(target_.label + ": unknown host key for " + name + " (" + fingerprint +
                    "), not in " + known.path() +
                    ". After checking the fingerprint, accept it with --accept-new-host-keys, or: "
