@@ -21,10 +21,14 @@ std::string last_lines(const std::string& text, std::size_t max_chars) {
 }  // namespace
 
 std::string agent_start_command(const std::string& cache_dir,
-                                const std::map<std::string, std::string>& sha256_by_arch) {
+                                const std::map<std::string, std::string>& sha256_by_arch,
+                                const std::map<std::string, std::string>& environment) {
+  std::string exported;
+  for (const auto& [name, value] : environment)
+    exported += name + "=" + shell_quote(value) + "; export " + name + "; ";
   // The host's `uname -m` picks the file; one it has no agent for is
   // reported as missing, with the architecture, and the uploader says so.
-  std::string pick = "m=$(uname -m); case \"$m\" in ";
+  std::string pick = exported + "m=$(uname -m); case \"$m\" in ";
   for (const auto& [arch, sha] : sha256_by_arch) {
     const std::string aliases = arch == "x86_64"    ? "x86_64|amd64"
                                 : arch == "aarch64" ? "aarch64|arm64"

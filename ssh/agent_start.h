@@ -21,9 +21,11 @@ namespace dlaunch {
 // The remote command line. It runs under /bin/sh whatever the login shell is,
 // and is one line without ! or backslashes, so that csh and fish pass it on.
 // `sha256_by_arch`: the agents at hand (common/agent_arch.h), by architecture;
-// the host's `uname -m` picks one.
+// the host's `uname -m` picks one. `environment`: variables the agent starts
+// with (names of letters, digits and '_'; values quoted).
 std::string agent_start_command(const std::string& cache_dir,
-                                const std::map<std::string, std::string>& sha256_by_arch);
+                                const std::map<std::string, std::string>& sha256_by_arch,
+                                const std::map<std::string, std::string>& environment = {});
 
 struct AgentStart {
   LIBSSH2_CHANNEL* channel = nullptr;  // the agent's channel; null when missing

@@ -75,11 +75,9 @@ Result<void> AgentFleet::listen(RendezvousService::Callbacks callbacks) {
 
 void AgentFleet::start_agent(const PlannedNode& planned,
                              std::function<std::string(const std::string&)> make_stdin,
-                             const std::string& agent_binary, AgentEvents events) {
+                             AgentLaunch launch, AgentEvents events) {
   auto& agent = agents_[static_cast<std::size_t>(planned.node_rank)];
   agent.plan = planned;
-  AgentLaunch launch;
-  launch.agent_binary = agent_binary;
   launch.make_stdin = std::move(make_stdin);
   agent.handle = transports_.for_node(planned.local).start(planned.host, launch, std::move(events));
 }

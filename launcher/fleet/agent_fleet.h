@@ -59,9 +59,10 @@ class AgentFleet {
   Result<void> listen(RendezvousService::Callbacks callbacks);
   // Starts `planned`'s agent; `make_stdin` builds its launch spec once the
   // transport knows this machine's address as the host sees it.
+  // `launch`: the agent binary and the job it serves.
   void start_agent(const PlannedNode& planned,
                    std::function<std::string(const std::string& local_address)> make_stdin,
-                   const std::string& agent_binary, AgentEvents events);
+                   AgentLaunch launch, AgentEvents events);
   // Calls `on_signal` for every SIGINT and SIGTERM until stop().
   void watch_signals(std::function<void(int)> on_signal);
   // Stops listening, closes every agent's connection and stops watching signals.

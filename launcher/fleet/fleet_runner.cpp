@@ -57,7 +57,10 @@ void FleetRunner::start_agent(const PlannedNode& planned) {
   events.on_exit = [this, node_rank](int code, const std::string& error) {
     driver_.on_agent_exited(node_rank, code, error, fleet_.agent(node_rank).diagnostics);
   };
-  fleet_.start_agent(planned, std::move(make_stdin), s_.agent_binary, std::move(events));
+  AgentLaunch launch;
+  launch.agent_binary = s_.agent_binary;
+  launch.job = s_.plan.job;
+  fleet_.start_agent(planned, std::move(make_stdin), std::move(launch), std::move(events));
 }
 
 void FleetRunner::arm(std::size_t which, std::chrono::milliseconds after) {

@@ -259,7 +259,10 @@ class SshTransport : public Transport {
   AgentStart start_agent(SshSession& s, const AgentLaunch& launch, const AgentEvents& events) {
     const std::string& label = s.target().label;
     const Agents& agents = agents_for(launch.agent_binary);
-    const std::string command = agent_start_command(options_.remote_cache_dir, agents.sha);
+    std::map<std::string, std::string> environment;
+    if (!launch.job.empty()) environment[kAgentJobVariable] = launch.job;
+    const std::string command =
+        agent_start_command(options_.remote_cache_dir, agents.sha, environment);
     AgentStart started = start_cached_agent(s, command);
     std::string warning;
     std::string sha;

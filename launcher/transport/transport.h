@@ -22,8 +22,15 @@ class io_context;
 
 namespace dlaunch {
 
+// In an agent's environment: the job it serves (AgentLaunch::job).
+inline constexpr const char* kAgentJobVariable = "DLAUNCH_AGENT_JOB";
+
 struct AgentLaunch {
   std::string agent_binary;  // path of dlaunch-agent on this machine
+  // The job (or check) the agent serves: it starts with kAgentJobVariable set
+  // to it, so that the agent and what it starts can be told apart from other
+  // jobs' processes on the host (ranks carry DLAUNCH_JOB too).
+  std::string job = {};
   // Builds the launch spec bytes once the transport knows the coordinator's
   // address as seen from the host (the local address of the SSH connection;
   // "127.0.0.1" for the local transport).

@@ -45,8 +45,22 @@ def connectable(port):
 
 
 def processes_with_marker(job):
-    """PIDs whose environment holds DLAUNCH_JOB=<job> (every namespace shares /proc)."""
-    marker = f"DLAUNCH_JOB={job}".encode()
+    """The job's ranks: PIDs whose environment holds DLAUNCH_JOB=<job> (every
+    namespace shares /proc)."""
+    return processes_with_environment({f"DLAUNCH_JOB={job}".encode()})
+
+
+def job_processes(job):
+    """Everything the job started: its ranks (DLAUNCH_JOB=<job>) and its
+    agents with what they start, guardian, worker and helpers
+    (DLAUNCH_AGENT_JOB=<job>, launcher/transport/transport.h). Zombies count:
+    a process nobody reaped is left over too."""
+    return processes_with_environment({f"DLAUNCH_JOB={job}".encode(),
+                                       f"DLAUNCH_AGENT_JOB={job}".encode()})
+
+
+def processes_with_environment(markers):
+    """PIDs whose environment holds any of `markers` (b"NAME=VALUE")."""
     found = []
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
@@ -56,7 +70,7 @@ def processes_with_marker(job):
                 env = f.read().split(b"\0")
         except OSError:
             continue
-        if marker in env:
+        if markers.intersection(env):
             found.append(int(entry))
     return found
 
@@ -74,12 +88,13 @@ def kill_process_groups(procs):
 
 
 def wait_no_marker(job, timeout=10.0):
-    """Waits until no process carries the marker; returns those left at the end."""
+    """Waits until nothing the job started is left, ranks and agents
+    (job_processes); returns those left at the end."""
     deadline = time.monotonic() + timeout
-    left = processes_with_marker(job)
+    left = job_processes(job)
     while left and time.monotonic() < deadline:
         time.sleep(0.05)
-        left = processes_with_marker(job)
+        left = job_processes(job)
     return left
 
 
@@ -95,7 +110,7 @@ def end_job_process(proc, job):
 
 
 def kill_marker(job):
-    for pid in processes_with_marker(job):
+    for pid in job_processes(job):
         try:
             os.kill(pid, 9)
         except OSError:
