@@ -157,7 +157,7 @@ void Connection::read_more() {
           self->close("read failed: " + ec.message());
           return;
         }
-        self->last_receive_ = std::chrono::steady_clock::now();
+        self->last_receive_ = SteadyClock::now();
         if (n == self->read_capacity_)
           self->read_wanted_ = std::min(self->read_capacity_ * 4, self->read_limit_);
         self->decoder_.feed(std::string_view(self->read_buffer_.get(), n));
@@ -203,7 +203,7 @@ void Connection::set_receive_timeout(std::chrono::milliseconds timeout) {
   arm_receive_timer();
 }
 
-void Connection::set_deadline(std::chrono::steady_clock::time_point at, std::string reason) {
+void Connection::set_deadline(SteadyClock::time_point at, std::string reason) {
   deadline_ = at;
   deadline_reason_ = std::move(reason);
   arm_receive_timer();
@@ -214,11 +214,11 @@ void Connection::arm_receive_timer() {
     receive_timer_.cancel();
     return;
   }
-  last_receive_ = std::chrono::steady_clock::now();
+  last_receive_ = SteadyClock::now();
   wait_for_receive(last_receive_ + receive_timeout_);
 }
 
-void Connection::wait_for_receive(std::chrono::steady_clock::time_point deadline) {
+void Connection::wait_for_receive(SteadyClock::time_point deadline) {
   receive_timer_.expires_at(std::min(deadline, deadline_));
   receive_timer_.async_wait([weak = weak_from_this()](const asio::error_code& ec) {
     auto self = weak.lock();
@@ -230,7 +230,7 @@ void Connection::wait_for_receive(std::chrono::steady_clock::time_point deadline
 // latest one, or give up on a peer that has been silent for the whole timeout.
 void Connection::on_receive_deadline() {
   if (closed_ || reading_paused_ || receive_timeout_.count() <= 0) return;
-  const auto now = std::chrono::steady_clock::now();
+  const auto now = SteadyClock::now();
   if (now >= deadline_) return close(deadline_reason_);
   const auto deadline = last_receive_ + receive_timeout_;
   if (now < deadline) return wait_for_receive(deadline);

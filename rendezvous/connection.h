@@ -24,6 +24,7 @@
 #include <string>
 #include <string_view>
 
+#include "common/clock.h"
 #include "common/spare_buffer.h"
 #include "protocol/frame.h"
 #include "protocol/messages.h"
@@ -88,7 +89,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   // Closes it at `at` whatever arrives meanwhile, with `reason` (a handshake
   // that a peer could otherwise stretch for ever with a heartbeat a second);
   // time_point::max() takes it back. Needs a receive timeout to be set.
-  void set_deadline(std::chrono::steady_clock::time_point at, std::string reason);
+  void set_deadline(SteadyClock::time_point at, std::string reason);
   // Sends a Heartbeat every `interval` so that the peer's receive timeout holds.
   void enable_heartbeat(std::chrono::milliseconds interval);
 
@@ -106,7 +107,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   // The ordered lane holds `bytes` more: counted against the limit, and sent.
   void ordered_grew(std::size_t bytes);
   void arm_receive_timer();
-  void wait_for_receive(std::chrono::steady_clock::time_point deadline);
+  void wait_for_receive(SteadyClock::time_point deadline);
   void on_receive_deadline();
   void arm_heartbeat();
 
@@ -144,11 +145,11 @@ class Connection : public std::enable_shared_from_this<Connection> {
   // armed once per timeout, re-arms itself for what is left when it fires.
   // Re-arming on every read cost a cancelled wait and a timer-queue update
   // per message, thousands of times a second on a busy coordinator.
-  asio::steady_timer receive_timer_;
-  std::chrono::steady_clock::time_point last_receive_{};
-  std::chrono::steady_clock::time_point deadline_ = std::chrono::steady_clock::time_point::max();
+  Timer receive_timer_;
+  SteadyClock::time_point last_receive_{};
+  SteadyClock::time_point deadline_ = SteadyClock::time_point::max();
   std::string deadline_reason_;
-  asio::steady_timer heartbeat_timer_;
+  Timer heartbeat_timer_;
   std::chrono::milliseconds receive_timeout_{0};
   std::chrono::milliseconds heartbeat_interval_{0};
 };

@@ -142,7 +142,7 @@ void RendezvousServer::admit(asio::ip::tcp::socket socket, const asio::ip::tcp::
   std::weak_ptr<Session> weak = session;
   session->connection->set_receive_timeout(options_.handshake_timeout);
   // One deadline from connect: heartbeats or a slow Hello do not stretch it.
-  session->connection->set_deadline(std::chrono::steady_clock::now() + options_.handshake_timeout,
+  session->connection->set_deadline(SteadyClock::now() + options_.handshake_timeout,
                                     "no Join within " +
                                         std::to_string(options_.handshake_timeout.count() / 1000) +
                                         " s of connecting");
@@ -224,7 +224,7 @@ void RendezvousServer::on_handshake_message(const std::shared_ptr<Session>& sess
   session->phase = Session::Phase::joined;
   forget_pending(*session);
   session->connection->set_max_frame(kMaxFrame);
-  session->connection->set_deadline(std::chrono::steady_clock::time_point::max(), {});
+  session->connection->set_deadline(SteadyClock::time_point::max(), {});
   session->connection->set_receive_timeout(options_.heartbeat_timeout);
   session->connection->enable_heartbeat(options_.heartbeat_timeout / 3);
   session->connection->send(

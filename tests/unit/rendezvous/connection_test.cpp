@@ -13,6 +13,7 @@
 #include <thread>
 #include <vector>
 
+#include "common/clock.h"
 #include "protocol/frame.h"
 #include "protocol/messages.h"
 #include "rendezvous/connection.h"
@@ -194,7 +195,9 @@ TEST_CASE("connection: heartbeats overtake queued output; a rank's exit does not
 TEST_CASE("connection: the receive timeout counts from the latest message, not the first") {
   // A peer that sends every 100 ms keeps a 600 ms timeout from ever firing,
   // though the timer was armed only once; when it falls silent the connection
-  // closes with the reason a user reads.
+  // closes with the reason a user reads. On the test clock: a loaded machine
+  // cannot stretch a 100 ms gap past the timeout.
+  FrozenTestClock frozen;
   Pair pair;
   std::string reason;
   int received = 0;
@@ -202,20 +205,27 @@ TEST_CASE("connection: the receive timeout counts from the latest message, not t
       {[&](proto::Message&&) { ++received; }, [&](const std::string& r) { reason = r; }});
   pair.conn->set_receive_timeout(std::chrono::milliseconds(600));
   const std::string frame = proto::encode(proto::Stop{});
-  asio::steady_timer ticker(pair.io);
-  int sent = 0;
-  std::function<void()> tick = [&] {
-    asio::write(pair.peer, asio::buffer(frame));
-    if (++sent == 15) return;  // 1.5 s of traffic, then silence
-    ticker.expires_after(std::chrono::milliseconds(100));
-    ticker.async_wait([&](const asio::error_code& ec) {
-      if (!ec) tick();
-    });
+  // Runs the loop until `done`, giving up (and failing) after 10 s of real time.
+  auto run_until = [&](auto done) {
+    const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (!done() && std::chrono::steady_clock::now() < give_up)
+      pair.io.run_one_for(std::chrono::milliseconds(5));
+    return done();
   };
-  tick();
-  pair.io.run();
+  for (int sent = 1; sent <= 15; ++sent) {  // 1.5 s of traffic
+    asio::write(pair.peer, asio::buffer(frame));
+    REQUIRE(run_until([&] { return received == sent; }));
+    advance_test_clock(std::chrono::milliseconds(100));
+    pair.io.run_for(std::chrono::milliseconds(3));  // a due timer would fire here
+    REQUIRE_FALSE(pair.conn->closed());
+  }
+  // Then silence: 600 ms after the last message, not after the first.
+  advance_test_clock(std::chrono::milliseconds(490));
+  pair.io.run_for(std::chrono::milliseconds(3));
+  CHECK_FALSE(pair.conn->closed());
+  advance_test_clock(std::chrono::milliseconds(20));
+  CHECK(run_until([&] { return pair.conn->closed(); }));
   CHECK(received == 15);
-  CHECK(pair.conn->closed());
   CHECK(reason.find("no message for") == 0);
 }
 
