@@ -1,10 +1,10 @@
 #include "agent/gpu_helper_process.h"
 #include "common/posix.h"
+#include "common/spawn.h"
 
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
-#include <spawn.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -15,7 +15,6 @@
 #include <cstring>
 #include <filesystem>
 
-extern char** environ;
 extern "C" const char dlaunch_gpu_helper_start[];
 extern "C" const char dlaunch_gpu_helper_end[];
 
@@ -87,17 +86,6 @@ std::unique_ptr<GpuHelperProcess> GpuHelperProcess::start(const std::string& mod
   auto image = memfd_image();
   if (!image) image = file_image(error);
   if (!image) return nullptr;
-  std::vector<std::string> env_text;
-  for (char** e = environ; *e != nullptr; ++e) env_text.emplace_back(*e);
-  for (const auto& extra : extra_env) {
-    const auto name = extra.substr(0, extra.find('=') + 1);
-    bool set = false;
-    for (const auto& e : env_text) set = set || e.starts_with(name);
-    if (!set) env_text.push_back(extra);
-  }
-  std::vector<char*> envp;
-  for (auto& e : env_text) envp.push_back(e.data());
-  envp.push_back(nullptr);
   int in[2], out[2];
   if (::pipe2(in, O_CLOEXEC) != 0) {
     error = std::string("pipe: ") + std::strerror(errno);
@@ -109,37 +97,32 @@ std::unique_ptr<GpuHelperProcess> GpuHelperProcess::start(const std::string& mod
     ::close(in[1]);
     return nullptr;
   }
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_adddup2(&actions, in[0], 0);
-  posix_spawn_file_actions_adddup2(&actions, out[1], 1);
-  // The GPU libraries' own chatter would reach the coordinator as the agent's.
-  posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0);
-  posix_spawnattr_t attr;
-  posix_spawnattr_init(&attr);
-  sigset_t none, all;
-  sigemptyset(&none);
-  sigfillset(&all);
-  posix_spawnattr_setsigmask(&attr, &none);
-  posix_spawnattr_setsigdefault(&attr, &all);
-  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
-  std::string arg0 = "dlaunch-gpu-helper", arg1 = mode;
-  char* argv[] = {arg0.data(), arg1.data(), nullptr};
-  pid_t pid = 0;
-  const int spawned = ::posix_spawn(&pid, image->path.c_str(), &actions, &attr, argv, envp.data());
-  posix_spawn_file_actions_destroy(&actions);
-  posix_spawnattr_destroy(&attr);
+  ChildSpawn spawn;
+  spawn.program = image->path;
+  spawn.argv = {"dlaunch-gpu-helper", mode};
+  // The inherited variables win: a user's own setting over the agent's default.
+  spawn.env = inherited_environment();
+  for (const auto& extra : extra_env) {
+    const auto name = extra.substr(0, extra.find('=') + 1);
+    bool set = false;
+    for (const auto& e : spawn.env) set = set || e.starts_with(name);
+    if (!set) spawn.env.push_back(extra);
+  }
+  // stderr to /dev/null: the GPU libraries' own chatter would reach the
+  // coordinator as the agent's.
+  spawn.stdio = {in[0], out[1], -1};
+  const auto spawned = spawn_child(spawn);
   ::close(in[0]);
   ::close(out[1]);
   if (image->fd >= 0) ::close(image->fd);
   if (image->remove) ::unlink(image->path.c_str());
-  if (spawned != 0) {
-    error = "cannot run the GPU helper: " + std::string(std::strerror(spawned));
+  if (!spawned) {
+    error = "cannot run the GPU helper: " + spawned.error();
     ::close(in[1]);
     ::close(out[0]);
     return nullptr;
   }
-  return std::unique_ptr<GpuHelperProcess>(new GpuHelperProcess(pid, in[1], out[0]));
+  return std::unique_ptr<GpuHelperProcess>(new GpuHelperProcess(*spawned, in[1], out[0]));
 }
 
 GpuHelperProcess::~GpuHelperProcess() {

@@ -20,6 +20,7 @@
 #include "protocol/launch_spec.h"
 
 int main(int argc, char** argv) {
+  dlaunch::log::set_program_name("dlaunch-agent");
   // A static binary must load no module: no OpenSSL configuration (it may name
   // providers or engines, loaded by dlopen), only the built-in SHA-256 and RNG.
   OPENSSL_init_crypto(OPENSSL_INIT_NO_LOAD_CONFIG, nullptr);

@@ -3,18 +3,15 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
-#include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
-#include <string_view>
 
 #include "common/posix.h"
+#include "common/spawn.h"
 #include "common/text.h"
-
-extern char** environ;
 
 namespace dlaunch {
 
@@ -36,48 +33,27 @@ CapturedOutput run_captured(const std::vector<std::string>& argv, std::chrono::m
     ::close(out[1]);
     return result;
   }
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_adddup2(&actions, out[1], 1);
-  posix_spawn_file_actions_adddup2(&actions, err[1], 2);
-  posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
-  posix_spawnattr_t attr;
-  posix_spawnattr_init(&attr);
-  sigset_t none;
-  sigemptyset(&none);
-  posix_spawnattr_setsigmask(&attr, &none);
-  sigset_t all;
-  sigfillset(&all);
-  posix_spawnattr_setsigdefault(&attr, &all);
-  posix_spawnattr_setpgroup(&attr, 0);
-  posix_spawnattr_setflags(&attr,
-                           POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
-  std::vector<std::string> args = argv;
-  std::vector<char*> pointers;
-  for (auto& a : args) pointers.push_back(a.data());
-  pointers.push_back(nullptr);
-  std::vector<std::string> env_entries;
-  for (char** e = environ; *e != nullptr; ++e) {
-    const std::string_view entry(*e);
-    if (!extra_env.contains(std::string(entry.substr(0, entry.find('=')))))
-      env_entries.emplace_back(entry);
+  ChildSpawn spawn;
+  spawn.program = argv[0];
+  spawn.search_path = true;
+  spawn.argv = argv;
+  // The extra variables win over inherited ones of the same name.
+  for (auto& entry : inherited_environment()) {
+    if (!extra_env.contains(entry.substr(0, entry.find('='))))
+      spawn.env.push_back(std::move(entry));
   }
-  for (const auto& [name, value] : extra_env) env_entries.push_back(name + "=" + value);
-  std::vector<char*> env_pointers;
-  for (auto& e : env_entries) env_pointers.push_back(e.data());
-  env_pointers.push_back(nullptr);
-  pid_t pid = 0;
-  const int spawned =
-      ::posix_spawnp(&pid, args[0].c_str(), &actions, &attr, pointers.data(), env_pointers.data());
-  posix_spawn_file_actions_destroy(&actions);
-  posix_spawnattr_destroy(&attr);
+  for (const auto& [name, value] : extra_env) spawn.env.push_back(name + "=" + value);
+  spawn.stdio = {-1, out[1], err[1]};
+  spawn.own_process_group = true;
+  const auto spawned = spawn_child(spawn);
   ::close(out[1]);
   ::close(err[1]);
-  if (spawned != 0) {
+  if (!spawned) {
     ::close(out[0]);
     ::close(err[0]);
     return result;
   }
+  const pid_t pid = *spawned;
   result.started = true;
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   pollfd fds[2] = {{out[0], POLLIN, 0}, {err[0], POLLIN, 0}};

@@ -2,6 +2,7 @@
 
 #include <cstdio>
 #include <mutex>
+#include <utility>
 
 namespace dlaunch::log {
 namespace {
@@ -18,8 +19,25 @@ Level& current_level() {
   static Level level = Level::warn;
   return level;
 }
+std::string& program_name() {
+  static std::string name;
+  return name;
+}
 
 }  // namespace
+
+void set_program_name(std::string name) {
+  program_name() = std::move(name);
+}
+
+std::string format_line(Level level, std::string_view message) {
+  static constexpr const char* names[] = {"debug", "info", "warning", "error"};
+  std::string line = program_name().empty() ? "" : program_name() + ": ";
+  line += names[static_cast<int>(level)];
+  line += ": ";
+  line += message;
+  return line;
+}
 
 void set_sink(Sink sink) {
   std::lock_guard lock(sink_mutex());
@@ -39,8 +57,8 @@ void write(Level level, const std::string& message) {
     current_sink()(level, message);
     return;
   }
-  static constexpr const char* names[] = {"debug", "info", "warning", "error"};
-  std::fprintf(stderr, "dlaunch-agent: %s: %s\n", names[static_cast<int>(level)], message.c_str());
+  const std::string line = format_line(level, message) + "\n";
+  std::fwrite(line.data(), 1, line.size(), stderr);
 }
 
 }  // namespace dlaunch::log

@@ -169,9 +169,8 @@ int run_rendezvous_relay() {
   // Its lines land among the coordinator's, on the same stderr and in its
   // shape, naming which relay spoke.
   log::set_sink([pid = ::getpid()](log::Level level, const std::string& message) {
-    static constexpr const char* names[] = {"debug", "info", "warning", "error"};
-    console().note(std::string(names[static_cast<int>(level)]) + ": rendezvous relay " +
-                   std::to_string(pid) + ": " + message);
+    console().line(
+        log::format_line(level, "rendezvous relay " + std::to_string(pid) + ": " + message));
   });
   // Run by hand (the name is only a way in), descriptors 3 and 4 are not
   // what the coordinator passes: say so rather than fail obscurely.

@@ -40,7 +40,6 @@ int delete_command(int argc, const char* const* argv);
 int top_command(int argc, const char* const* argv);
 int check_command(int argc, const char* const* argv);
 
-
 // What a command line's first word asks for: a command, whose argv starts at
 // argv[first_arg], or, when `command` is null, a usage error.
 struct FirstWord {

@@ -9,17 +9,12 @@
 // ranks on this machine (found by DLAUNCH_JOB in their environment) over one
 // sampling interval. Ranks on other hosts are not visible from here; the
 // output says which hosts those are.
-#include <unistd.h>
-
 #include <chrono>
-#include <map>
-#include <thread>
 
 #include "common/console.h"
 #include "common/exit_codes.h"
-#include "common/gpu_holders.h"
-#include "common/gpus.h"
 #include "common/posix.h"
+#include "common/rank_usage.h"
 #include "launcher/cli/check_agents.h"
 #include "launcher/cli/commands.h"
 #include "launcher/cli/log_backend.h"
@@ -91,69 +86,10 @@ int top_node(NodeArgs& a) {
   return kExitOk;
 }
 
-struct ProcTicks {
-  unsigned long long cpu_ticks = 0;
-  long long rss_bytes = 0;
-  std::string command;
-};
-
-std::optional<ProcTicks> proc_ticks(int pid) {
-  const auto fields = proc_stat(static_cast<pid_t>(pid));
-  if (fields.size() < 24) return std::nullopt;
-  try {
-    ProcTicks t;
-    t.command = fields[1];
-    t.cpu_ticks = std::stoull(fields[13]) + std::stoull(fields[14]);  // utime + stime
-    t.rss_bytes = std::stoll(fields[23]) * ::sysconf(_SC_PAGESIZE);
-    return t;
-  } catch (const std::exception&) {
-    return std::nullopt;
-  }
-}
-
-// Every rank process here, its CPU use over `interval_s`.
-std::vector<RankSample> sample_ranks(double interval_s) {
-  std::map<int, unsigned long long> before;
-  for (const auto& r : dlaunch_ranks_here()) {
-    if (const auto t = proc_ticks(r.pid)) before[r.pid] = t->cpu_ticks;
-  }
-  std::this_thread::sleep_for(std::chrono::duration<double>(interval_s));
-  const double ticks_per_s = static_cast<double>(::sysconf(_SC_CLK_TCK));
-  const int host_gpus = count_gpu_devices();
-  std::vector<RankSample> out;
-  for (const auto& r : dlaunch_ranks_here()) {
-    const auto t = proc_ticks(r.pid);
-    if (!t) continue;
-    RankSample s;
-    s.pid = r.pid;
-    s.job = r.job;
-    s.rank = r.rank;
-    s.host = r.host;
-    s.command = t->command;
-    s.rss_bytes = t->rss_bytes;
-    s.gpu = rank_gpu(r, host_gpus);
-    auto it = before.find(r.pid);
-    if (it != before.end() && interval_s > 0 && t->cpu_ticks >= it->second)
-      s.cpu_pct = 100.0 * static_cast<double>(t->cpu_ticks - it->second) / ticks_per_s / interval_s;
-    out.push_back(std::move(s));
-  }
-  return out;
-}
-
-// The names this machine goes by in a job's record.
-std::set<std::string> names_of_this_machine() {
-  std::set<std::string> here = {"", "localhost"};
-  if (const auto full = this_host_name(); !full.empty()) {
-    here.insert(full);
-    here.insert(full.substr(0, full.find('.')));
-  }
-  return here;
-}
-
 int top_job(const JobArgs& a) {
   TopJobs top;
   top.interval_s = a.interval_s;
-  top.here = names_of_this_machine();
+  top.host_name = this_host_name();
   if (!a.name.empty()) {
     auto job = find_job_or_report(a.log_dir, a.name);
     if (!job) return kExitFailure;
@@ -163,7 +99,7 @@ int top_job(const JobArgs& a) {
       if (is_active(job.status)) top.jobs.push_back(std::move(job));
     }
   }
-  top.ranks = sample_ranks(a.interval_s);
+  top.ranks = sample_ranks_here(a.interval_s);
   top.log_dir = a.log_dir;
   if (!a.name.empty()) {
     std::erase_if(top.ranks, [&](const auto& r) { return r.job != a.name; });

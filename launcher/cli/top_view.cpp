@@ -5,10 +5,10 @@
 #include <map>
 #include <sstream>
 
-#include "common/address.h"
 #include "common/json.h"
 #include "launcher/cli/job_text.h"
 #include "launcher/cli/job_view.h"
+#include "launcher/plan/this_machine.h"
 
 namespace dlaunch {
 namespace {
@@ -90,7 +90,8 @@ std::optional<long long> rank_number(const std::string& text) {
 }
 
 bool is_here(const TopJobs& top, const Job& job, const std::string& host) {
-  if (job.info.mode == "standalone" || top.here.count(host) || is_loopback_address(host))
+  // A record's host without a name cannot be told elsewhere: it counts as here.
+  if (job.info.mode == "standalone" || host.empty() || is_this_host_name(host, top.host_name))
     return true;
   // A rank of the job found here that says it runs on `host`.
   return std::any_of(top.ranks.begin(), top.ranks.end(),

@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "common/rank_usage.h"
 #include "launcher/check/check_result.h"
 #include "launcher/record/job_store.h"
 
@@ -38,22 +39,12 @@ std::string format_top_node_json(const CheckResult& result);
 
 // --- top job ----------------------------------------------------------------
 
-// One process of a rank on this machine over the sampling interval.
-struct RankSample {
-  int pid = 0;
-  std::string job;
-  std::string rank;  // RANK as the process has it; empty when unset
-  std::string host;  // DLAUNCH_HOST
-  std::string command;
-  double cpu_pct = 0;
-  long long rss_bytes = 0;
-  std::optional<int> gpu;  // common/gpu_holders.h's rank_gpu
-};
-
+// What `top job` gathered: the jobs, and their rank processes on this machine
+// over the sampling interval (common/rank_usage.h).
 struct TopJobs {
   std::vector<Job> jobs;          // the jobs to show, in order
   std::vector<RankSample> ranks;  // every rank process found here
-  std::set<std::string> here;     // names this machine goes by (localhost, its host name)
+  std::string host_name;          // this machine's (launcher/plan/this_machine.h)
   double interval_s = 1.0;
   // Ranks found here whose job has no row (another state dir's, or ended):
   // left out of `ranks`, counted, and said in a note.

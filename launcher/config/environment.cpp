@@ -1,5 +1,6 @@
 #include "launcher/config/environment.h"
 
+#include <algorithm>
 #include <cctype>
 
 #include "protocol/rank_env.h"
@@ -24,11 +25,13 @@ bool matches(std::string_view name, std::string_view pattern) {
 }  // namespace
 
 bool valid_env_name(std::string_view name) {
-  if (name.empty() || std::isdigit(static_cast<unsigned char>(name.front()))) return false;
-  for (char c : name) {
-    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_') return false;
-  }
-  return true;
+  // ASCII by hand: <cctype>'s classes follow the locale, and a shell's names do not.
+  const auto letter = [](char c) {
+    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || c == '_';
+  };
+  if (name.empty() || !letter(name.front())) return false;
+  return std::all_of(name.begin(), name.end(),
+                     [&](char c) { return letter(c) || (c >= '0' && c <= '9'); });
 }
 
 bool forwarded_by_default(std::string_view name) {

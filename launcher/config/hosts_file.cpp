@@ -17,6 +17,7 @@
 
 #include "common/address.h"
 #include "common/did_you_mean.h"
+#include "launcher/config/environment.h"
 #include "protocol/rank_env.h"
 #include "ssh/jump_spec.h"
 
@@ -194,15 +195,6 @@ std::optional<std::string> read_jump(const toml::node& node, std::string_view ke
     return std::nullopt;
   }
   return text;
-}
-
-bool valid_env_name(std::string_view name) {
-  const auto letter = [](char c) {
-    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || c == '_';
-  };
-  if (name.empty() || !letter(name.front())) return false;
-  return std::all_of(name.begin(), name.end(),
-                     [&](char c) { return letter(c) || (c >= '0' && c <= '9'); });
 }
 
 // Integers and booleans are stringified so that `NCCL_IB_DISABLE = 1` and

@@ -49,22 +49,23 @@ std::vector<std::string> interface_addresses() {
   return out;
 }
 
-bool same_name(std::string a, std::string b) {
-  auto lower = [](std::string& s) {
+}  // namespace
+
+bool is_this_host_name(const std::string& host, const std::string& host_name) {
+  if (is_loopback_address(host)) return true;
+  auto lower = [](std::string s) {
     std::ranges::transform(s, s.begin(),
                            [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    return s;
   };
-  lower(a);
-  lower(b);
+  const std::string a = lower(host), b = lower(host_name);
   return !a.empty() && (a == b || a == b.substr(0, b.find('.')));
 }
-
-}  // namespace
 
 bool names_this_machine(const std::string& host, const std::string& host_name,
                         const std::vector<std::string>& resolved,
                         const std::vector<std::string>& local) {
-  if (is_loopback_address(host) || same_name(host, host_name)) return true;
+  if (is_this_host_name(host, host_name)) return true;
   return std::ranges::any_of(resolved, [&](const std::string& address) {
     // All of 127/8 is this machine (Debian maps its host name to 127.0.1.1).
     return address.starts_with("127.") || address == "::1" ||

@@ -12,7 +12,13 @@ namespace dlaunch {
 // first label), or resolves to an address of one of its interfaces.
 bool this_machine_is(const std::string& host);
 
-// The same decision over given facts (unit-tested): `resolved` are `host`'s
+// The part of the rule that needs no lookup: `host` is a loopback spelling
+// (common/address.h), or this machine's host name `host_name` or its first
+// label, in any case (host names are). `dlaunch top job` tells by it which
+// hosts of a job's record are here, where resolving every host would be slow.
+bool is_this_host_name(const std::string& host, const std::string& host_name);
+
+// The whole decision over given facts (unit-tested): `resolved` are `host`'s
 // addresses, `local` this machine's.
 bool names_this_machine(const std::string& host, const std::string& host_name,
                         const std::vector<std::string>& resolved,

@@ -10,6 +10,7 @@
 #include <map>
 
 #include "common/posix.h"
+#include "common/spawn.h"
 
 namespace dlaunch {
 namespace {
@@ -57,26 +58,28 @@ class LocalAgent : public AgentHandle, public std::enable_shared_from_this<Local
 
   void launch(ChildWatcher& watcher, const AgentLaunch& launch) {
     int in[2];
-    int err[2];
-    if (::pipe2(in, O_CLOEXEC) != 0 || ::pipe2(err, O_CLOEXEC) != 0) {
+    if (::pipe2(in, O_CLOEXEC) != 0) {
       return fail(std::string("cannot create pipes: ") + std::strerror(errno));
     }
-    const pid_t pid = fork_with_default_signals();
-    if (pid < 0) return fail(std::string("fork failed: ") + std::strerror(errno));
-    if (pid == 0) {
-      ::setpgid(0, 0);
-      ::dup2(in[0], 0);
-      ::dup2(err[1], 2);
-      // The coordinator's sockets (the rendezvous listener among them) must not
-      // leak into the agent and outlive the coordinator.
-      close_fds_from(3);
-      const char* argv[] = {launch.agent_binary.c_str(), nullptr};
-      ::execv(launch.agent_binary.c_str(), const_cast<char* const*>(argv));
-      const char* msg = "cannot run dlaunch-agent: ";
-      (void)!::write(2, msg, std::strlen(msg));
-      (void)!::write(2, std::strerror(errno), std::strlen(std::strerror(errno)));
-      ::_exit(127);
+    int err[2];
+    if (::pipe2(err, O_CLOEXEC) != 0) {
+      const int why = errno;
+      ::close(in[0]);
+      ::close(in[1]);
+      return fail(std::string("cannot create pipes: ") + std::strerror(why));
     }
+    ForkedChild child;
+    child.program = launch.agent_binary;
+    child.argv = {launch.agent_binary};
+    child.stdio = {in[0], -1, err[1]};
+    child.exec_error_before = "cannot run dlaunch-agent: ";
+    if (!launch.job.empty()) child.extra_env = {std::string(kAgentJobVariable) + "=" + launch.job};
+    const auto forked = fork_exec_child(child);
+    if (!forked) {
+      for (int fd : {in[0], in[1], err[0], err[1]}) ::close(fd);
+      return fail("fork failed: " + forked.error());
+    }
+    const pid_t pid = *forked;
     pid_ = pid;
     ::close(in[0]);
     ::close(err[1]);

@@ -16,6 +16,7 @@
 
 #include "common/log.h"
 #include "common/posix.h"
+#include "common/spawn.h"
 #include "launcher/transport/srun_argv.h"
 #include "launcher/transport/srun_output.h"
 
@@ -91,30 +92,25 @@ class SlurmStep : public std::enable_shared_from_this<SlurmStep> {
       ::close(in[1]);
       return fail_all(std::string("pipe: ") + std::strerror(errno));
     }
-    std::vector<char*> args;
-    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-    args.push_back(nullptr);
-    const pid_t pid = fork_with_default_signals();
-    if (pid < 0) {
+    ForkedChild child;
+    child.program = argv[0];
+    child.search_path = true;
+    child.argv = argv;
+    // A process group of its own (fork_exec_child): a terminal's Ctrl-C
+    // reaches the coordinator only, which stops the job in order (srun would
+    // kill it).
+    child.stdio = {in[0], out[1], out[1]};
+    child.exec_error_before = "cannot run " + argv[0] + ": ";
+    child.exec_error_after = " (is Slurm's srun on PATH?)\n";
+    // srun passes its environment on to the tasks (--export=ALL, its default).
+    if (const auto& job = members_.front().launch.job; !job.empty())
+      child.extra_env = {std::string(kAgentJobVariable) + "=" + job};
+    const auto forked = fork_exec_child(child);
+    if (!forked) {
       for (int fd : {in[0], in[1], out[0], out[1]}) ::close(fd);
-      return fail_all(std::string("fork: ") + std::strerror(errno));
+      return fail_all("fork: " + forked.error());
     }
-    if (pid == 0) {
-      // A process group of its own: a terminal's Ctrl-C reaches the
-      // coordinator only, which stops the job in order (srun would kill it).
-      ::setpgid(0, 0);
-      ::dup2(in[0], 0);
-      ::dup2(out[1], 1);
-      ::dup2(out[1], 2);
-      close_fds_from(3);
-      ::execvp(args[0], args.data());
-      // No allocation between fork and exec: the coordinator has threads.
-      const char* why = std::strerror(errno);
-      for (const char* piece : {"cannot run ", static_cast<const char*>(args[0]), ": ", why,
-                                " (is Slurm's srun on PATH?)\n"})
-        (void)!::write(2, piece, std::strlen(piece));
-      ::_exit(127);
-    }
+    const pid_t pid = *forked;
     pid_ = pid;
     ::close(in[0]);
     ::close(out[1]);

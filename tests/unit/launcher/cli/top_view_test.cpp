@@ -114,7 +114,7 @@ TEST_CASE("top node: an error that names its host already is not prefixed twice"
 
 TEST_CASE("top job: usage of the ranks here; GPUs by distinct host and index; other hosts") {
   TopJobs top;
-  top.here = {"localhost", "head"};
+  top.host_name = "head";
   top.jobs = {job("train", JobStatus::running, {"head", "gpu2", "gpu3"}, 6),
               job("idle", JobStatus::pending, {"gpu2"}, 2)};
   top.ranks = {rank_sample("train", "1", 300, "head", 1), rank_sample("train", "0", 200, "head", 0),

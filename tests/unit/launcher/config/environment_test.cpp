@@ -4,6 +4,12 @@
 
 using namespace dlaunch;
 
+TEST_CASE("valid_env_name: a shell's names, ASCII letters, digits and '_', no leading digit") {
+  for (const char* name : {"A", "_", "NCCL_DEBUG", "my_var2", "_9"}) CHECK(valid_env_name(name));
+  for (const char* name : {"", "9A", "A-B", "A B", "A=B", "A.B", "caf\xc3\xa9", "\xe9"})
+    CHECK_FALSE(valid_env_name(name));
+}
+
 TEST_CASE("the coordinator's NCCL_, CUDA_, TORCH_, OMP_, HF_ variables follow by default") {
   const EnvVars shell = {{"NCCL_DEBUG", "INFO"},
                          {"CUDA_HOME", "/usr/local/cuda"},

@@ -8,7 +8,6 @@
 
 #include "launcher/config/options.h"
 #include "launcher/config/torchrun_flags.h"
-#include "launcher/plan/this_machine.h"
 #include "tests/unit/scoped_env.h"
 
 using namespace dlaunch;
@@ -156,17 +155,6 @@ TEST_CASE("--run-path runs the program with Python; --nproc-per-node cpu") {
   r = torchrun_parse({"--nproc-per-node", "xpu", "prog"});
   CHECK_FALSE(r.options);
   CHECK(r.message.find("dlaunch counts NVIDIA GPUs") != std::string::npos);
-}
-
-TEST_CASE("which address names this machine") {
-  const std::vector<std::string> local{"10.0.0.5", "fd00::5"};
-  CHECK(names_this_machine("localhost", "n1", {}, local));
-  CHECK(names_this_machine("N1", "n1.example", {}, local));
-  CHECK(names_this_machine("n1.example", "n1.example", {}, local));
-  CHECK(names_this_machine("head", "n1", {"10.0.0.5"}, local));
-  CHECK(names_this_machine("n1-alias", "n1", {"127.0.1.1"}, local));
-  CHECK_FALSE(names_this_machine("head", "n1", {"10.0.0.6"}, local));
-  CHECK_FALSE(names_this_machine("n2", "n1", {}, local));
 }
 
 TEST_CASE("everything after the program is the program's, -- and --help included (torchrun)") {
