@@ -37,7 +37,7 @@
 #include "launcher/output/log_sink.h"
 #include "launcher/plan/launch_spec_builder.h"
 #include "launcher/plan/plan.h"
-#include "launcher/plan/this_machine.h"
+#include "common/this_machine.h"
 #include "launcher/record/job_claim.h"
 #include "launcher/record/job_name.h"
 #include "launcher/record/job_record.h"

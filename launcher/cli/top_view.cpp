@@ -8,7 +8,7 @@
 #include "common/json.h"
 #include "launcher/cli/job_text.h"
 #include "launcher/cli/job_view.h"
-#include "launcher/plan/this_machine.h"
+#include "common/this_machine.h"
 
 namespace dlaunch {
 namespace {

@@ -44,7 +44,7 @@ std::string format_top_node_json(const CheckResult& result);
 struct TopJobs {
   std::vector<Job> jobs;          // the jobs to show, in order
   std::vector<RankSample> ranks;  // every rank process found here
-  std::string host_name;          // this machine's (launcher/plan/this_machine.h)
+  std::string host_name;          // this machine's (common/this_machine.h)
   double interval_s = 1.0;
   // Ranks found here whose job has no row (another state dir's, or ended):
   // left out of `ranks`, counted, and said in a note.

@@ -1,4 +1,4 @@
-#include "launcher/plan/this_machine.h"
+#include "common/this_machine.h"
 
 #include <doctest/doctest.h>
 
