@@ -51,6 +51,9 @@ FINAL = {"SUCCEEDED", "FAILED", "STOPPED", "LOST", "HUNG"}
 # and count as working when they exit 0 or are still running after a while.
 INTERACTIVE = {"top", "htop", "watch", "less", "vi", "vim", "nano"}
 INTERACTIVE_SECONDS = 15
+# A line of rank output on dlaunch's terminal: its prefix, "[0]" or "[host:0]".
+RANK_LINE = re.compile(r"^\[(?:[^\]:\s]+:)?\d+\] ", re.MULTILINE)
+ANSI_COLOR = re.compile(r"\x1b\[[0-9;]*m")  # a terminal's prefixes are colored
 
 # Jobs that the test makes where the docs name one without making it (the
 # placeholder JOB, or a name no earlier example starts): 4 ranks so that
@@ -750,14 +753,20 @@ class DocExamplesTest(unittest.TestCase):
         env = dict(self.env, TERM=self.env.get("TERM", "xterm")) if pty else None
         if pty:
             how.append(f"under a pseudo-terminal (script -qec), TERM={env['TERM']}, stdin "
-                       f"/dev/null: counts as working if it exits 0 or is still running after "
-                       f"{INTERACTIVE_SECONDS} s (then killed)")
+                       f"/dev/null: counts as working if it exits 0, or is still running after "
+                       f"{INTERACTIVE_SECONDS} s (then killed) with a rank's output shown")
         ex.how = "; ".join([{"local": "here, as written", "ssh": "over SSH to the test hosts",
                              "interactive": "here, as written"}[ex.kind]] + how)
         run = self.sh(text, f"ex{i}", timeout=INTERACTIVE_SECONDS if pty else EXAMPLE_TIMEOUT,
                       pty=pty, env=env)
-        if pty and run.timed_out:
-            self.mark_ok(ex, f"ok: still running after {INTERACTIVE_SECONDS} s", run)
+        if pty and run.timed_out and not RANK_LINE.search(ANSI_COLOR.sub("", run.stdout())):
+            # Running, but no rank said anything: a launch stuck before its
+            # ranks would pass as well.
+            self.mark_failed(ex, f"still running after {INTERACTIVE_SECONDS} s, but no rank's "
+                             "output reached the terminal", run)
+        elif pty and run.timed_out:
+            self.mark_ok(ex, f"ok: still running after {INTERACTIVE_SECONDS} s, its ranks' "
+                         "output on the terminal", run)
         elif run.timed_out:
             self.mark_failed(ex, f"still running after {EXAMPLE_TIMEOUT} s (killed)", run)
         elif run.rc != 0:
