@@ -5,7 +5,9 @@
 #include "agent/agent.h"
 
 #include <doctest/doctest.h>
+#include <signal.h>
 
+#include <cerrno>
 #include <chrono>
 #include <functional>
 #include <map>
@@ -112,6 +114,7 @@ class OneAgent {
   std::optional<proto::Join> joined;
   std::vector<proto::Message> received;  // after the Join, in order
   std::optional<std::string> closed;     // why the agent's connection closed
+  pid_t rank_pid = 0;                    // one_sleeping_rank's rank, once it said it started
 
   template <class M>
   std::vector<M> received_of() const {
@@ -143,13 +146,20 @@ class OneAgent {
 // One rank that says "started" and would then sleep a minute; once it has
 // started, the coordinator does `then`.
 OneAgent one_sleeping_rank(std::function<void(OneAgent&)> then) {
-  return OneAgent({"/bin/sh", "-c", "echo started; exec sleep 60"}, 1,
+  return OneAgent({"/bin/sh", "-c", "echo started $$; exec sleep 60"}, 1,
                   [then](OneAgent& a, const proto::Message& m) {
                     if (std::holds_alternative<proto::Join>(m)) a.send(OneAgent::assign(1));
                     if (const auto* line = std::get_if<proto::LogLine>(&m);
-                        line && line->text == "started")
+                        line && line->text.starts_with("started ")) {
+                      a.rank_pid = static_cast<pid_t>(std::stoi(line->text.substr(8)));
                       then(a);
+                    }
                   });
+}
+
+// Whether the process `pid` is gone (no such process: reaped, not a zombie).
+bool process_gone(pid_t pid) {
+  return ::kill(pid, 0) != 0 && errno == ESRCH;
 }
 
 }  // namespace
@@ -194,10 +204,12 @@ TEST_CASE("agent: a Stop with grace 0 ends ranks that would run on, and the agen
   OneAgent one = one_sleeping_rank([](OneAgent& a) {
     a.send(proto::Stop{130, false, 0, "interrupted"});
   });
-  one.run();
+  CHECK(one.run() == 130);  // the Stop's code
   const auto exits = one.received_of<proto::RankExit>();
   REQUIRE(exits.size() == 1);
   CHECK(exits[0].signal != 0);  // killed, not exited on its own
+  REQUIRE(one.rank_pid > 0);
+  CHECK(process_gone(one.rank_pid));
 }
 
 TEST_CASE("agent: when the coordinator vanishes it ends its ranks by itself and exits non-zero") {
@@ -205,4 +217,7 @@ TEST_CASE("agent: when the coordinator vanishes it ends its ranks by itself and 
   CHECK(one.run() != 0);
   CHECK(one.received_of<proto::RankExit>().empty());  // nobody was left to tell
   CHECK(one.logged("lost the coordinator: "));
+  // Its rank, `sleep 60`, was ended and reaped by the agent before it exited.
+  REQUIRE(one.rank_pid > 0);
+  CHECK(process_gone(one.rank_pid));
 }
