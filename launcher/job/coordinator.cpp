@@ -265,6 +265,10 @@ void Coordinator::on_message(ConnId conn, proto::Message&& message) {
       syncs_->on_done(*node, conn, *synced);
   } else if (auto* stacks = std::get_if<proto::StacksReport>(&message)) {
     hang_->on_report(conn, *stacks);
+  } else if (auto* join = std::get_if<proto::Join>(&message)) {
+    // A second Join on a joined connection (the server hands only the first
+    // to on_join): the policy refuses it and drops the connection.
+    apply(policy_.on_join(conn, *join));
   }
 }
 

@@ -9,6 +9,7 @@
 #include <asio.hpp>
 #include <cstddef>
 #include <map>
+#include <set>
 #include <string>
 #include <utility>
 
@@ -78,9 +79,17 @@ class FakeAgentService : public RendezvousService {
            false}}}};
     join_as(node, std::move(join));
   }
-  // Node `node`'s agent joins with exactly this Join.
+  // Node `node`'s agent joins with exactly this Join. As the real server
+  // (rendezvous/server.cpp): only a connection's first Join is one; a later
+  // one on a joined connection is just a message.
   void join_as(int node, proto::Join join) {
-    asio::post(io_, [this, node, join = std::move(join)] { callbacks_.on_join(conn(node), join); });
+    asio::post(io_, [this, node, join = std::move(join)] {
+      if (joined_conns_.insert(conn(node)).second) {
+        callbacks_.on_join(conn(node), join);
+      } else {
+        callbacks_.on_message(conn(node), proto::Message(join));
+      }
+    });
   }
   void answer(ConnId id, proto::Message message) {
     asio::post(io_, [this, id, message = std::move(message)]() mutable {
@@ -97,12 +106,16 @@ class FakeAgentService : public RendezvousService {
   }
   // The agent's connection closes for `reason` (a reset, a heartbeat timeout).
   void lose(ConnId id, std::string reason) {
-    asio::post(io_, [this, id, reason = std::move(reason)] { callbacks_.on_close(id, reason); });
+    asio::post(io_, [this, id, reason = std::move(reason)] {
+      joined_conns_.erase(id);
+      callbacks_.on_close(id, reason);
+    });
   }
   // The agent's connection closes, then `then` runs (its process exits).
   template <class Then>
   void close_then(ConnId id, Then then) {
     asio::post(io_, [this, id, then] {
+      joined_conns_.erase(id);
       callbacks_.on_close(id, "closed by the agent");
       then();
     });
@@ -114,7 +127,10 @@ class FakeAgentService : public RendezvousService {
     on_send(id, message);
   }
   void close(ConnId id, const std::string&) override {
-    asio::post(io_, [this, id] { callbacks_.on_close(id, "closed"); });
+    asio::post(io_, [this, id] {
+      joined_conns_.erase(id);
+      callbacks_.on_close(id, "closed");
+    });
   }
   bool output_full(ConnId) const override { return false; }
   void on_output_space(ConnId, std::function<void()>) override {}
@@ -138,6 +154,7 @@ class FakeAgentService : public RendezvousService {
  private:
   asio::io_context& io_;
   Callbacks callbacks_;
+  std::set<ConnId> joined_conns_;  // connections whose Join was on_join
 };
 
 }  // namespace dlaunch::testing
