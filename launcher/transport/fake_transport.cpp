@@ -23,6 +23,7 @@ std::unique_ptr<AgentHandle> FakeTransport::start(const HostEntry& host, const A
   agent.host = host;
   agent.launch = launch;
   agent.events = std::move(events);
+  if (launch.make_stdin) agent.spec_bytes = launch.make_stdin("127.0.0.1");
   return std::make_unique<FakeHandle>(agent);
 }
 

@@ -20,6 +20,9 @@ class FakeTransport : public Transport {
     HostEntry host;
     AgentLaunch launch;
     AgentEvents events;
+    // Its launch spec, built at start as the local transport builds it (over
+    // 127.0.0.1): a test of many nodes builds every one, as a real run does.
+    std::string spec_bytes;
     bool stdin_closed = false;
     int kills = 0;
     bool exited = false;

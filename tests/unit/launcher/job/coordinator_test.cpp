@@ -9,6 +9,7 @@
 #include <set>
 
 #include "launcher/transport/fake_transport.h"
+#include "protocol/launch_spec.h"
 #include "tests/unit/launcher/fleet/fake_agent_service.h"
 
 using namespace dlaunch;
@@ -103,6 +104,16 @@ TEST_CASE("coordinator: a 1,000-node job joins, runs every rank, exits 0, and st
   CHECK(job.agents->sent_of<proto::Stop>() == nodes);
   CHECK(job.agents->stop_codes == std::map<int, int>{{0, nodes}});
   CHECK(job.agents->stopped_nodes.size() == static_cast<std::size_t>(nodes));  // each once
+  // Each agent got its own launch spec (8 bytes of magic and length, then
+  // the fields): its node rank and its host's name.
+  for (int n = 0; n < nodes; n += 111) {
+    const auto& bytes = job.fake->agent(static_cast<std::size_t>(n)).spec_bytes;
+    REQUIRE(bytes.size() > 8);
+    const auto spec = decode_launch_spec_body(std::string_view(bytes).substr(8));
+    REQUIRE(spec.has_value());
+    CHECK(spec->node_rank == n);
+    CHECK(spec->host_name == job.fake->agent(static_cast<std::size_t>(n)).host.name);
+  }
   CHECK(job.agents->stopped);
   // Rank 0's line went through the sink: the failure summary's tail has it.
   const auto tail = job.sink.tail(0);
