@@ -126,13 +126,16 @@ class FakeAgentService : public RendezvousService {
     ++sent[message.index()];
     on_send(id, message);
   }
+  // As the real server: closing a connection it does not hold (never
+  // joined, or closed already) does nothing; one it holds closes once.
   void close(ConnId id, const std::string&) override {
     asio::post(io_, [this, id] {
-      joined_conns_.erase(id);
+      if (joined_conns_.erase(id) == 0) return;
       callbacks_.on_close(id, "closed");
     });
   }
-  bool output_full(ConnId) const override { return false; }
+  // As the real server: a connection it does not hold takes nothing more.
+  bool output_full(ConnId id) const override { return !joined_conns_.contains(id); }
   void on_output_space(ConnId, std::function<void()>) override {}
   void set_reading_paused(bool) override {}
   void stop() override { stopped = true; }
