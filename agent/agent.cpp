@@ -101,11 +101,13 @@ void Agent::start() {
       log::warn(spec_.host_name, ": ", hook.error(), "; `dlaunch stacks` shows no Python frames");
     }
   }
-  // 0: one rank per GPU (else 1); -1 (--nproc-per-node cpu): one per CPU, as torchrun's.
-  const long cpus = ::sysconf(_SC_NPROCESSORS_ONLN);
-  nproc_ = spec_.nproc > 0   ? spec_.nproc
-           : spec_.nproc < 0 ? static_cast<int>(std::clamp(cpus, 1L, 4096L))
-                             : std::max(1, gpus_);
+  // 0 (gpu, or no flag): one rank per GPU, else 1; -1 (cpu): one per CPU;
+  // -2 (auto): one per GPU, else one per CPU, as torchrun's.
+  const int cpus = static_cast<int>(std::clamp(::sysconf(_SC_NPROCESSORS_ONLN), 1L, 4096L));
+  nproc_ = spec_.nproc > 0     ? spec_.nproc
+           : spec_.nproc == -1 ? cpus
+           : spec_.nproc == -2 ? (gpus_ > 0 ? gpus_ : cpus)
+                               : std::max(1, gpus_);
   machine_.emplace(AgentStateMachine::Node{nproc_, spec_.grace_s});
   watch_signals();
   watch_stdin();

@@ -84,7 +84,7 @@ std::optional<LaunchSpec> decode_launch_spec_body(std::string_view body) {
   wire::Decoder d(r);
   LaunchSpec s;
   fields(d, s);
-  if (d.failed() || !r.done() || (s.argv.empty() && !s.check) || s.node_rank < 0 || s.nproc < -1 ||
+  if (d.failed() || !r.done() || (s.argv.empty() && !s.check) || s.node_rank < 0 || s.nproc < -2 ||
       s.nnodes < 0 || s.master_port < 0 || s.master_port > 65535)
     return std::nullopt;
   return s;

@@ -48,7 +48,8 @@ struct LaunchSpec {
   std::string rdzv_host;  // where the rendezvous listens, as this host reaches it
   std::uint16_t rdzv_port = 0;
   std::int32_t node_rank = 0;
-  std::int32_t nproc = 0;                  // 0: one per GPU found, else 1; -1: one per CPU
+  std::int32_t nproc =
+      0;  // 0: one per GPU found, else 1; -1: one per CPU; -2: per GPU, else per CPU
   std::string host_name;                   // the host's name in the plan, for prefixes and errors
   std::vector<std::string> argv;           // the program and its arguments, byte for byte
   std::map<std::string, std::string> env;  // extra environment (hosts file `env`)

@@ -340,8 +340,8 @@ struct OptionTexts {
 // "Ranks" in --help: how many per node, how they stop, restart and hang.
 void add_rank_options(CLI::App& app, Options& o, OptionTexts& t) {
   app.add_option("--nproc-per-node,--nproc_per_node,-n", t.nproc,
-                 "ranks per node: a number, 'auto' or 'gpu' (one per GPU, else 1), or 'cpu' (one "
-                 "per CPU)")
+                 "ranks per node: a number, 'gpu' (one per GPU, else 1), 'auto' (one per GPU, else "
+                 "one per CPU, as torchrun's) or 'cpu' (one per CPU)")
       ->group("Ranks");
   app.add_option("--nnodes", t.nnodes,
                  "number of nodes (manual mode), or MIN:MAX: an elastic job that starts with MIN "
@@ -571,6 +571,8 @@ Result<void> apply_option_texts(OptionTexts& t, const TorchrunFlags& torchrun,
   o.python_env = t.python.python_env.value_or("");
   if (t.nproc == "cpu") {
     o.nproc_per_node = kNprocCpus;
+  } else if (t.nproc == "auto") {
+    o.nproc_per_node = kNprocAuto;
   } else if (t.nproc == "xpu") {
     return fail(
         "--nproc-per-node xpu: dlaunch counts NVIDIA GPUs ('gpu' or 'auto'); give a number");

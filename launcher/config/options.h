@@ -56,7 +56,8 @@ struct Options {
   std::string exclude;    // --exclude, the same syntax
   Launcher launcher = Launcher::automatic;
   HostSource host_source = HostSource::none;  // set when mode is Mode::hosts
-  std::optional<int> nproc_per_node;  // unset or "auto": one per GPU, else 1; kNprocCpus: "cpu"
+  // Unset or "gpu": one per GPU, else 1; kNprocAuto, kNprocCpus: "auto", "cpu".
+  std::optional<int> nproc_per_node;
   int nnodes = 1;
   // --nnodes MIN:MAX with a host list: an elastic job (0: every host not spare).
   std::size_t min_nodes = 0;
@@ -164,6 +165,9 @@ struct Options {
 
 // --nproc-per-node cpu: one rank per CPU of each host (the agent counts).
 constexpr int kNprocCpus = -1;
+// --nproc-per-node auto, torchrun's rule: one rank per GPU, else one per CPU.
+// ("gpu", or no flag: one per GPU, else 1.)
+constexpr int kNprocAuto = -2;
 // A manual-mode node's rank before the rendezvous gives it one.
 constexpr int kRankByRendezvous = -1;
 

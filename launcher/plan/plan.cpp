@@ -4,6 +4,7 @@
 #include <ctime>
 #include <sstream>
 
+#include "launcher/config/options.h"
 #include "launcher/plan/launch_spec_builder.h"
 #include "net/candidates.h"
 #include "protocol/rank_env.h"
@@ -277,6 +278,8 @@ std::string describe_plan(const Plan& plan, const Options& o) {
       out << "ranks " << offset << ".." << offset + node.nproc - 1;
     } else if (node.nproc > 0) {
       out << node.nproc << " ranks";
+    } else if (node.nproc == kNprocAuto) {
+      out << "one rank per GPU found there (else one per CPU: --nproc-per-node auto)";
     } else if (node.nproc < 0) {
       out << "one rank per CPU there";
     } else {

@@ -9,6 +9,7 @@ script that parses the --local_rank=N deepspeed appends."""
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import unittest
@@ -232,6 +233,22 @@ class TestOneMachine(TorchrunCase):
         cpus = os.sysconf("SC_NPROCESSORS_ONLN")
         self.assertEqual(sorted(set(re.findall(r"world=(\d+)", r.stdout))), [str(cpus)])
         self.assertEqual(r.stdout.count("world="), cpus)
+
+    def test_nproc_per_node_auto_without_gpus_is_one_rank_per_cpu_as_torchruns(self):
+        # torchrun's --nproc-per-node auto: one per GPU, else one per CPU.
+        gpus = 0
+        if shutil.which("nvidia-smi"):
+            listed = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True)
+            gpus = listed.stdout.count("GPU ") if listed.returncode == 0 else 0
+        r = self.run_dlaunch(["--nproc-per-node", "auto", "--no-python", "sh", "-c",
+                              "echo world=$WORLD_SIZE"])
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(r.stdout.count("world="), gpus or os.sysconf("SC_NPROCESSORS_ONLN"))
+        # gpu (and no flag): one per GPU, else 1.
+        r = self.run_dlaunch(["--nproc-per-node", "gpu", "--no-python", "sh", "-c",
+                              "echo world=$WORLD_SIZE"])
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(r.stdout.count("world="), gpus or 1)
 
 
 class TestEveryFlag(harness.DlaunchTestCase):

@@ -152,6 +152,14 @@ TEST_CASE("--run-path runs the program with Python; --nproc-per-node cpu") {
   r = torchrun_parse({"--nproc-per-node", "cpu", "prog"});
   REQUIRE(r.options);
   CHECK(r.options->nproc_per_node == kNprocCpus);
+  // auto is torchrun's rule (one per GPU, else one per CPU); gpu is one per
+  // GPU, else 1, as no flag.
+  r = torchrun_parse({"--nproc-per-node", "auto", "prog"});
+  REQUIRE(r.options);
+  CHECK(r.options->nproc_per_node == kNprocAuto);
+  r = torchrun_parse({"--nproc-per-node", "gpu", "prog"});
+  REQUIRE(r.options);
+  CHECK_FALSE(r.options->nproc_per_node.has_value());
   r = torchrun_parse({"--nproc-per-node", "xpu", "prog"});
   CHECK_FALSE(r.options);
   CHECK(r.message.find("dlaunch counts NVIDIA GPUs") != std::string::npos);
