@@ -90,13 +90,13 @@ TEST_CASE("a check agent's spec has no program; a job's must have one") {
   CHECK_FALSE(decode_launch_spec_body(std::string_view(job).substr(8)).has_value());
 }
 
-TEST_CASE("--nproc-per-node cpu reaches the agent as -1; below that is refused") {
-  for (const int nproc : {-1, -2}) {
+TEST_CASE("--nproc-per-node cpu and auto reach the agent as -1 and -2; below that is refused") {
+  for (const int nproc : {-1, -2, -3}) {
     LaunchSpec s;
     s.argv = {"prog"};
     s.nproc = nproc;
     auto back = through_a_pipe(s);
-    CHECK(back.has_value() == (nproc == -1));
-    if (back) CHECK(back->nproc == -1);
+    CHECK(back.has_value() == (nproc >= -2));
+    if (back) CHECK(back->nproc == nproc);
   }
 }
