@@ -37,12 +37,7 @@ CapturedOutput run_captured(const std::vector<std::string>& argv, std::chrono::m
   spawn.program = argv[0];
   spawn.search_path = true;
   spawn.argv = argv;
-  // The extra variables win over inherited ones of the same name.
-  for (auto& entry : inherited_environment()) {
-    if (!extra_env.contains(entry.substr(0, entry.find('='))))
-      spawn.env.push_back(std::move(entry));
-  }
-  for (const auto& [name, value] : extra_env) spawn.env.push_back(name + "=" + value);
+  spawn.env = environment_with(extra_env);  // the extra variables win
   spawn.stdio = {-1, out[1], err[1]};
   spawn.own_process_group = true;
   const auto spawned = spawn_child(spawn);

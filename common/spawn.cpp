@@ -1,7 +1,5 @@
 #include "common/spawn.h"
 
-#include <algorithm>
-
 #include <fcntl.h>
 #include <signal.h>
 #include <spawn.h>
@@ -69,14 +67,7 @@ Result<pid_t> fork_exec_child(const ForkedChild& child) {
   std::vector<std::string> env_entries;
   std::vector<char*> envp;
   if (!child.extra_env.empty()) {
-    for (auto& entry : inherited_environment()) {
-      const std::string name = entry.substr(0, entry.find('='));
-      const bool replaced =
-          std::any_of(child.extra_env.begin(), child.extra_env.end(),
-                      [&](const std::string& e) { return e.substr(0, e.find('=')) == name; });
-      if (!replaced) env_entries.push_back(std::move(entry));
-    }
-    env_entries.insert(env_entries.end(), child.extra_env.begin(), child.extra_env.end());
+    env_entries = environment_with(child.extra_env);
     for (auto& e : env_entries) envp.push_back(e.data());
     envp.push_back(nullptr);
   }
@@ -98,6 +89,15 @@ Result<pid_t> fork_exec_child(const ForkedChild& child) {
   for (const char* piece : {child.exec_error_before.c_str(), why, child.exec_error_after.c_str()})
     (void)!::write(2, piece, std::strlen(piece));
   ::_exit(127);
+}
+
+std::vector<std::string> environment_with(const std::map<std::string, std::string>& overrides) {
+  std::vector<std::string> env;
+  for (auto& entry : inherited_environment()) {
+    if (!overrides.contains(entry.substr(0, entry.find('=')))) env.push_back(std::move(entry));
+  }
+  for (const auto& [name, value] : overrides) env.push_back(name + "=" + value);
+  return env;
 }
 
 std::vector<std::string> inherited_environment() {

@@ -14,6 +14,7 @@
 #include <sys/types.h>
 
 #include <array>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -49,9 +50,9 @@ struct ForkedChild {
   // around the reason (strerror); it then exits with 127.
   std::string exec_error_before;
   std::string exec_error_after;
-  // "NAME=value" entries the child gets on top of this process's
-  // environment (one of the same name is replaced).
-  std::vector<std::string> extra_env = {};
+  // Variables the child gets on top of this process's environment
+  // (environment_with).
+  std::map<std::string, std::string> extra_env = {};
 };
 
 // Forks a child in a process group of its own (a terminal's Ctrl-C is the
@@ -62,5 +63,8 @@ Result<pid_t> fork_exec_child(const ForkedChild& child);
 
 // This process's environment as "NAME=value" entries.
 std::vector<std::string> inherited_environment();
+// This process's environment with `overrides` set: they win over inherited
+// variables of the same name.
+std::vector<std::string> environment_with(const std::map<std::string, std::string>& overrides);
 
 }  // namespace dlaunch

@@ -24,6 +24,7 @@
 #include "common/log.h"
 #include "common/posix.h"
 #include "common/socket.h"
+#include "common/this_machine.h"
 #include "launcher/cli/detach.h"
 #include "launcher/cli/load_hosts.h"
 #include "launcher/cli/log_backend.h"
@@ -37,7 +38,6 @@
 #include "launcher/output/log_sink.h"
 #include "launcher/plan/launch_spec_builder.h"
 #include "launcher/plan/plan.h"
-#include "common/this_machine.h"
 #include "launcher/record/job_claim.h"
 #include "launcher/record/job_name.h"
 #include "launcher/record/job_record.h"
@@ -391,10 +391,11 @@ void print_dry_run(const Plan& plan, const Options& o, const Transfers& t) {
 }
 
 // The coordinator of a claimed job, its output into `job_dir`; the job's exit code.
-int run_coordinator(Plan& plan, const Options& o, const RunPlan& planned, const Transfers& t,
+int run_coordinator(const RunPlan& planned, const Options& o, const Transfers& t,
                     const std::string& secret, const std::string& agent,
                     const DescriptorBudget& descriptors, const std::string& job_dir,
                     const JobInfo& record) {
+  const Plan& plan = planned.plan;
   // A detached job has no terminal: its stderr is coordinator.log, which holds
   // the coordinator's own messages; the ranks' output is in their logs only.
   TerminalFilter filter{o.ranks_filter, o.local_ranks_filter, o.hidden_streams,
@@ -508,8 +509,7 @@ int run_command(int argc, const char* const* argv) {
   const auto& [job_name, job_dir, record] = *claimed;
   plan.job = job_name;
   detacher.started(job_name, job_dir + "/coordinator.log");
-  return run_coordinator(plan, o, *planned, *transfers, secret, *agent, descriptors, job_dir,
-                         record);
+  return run_coordinator(*planned, o, *transfers, secret, *agent, descriptors, job_dir, record);
 }
 
 }  // namespace dlaunch

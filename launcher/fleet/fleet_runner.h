@@ -65,7 +65,7 @@ class FleetRunner {
     // A node's agent said on stderr that it cannot reach the rendezvous.
     virtual void on_agent_unreachable(int /*node*/, std::string /*what*/) {}
     // A node's agent is gone, or never started: `error` says why when it is
-    // not an ordinary exit; `stderr_tail` is the end of its own diagnostics.
+    // not an ordinary exit; `diagnostics`: what its stderr said.
     virtual void on_agent_exited(int node, int exit_code, const std::string& error,
                                  const AgentStderr& diagnostics) = 0;
     // The rendezvous listens; the agents are not started yet.

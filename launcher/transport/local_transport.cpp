@@ -73,7 +73,7 @@ class LocalAgent : public AgentHandle, public std::enable_shared_from_this<Local
     child.argv = {launch.agent_binary};
     child.stdio = {in[0], -1, err[1]};
     child.exec_error_before = "cannot run dlaunch-agent: ";
-    if (!launch.job.empty()) child.extra_env = {std::string(kAgentJobVariable) + "=" + launch.job};
+    if (!launch.job.empty()) child.extra_env = {{kAgentJobVariable, launch.job}};
     const auto forked = fork_exec_child(child);
     if (!forked) {
       for (int fd : {in[0], in[1], err[0], err[1]}) ::close(fd);

@@ -104,7 +104,7 @@ class SlurmStep : public std::enable_shared_from_this<SlurmStep> {
     child.exec_error_after = " (is Slurm's srun on PATH?)\n";
     // srun passes its environment on to the tasks (--export=ALL, its default).
     if (const auto& job = members_.front().launch.job; !job.empty())
-      child.extra_env = {std::string(kAgentJobVariable) + "=" + job};
+      child.extra_env = {{kAgentJobVariable, job}};
     const auto forked = fork_exec_child(child);
     if (!forked) {
       for (int fd : {in[0], in[1], out[0], out[1]}) ::close(fd);

@@ -6,6 +6,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <csignal>
 #include <string>
 
@@ -142,4 +143,20 @@ TEST_CASE("fork_exec_child: a program that cannot run says so on descriptor 2 an
   CHECK(read_all(err[0]) == "cannot run it: No such file or directory (a hint)\n");
   ::close(err[0]);
   CHECK(spawn_test_wait(*pid) == 127);
+}
+
+TEST_CASE("environment_with: the overrides win over inherited variables; the rest is inherited") {
+  ::setenv("DLAUNCH_SPAWN_TEST_A", "inherited", 1);
+  ::setenv("DLAUNCH_SPAWN_TEST_B", "kept", 1);
+  const auto env =
+      environment_with({{"DLAUNCH_SPAWN_TEST_A", "set"}, {"DLAUNCH_SPAWN_TEST_C", "new"}});
+  ::unsetenv("DLAUNCH_SPAWN_TEST_A");
+  ::unsetenv("DLAUNCH_SPAWN_TEST_B");
+  auto count = [&env](const std::string& entry) {
+    return std::count(env.begin(), env.end(), entry);
+  };
+  CHECK(count("DLAUNCH_SPAWN_TEST_A=set") == 1);
+  CHECK(count("DLAUNCH_SPAWN_TEST_A=inherited") == 0);
+  CHECK(count("DLAUNCH_SPAWN_TEST_B=kept") == 1);
+  CHECK(count("DLAUNCH_SPAWN_TEST_C=new") == 1);
 }
