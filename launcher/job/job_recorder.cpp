@@ -10,7 +10,10 @@
 namespace dlaunch {
 
 JobRecorder::JobRecorder(std::string job_dir, JobInfo info)
-    : job_dir_(std::move(job_dir)), info_(std::move(info)) {}
+    : job_dir_(std::move(job_dir)), info_(std::move(info)) {
+  if (!job_dir_.empty())
+    reserve_ = SpaceReserve(job_dir_ + "/.record-reserve", record_reserve_bytes(info_.nnodes));
+}
 
 void JobRecorder::update(const JobPolicy& policy) {
   if (job_dir_.empty() || policy.finished()) return;
@@ -38,10 +41,19 @@ void JobRecorder::write(const JobPolicy& policy, const JobResult* result) {
   written_status_ = info_.status;
   written_round_ = info_.round;
   // The job goes on without its record; `list` and `get` will say LOST.
-  if (auto written = write_job_record(job_dir_, info_, result); !written) {
+  if (auto written = write_record(result); !written) {
     if (!warned_ || result) log::warn(written.error());
     warned_ = true;
   }
+}
+
+Result<void> JobRecorder::write_record(const JobResult* result) {
+  auto written = write_job_record(job_dir_, info_, result);
+  if (!result) return written;
+  // The last write: the reserve's room is its to take, and is not needed after.
+  if (!written && reserve_.release()) written = write_job_record(job_dir_, info_, result);
+  reserve_.release();
+  return written;
 }
 
 namespace {

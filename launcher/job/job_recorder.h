@@ -2,7 +2,8 @@
 // every change of status, restart round or membership (an elastic job's
 // history, each entry stamped when first written), and once at the end with the
 // result. Joins alone do not rewrite it, so 10,000 nodes joining cost one
-// write, not 10,000.
+// write, not 10,000. Room for the last write is kept from the start (a job
+// may fill its disk), so a job that ended is not shown LOST.
 #pragma once
 
 #include <optional>
@@ -11,6 +12,7 @@
 #include "common/result.h"
 #include "launcher/job/job_policy.h"
 #include "launcher/record/job_record.h"
+#include "launcher/record/space_reserve.h"
 
 namespace dlaunch {
 
@@ -28,9 +30,11 @@ class JobRecorder {
 
  private:
   void write(const JobPolicy& policy, const JobResult* result);
+  Result<void> write_record(const JobResult* result);
 
   std::string job_dir_;
   JobInfo info_;
+  SpaceReserve reserve_;
   std::optional<JobStatus> written_status_;
   int written_round_ = -1;
   bool warned_ = false;

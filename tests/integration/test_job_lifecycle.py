@@ -29,34 +29,58 @@ class JobLifecycleTest(DlaunchTestCase):
     def status(self, job):
         return self.get(job)["status"]
 
-    def test_a_detached_job_that_cannot_write_its_record_starts_nothing(self):
-        # A full state dir: a tmpfs of its own, filled, in a mount namespace of
-        # this test's (so nothing outside sees the mount, and it goes with it).
+    def in_small_state_dir(self, script_body):
+        """Runs `script_body` (sh, with $STATE set) in a mount namespace of its
+        own whose state dir is a 256 KiB tmpfs; the mount goes with it."""
         if os.geteuid() != 0:
-            self.skipTest("not root: a full tmpfs state dir needs a mount namespace")
+            self.skipTest("not root: a tmpfs state dir needs a mount namespace")
         if not shutil.which("unshare"):
             self.skipTest("missing: unshare (util-linux)")
-        job = self.job_name("full")
-        state = os.path.join(self.tmp, "full-state")
-        os.makedirs(state)
-        ran = os.path.join(self.tmp, "ran")
-        q = shlex.quote
-        script = (f"mount -t tmpfs -o size=64k tmpfs {q(state)} || exit 99\n"
-                  f"head -c 1M /dev/zero > {q(state)}/filler 2>/dev/null\n"
-                  f"DLAUNCH_STATE_DIR={q(state)} {q(harness.DLAUNCH)} -d --name {q(job)} "
-                  f"-- sh -c {q('touch ' + q(ran))}\n"
-                  "echo \"rc=$?\"\n"
-                  "sleep 2\n"
-                  f"DLAUNCH_STATE_DIR={q(state)} {q(harness.DLAUNCH)} list --all\n")
+        state = os.path.join(self.tmp, "small-state")
+        os.makedirs(state, exist_ok=True)
+        script = (f"STATE={shlex.quote(state)}\n"
+                  "mount -t tmpfs -o size=256k tmpfs \"$STATE\" || exit 99\n" + script_body)
         r = subprocess.run(["unshare", "-m", "sh", "-c", script], capture_output=True, text=True,
                            timeout=60, env=self.env(), stdin=subprocess.DEVNULL)
         if r.returncode == 99:
             self.skipTest("no mounts: mount -t tmpfs failed: " + r.stderr.strip())
+        return r
+
+    def test_a_detached_job_that_cannot_write_its_record_starts_nothing(self):
+        job = self.job_name("full")
+        ran = os.path.join(self.tmp, "ran")
+        q = shlex.quote
+        r = self.in_small_state_dir(
+            "head -c 1M /dev/zero > \"$STATE/filler\" 2>/dev/null\n"
+            f"DLAUNCH_STATE_DIR=\"$STATE\" {q(harness.DLAUNCH)} -d --name {q(job)} "
+            f"-- sh -c {q('touch ' + q(ran))}\n"
+            "echo \"rc=$?\"\n"
+            "sleep 2\n"
+            f"DLAUNCH_STATE_DIR=\"$STATE\" {q(harness.DLAUNCH)} list --all\n")
         self.assertIn("rc=1", r.stdout, r.stderr)
         self.assertNotIn(job + "\n", r.stdout.split("rc=")[0])  # no name printed as started
         self.assertIn("none was started", r.stderr)
         self.assertFalse(os.path.exists(ran), "the detached job's rank ran")
         self.assertNotIn(job, r.stdout.split("rc=1", 1)[1])  # and `list` knows of no job
+
+    def test_a_job_that_fills_its_state_dir_is_not_lost_when_it_succeeds(self):
+        # The rank fills the disk its record lives on, then succeeds: the last
+        # record still says so (it used to be LOST, since job.toml could not
+        # be rewritten at the end).
+        job = self.job_name("fills")
+        q = shlex.quote
+        fill = ("head -c 1M /dev/zero > \"$DLAUNCH_TEST_STATE/filler\" 2>/dev/null; "
+                "df -k \"$DLAUNCH_TEST_STATE\" | tail -1")
+        r = self.in_small_state_dir(
+            "export DLAUNCH_TEST_STATE=\"$STATE\"\n"
+            f"DLAUNCH_STATE_DIR=\"$STATE\" {q(harness.DLAUNCH)} --name {q(job)} "
+            f"-- sh -c {q(fill)}\n"
+            "echo \"rc=$?\"\n"
+            f"DLAUNCH_STATE_DIR=\"$STATE\" {q(harness.DLAUNCH)} list --all\n")
+        self.assertIn("rc=0", r.stdout, r.stderr)
+        self.assertRegex(r.stdout, r"\[0\] tmpfs .* 100% ", "the rank did not fill the state dir")
+        rows = [line.split() for line in r.stdout.split("rc=0", 1)[1].splitlines()]
+        self.assertIn([job, "SUCCEEDED"], [row[:2] for row in rows], r.stdout + r.stderr)
 
     def test_detached_job_runs_and_logs_follow_returns_at_its_end(self):
         job = self.job_name("det")
