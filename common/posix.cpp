@@ -289,6 +289,13 @@ std::string this_host_name() {
   return name;
 }
 
+std::string this_boot_id() {
+  std::ifstream in("/proc/sys/kernel/random/boot_id");
+  std::string id;
+  std::getline(in, id);
+  return id;
+}
+
 std::string home_directory() {
   if (auto home = find_home_directory(); !home.empty()) return home;
   return "/tmp";

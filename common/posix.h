@@ -88,6 +88,10 @@ std::string read_all(int fd);
 
 // This machine's name as gethostname(2) gives it; "" when it has none.
 std::string this_host_name();
+// This boot of this machine (/proc/sys/kernel/random/boot_id): another machine
+// sharing a directory with this one, or this one after a reboot, has another.
+// Empty where it cannot be read.
+std::string this_boot_id();
 
 // $HOME, else /etc/passwd's entry for this user (cron, `env -i`), else "/tmp".
 // /etc/passwd is read directly, without NSS (common/host_lookup.h).

@@ -61,7 +61,11 @@ void print_job(const Job& job) {
   c.out("started:    " + format_time(i.started) + "\n");
   if (result) c.out("finished:   " + format_time(result->finished) + "\n");
   c.out("duration:   " + format_duration(job_duration(job, now)) + "\n");
-  if (is_active(job.status)) c.out(formatted("coordinator pid: %lld\n", i.coordinator_pid));
+  if (is_active(job.status))
+    c.out(formatted("coordinator pid: %lld", i.coordinator_pid) +
+          (job.elsewhere ? " on " + i.coordinator_host + " (as it last wrote; not checked here)"
+                         : std::string()) +
+          "\n");
   if (job_restarts(job) > 0) c.out(formatted("restarts:   %d\n", job_restarts(job)));
   print_nodes(i);
   if (!i.history.empty()) {

@@ -52,6 +52,8 @@ void write_job_json(JsonWriter& json, const Job& job, long long now) {
   for (const auto& word : i.command) json.value(word);
   json.end_array();
   json.key("coordinator_pid").value(static_cast<std::int64_t>(i.coordinator_pid));
+  json.key("coordinator_host").value(i.coordinator_host);
+  json.key("coordinator_elsewhere").value(job.elsewhere);
   json.key("detached").value(i.detached);
   json.key("nnodes").value(i.nnodes);
   json.key("ranks").value(job_ranks(job));

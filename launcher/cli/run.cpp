@@ -142,6 +142,8 @@ Result<Claim, int> claim(const Plan& plan, const Options& o, bool exact) {
   info.command = plan.command;
   info.coordinator_pid = ::getpid();
   info.coordinator_start_ticks = process_start_ticks(::getpid());
+  info.coordinator_host = this_host_name();
+  info.coordinator_boot = this_boot_id();
   const auto now = std::chrono::system_clock::now().time_since_epoch();
   info.started_ms = std::chrono::duration_cast<std::chrono::milliseconds>(now).count();
   info.started = info.started_ms / 1000;
@@ -156,11 +158,12 @@ Result<Claim, int> claim(const Plan& plan, const Options& o, bool exact) {
   auto claimed = claim_job(o.log_dir, plan.job, exact, info);
   if (!claimed) {
     if (const auto& taken = claimed.error().taken) {
+      const std::string on = taken->elsewhere_host.empty() ? "" : " on " + taken->elsewhere_host;
       console().error("job '" + taken->name + "' is " +
                       std::string(job_status_name(taken->status)) + " (coordinator pid " +
-                      std::to_string(taken->coordinator_pid) +
+                      std::to_string(taken->coordinator_pid) + on +
                       "): a job's name is taken until it ends; stop it with `dlaunch stop " +
-                      taken->name + "` or choose another --name");
+                      taken->name + "`" + on + " or choose another --name");
       return fail(kExitUsage);
     }
     console().error(claimed.error().error + " (set --log-dir or DLAUNCH_STATE_DIR)");

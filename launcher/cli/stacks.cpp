@@ -55,6 +55,7 @@ int stacks_command(int argc, const char* const* argv) {
                    "); the stacks it left: " + job->dir + "/stacks");
     return kExitFailure;
   }
+  if (!coordinator_reachable_or_report(*job, "stacks")) return kExitFailure;
   if (::access(HangWatch::ready_path(job->dir).c_str(), F_OK) != 0) {
     console().error("job " + name +
                     "'s coordinator does not answer `dlaunch stacks` (not started "

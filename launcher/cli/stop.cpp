@@ -36,6 +36,7 @@ int stop_command(int argc, const char* const* argv) {
                    ")");
     return kExitFailure;
   }
+  if (!coordinator_reachable_or_report(*job, "stop")) return kExitFailure;
   if (grace_s) {
     if (auto written = write_stop_request(job->dir, *grace_s); !written) {
       console().error(written.error());

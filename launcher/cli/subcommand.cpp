@@ -36,4 +36,13 @@ std::optional<Job> find_job_or_report(const std::string& log_dir, const std::str
   return job;
 }
 
+bool coordinator_reachable_or_report(const Job& job, const std::string& what) {
+  if (!job.elsewhere) return true;
+  const auto& i = job.info;
+  console().error("job " + i.name + "'s coordinator (pid " + std::to_string(i.coordinator_pid) +
+                  ") runs on " + i.coordinator_host + ", which shares this state dir: " + what +
+                  " it there (ssh " + i.coordinator_host + " dlaunch " + what + " " + i.name + ")");
+  return false;
+}
+
 }  // namespace dlaunch

@@ -23,4 +23,8 @@ void add_log_dir_option(CLI::App& app, std::string& log_dir);
 // The job, or nothing after telling the user there is no such job.
 std::optional<Job> find_job_or_report(const std::string& log_dir, const std::string& name);
 
+// Whether this machine can signal the job's coordinator; if not (it runs on
+// another machine sharing the state dir), says where to `what` it instead.
+bool coordinator_reachable_or_report(const Job& job, const std::string& what);
+
 }  // namespace dlaunch

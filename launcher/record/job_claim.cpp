@@ -76,7 +76,9 @@ Result<ClaimedJob, ClaimRefused> claim_job(const std::string& log_dir, const std
     // A directory without a readable record is a job that never got going.
     const auto old = load_job(log_dir + "/" + name);
     if (old && is_active(old->status))
-      return fail(ClaimRefused{NameTaken{name, old->info.coordinator_pid, old->status}, {}});
+      return fail(ClaimRefused{NameTaken{name, old->info.coordinator_pid, old->status,
+                                         old->elsewhere ? old->info.coordinator_host : ""},
+                               {}});
     auto moved = archive(log_dir, name, old ? old->info.started : 0);
     if (!moved) return refused(moved.error());
     archived = *moved;

@@ -25,6 +25,7 @@ struct NameTaken {
   std::string name;
   long long coordinator_pid = 0;
   JobStatus status = JobStatus::running;
+  std::string elsewhere_host;  // the coordinator's machine, when not this one
 };
 
 // Why no name was taken: an active job holds it (`taken`), or the state dir

@@ -147,6 +147,8 @@ Result<void> write_job_record(const std::string& job_dir, const JobInfo& info,
                 {"round", info.round},
                 {"detached", info.detached},
                 {"hosts", to_array(info.hosts)}};
+  if (!info.coordinator_host.empty()) t.insert("coordinator_host", info.coordinator_host);
+  if (!info.coordinator_boot.empty()) t.insert("coordinator_boot", info.coordinator_boot);
   if (!info.workdir.empty()) t.insert("workdir", info.workdir);
   if (!info.tensorboard_dir.empty()) t.insert("tensorboard_dir", info.tensorboard_dir);
   if (!info.checkpoint_dir.empty()) t.insert("checkpoint_dir", info.checkpoint_dir);
@@ -184,6 +186,8 @@ std::optional<JobInfo> read_job_info(const std::string& job_dir) {
   info.command = from_array((*t)["command"]);
   info.coordinator_pid = (*t)["coordinator_pid"].value_or(0LL);
   info.coordinator_start_ticks = (*t)["coordinator_start_ticks"].value_or(0LL);
+  info.coordinator_host = (*t)["coordinator_host"].value_or(std::string());
+  info.coordinator_boot = (*t)["coordinator_boot"].value_or(std::string());
   info.started = (*t)["started"].value_or(0LL);
   info.started_ms = (*t)["started_ms"].value_or(0LL);
   if (info.started_ms == 0) info.started_ms = info.started * 1000;

@@ -70,6 +70,11 @@ struct JobInfo {
   // field 22): with the pid, it tells the coordinator from a process that
   // reused its pid.
   long long coordinator_start_ticks = 0;
+  // The machine of the coordinator, and its boot: a state dir in a shared home
+  // (NFS) holds jobs of other machines, whose pids mean nothing here. Empty in
+  // older records (taken for this machine's).
+  std::string coordinator_host;
+  std::string coordinator_boot;
   long long started = 0;  // unix seconds
   // The same in milliseconds, so that jobs started within one second still
   // list newest first; 0 in older records.

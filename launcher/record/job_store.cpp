@@ -26,7 +26,24 @@ long long job_duration(const Job& job, long long now) {
   return job.status == JobStatus::lost ? -1 : end - job.info.started;
 }
 
+CoordinatorPlace coordinator_place(const JobInfo& info, const std::string& host_name,
+                                   const std::string& boot_id) {
+  if (info.coordinator_boot.empty() || boot_id.empty() || info.coordinator_boot == boot_id)
+    return CoordinatorPlace::here;
+  // Two machines of one name sharing a state dir are taken for one, rebooted.
+  if (info.coordinator_host.empty() || info.coordinator_host == host_name)
+    return CoordinatorPlace::rebooted;
+  return CoordinatorPlace::elsewhere;
+}
+
+CoordinatorPlace coordinator_place(const JobInfo& info) {
+  static const std::string host_name = this_host_name();
+  static const std::string boot_id = this_boot_id();
+  return coordinator_place(info, host_name, boot_id);
+}
+
 bool coordinator_alive(const JobInfo& info) {
+  if (coordinator_place(info) != CoordinatorPlace::here) return false;
   const auto pid = static_cast<pid_t>(info.coordinator_pid);
   if (pid <= 0 || ::kill(pid, 0) != 0) return false;
   if (info.coordinator_start_ticks != 0)
@@ -43,8 +60,10 @@ std::optional<Job> load_job(const std::string& dir) {
   Job job{dir, *info, read_job_result(dir), JobStatus::lost};
   // A finished run moved aside for a new one of its name goes by its directory's name.
   job.info.name = fs::path(dir).filename().string();
-  // Only an active record needs the /proc lookup.
-  const bool alive = !job.result && is_active(info->status) && coordinator_alive(*info);
+  // Only an active record needs the /proc lookup; another machine's is as written.
+  job.elsewhere = coordinator_place(*info) == CoordinatorPlace::elsewhere;
+  const bool alive =
+      !job.result && is_active(info->status) && (job.elsewhere || coordinator_alive(*info));
   job.status = decide_job_status(job.info, job.result, alive);
   return job;
 }

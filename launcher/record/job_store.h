@@ -19,21 +19,34 @@ namespace dlaunch {
 JobStatus decide_job_status(const JobInfo& info, const std::optional<JobResult>& result,
                             bool coordinator_alive);
 
+// Where a record's coordinator runs, as this machine sees it.
+enum class CoordinatorPlace {
+  here,       // this boot of this machine: its pid can be looked up
+  rebooted,   // this machine, an earlier boot: it is gone
+  elsewhere,  // another machine sharing the state dir: its status is as written
+};
+CoordinatorPlace coordinator_place(const JobInfo& info, const std::string& host_name,
+                                   const std::string& boot_id);
+CoordinatorPlace coordinator_place(const JobInfo& info);  // of this machine
+
 struct Job {
   std::string dir;
   JobInfo info;
   std::optional<JobResult> result;
   JobStatus status = JobStatus::lost;
+  // Its coordinator runs on another machine (info.coordinator_host): it can
+  // be seen here, not signalled.
+  bool elsewhere = false;
 };
 
 // Seconds from start to finish (or to `now` while running); -1 for a lost job,
 // whose end is unknown.
 long long job_duration(const Job& job, long long now);
 
-// Whether `pid` is still a dlaunch process: the pid may have been reused since.
-// Whether the coordinator of a job record still runs: its pid with the same
-// start time (records from before start times were kept: a live process whose
-// program is dlaunch itself, never dlaunch-agent).
+// Whether the coordinator of a job record still runs on this machine: its pid
+// with the same start time (records from before start times were kept: a live
+// process whose program is dlaunch itself, never dlaunch-agent). A coordinator
+// of another machine or boot is not one of this machine's processes.
 bool coordinator_alive(const JobInfo& info);
 
 // The job in `dir`, or nothing when it holds no readable job.toml.

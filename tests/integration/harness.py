@@ -123,6 +123,8 @@ def kill_coordinators(state_dir):
     import tomllib
     if not os.path.isdir(state_dir):
         return
+    with open("/proc/sys/kernel/random/boot_id") as f:
+        this_boot = f.read().strip()
     for name in os.listdir(state_dir):
         try:
             with open(os.path.join(state_dir, name, "job.toml"), "rb") as f:
@@ -130,6 +132,8 @@ def kill_coordinators(state_dir):
         except (OSError, ValueError):
             continue
         pid = record.get("coordinator_pid", 0)
+        if record.get("coordinator_boot", this_boot) != this_boot:
+            continue  # another machine's (a test's namespace): its pid is not one here
         if record.get("status") in ("PENDING", "RUNNING", "RESTARTING") and pid > 0 \
                 and exe_name(pid) == "dlaunch":
             try:

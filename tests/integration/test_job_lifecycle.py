@@ -82,6 +82,66 @@ class JobLifecycleTest(DlaunchTestCase):
         rows = [line.split() for line in r.stdout.split("rc=0", 1)[1].splitlines()]
         self.assertIn([job, "SUCCEEDED"], [row[:2] for row in rows], r.stdout + r.stderr)
 
+    def test_a_shared_state_dir_shows_another_machines_job_as_it_is(self):
+        # A home on NFS: this state dir is also another machine's. That machine
+        # is a mount, UTS and PID namespace with its own host name and boot id
+        # (a bind mount over /proc's), running a job into the same state dir.
+        if os.geteuid() != 0:
+            self.skipTest("not root: another machine needs mount, UTS and PID namespaces")
+        if not shutil.which("unshare"):
+            self.skipTest("missing: unshare (util-linux)")
+        job = self.job_name("nfs")
+        gate = os.path.join(self.tmp, "gate")
+        boot = os.path.join(self.tmp, "boot_id")
+        with open(boot, "w") as f:
+            f.write("0d15ea5e-0000-4000-8000-000000000042\n")
+        q = shlex.quote
+        rank = f"echo started; while [ ! -e {q(gate)} ]; do sleep 0.05; done"
+        other = subprocess.Popen(
+            ["unshare", "-m", "-u", "-p", "-f", "--kill-child", "--mount-proc", "sh", "-c",
+             f"mount --bind {q(boot)} /proc/sys/kernel/random/boot_id || exit 99\n"
+             "hostname dlx-other-machine\n"
+             f"exec {q(harness.DLAUNCH)} --name {q(job)} -- sh -c {q(rank)}"],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=self.env(),
+            stdin=subprocess.DEVNULL)
+        self.procs.append(other)  # killed at the end whatever happens (and its job with it)
+        try:
+            if not wait_for(lambda: os.path.exists(os.path.join(self.state, job, "job.toml"))
+                            and self.status(job) == "RUNNING", 30):
+                other.kill()
+                out, err = other.communicate()
+                if other.returncode == 99:
+                    self.skipTest("no mounts: cannot bind a boot id over /proc: " + err.strip())
+                self.fail("the other machine's job never ran: " + out + err)
+            # Here it is RUNNING as written, not LOST, and says where it runs.
+            record = self.get(job)
+            self.assertEqual(record["status"], "RUNNING")
+            self.assertEqual(record["coordinator_host"], "dlx-other-machine")
+            self.assertTrue(record["coordinator_elsewhere"])
+            got = self.run_dlaunch(["get", job])
+            self.assertIn("on dlx-other-machine (as it last wrote; not checked here)", got.stdout)
+            # Its name stays taken: the live job's directory is not moved aside.
+            again = self.run_dlaunch(["--name", job, "--", "true"])
+            self.assertEqual(again.returncode, 2, again.stderr)
+            self.assertIn(f"job '{job}' is RUNNING (coordinator pid ", again.stderr)
+            self.assertIn(" on dlx-other-machine): a job's name is taken", again.stderr)
+            self.assertTrue(os.path.exists(os.path.join(self.state, job, "job.toml")))
+            # No signal to a pid of another machine: it says where to stop it.
+            stop = self.run_dlaunch(["stop", job])
+            self.assertEqual(stop.returncode, 1, stop.stderr)
+            self.assertIn("runs on dlx-other-machine, which shares this state dir: stop it there",
+                          stop.stderr)
+            self.assertIsNone(other.poll(), "the other machine's job ended")
+        finally:
+            open(gate, "w").close()
+            try:
+                other.communicate(timeout=30)
+            except subprocess.TimeoutExpired:
+                other.kill()
+                other.communicate()
+        self.assertEqual(other.returncode, 0)
+        self.assertEqual(self.status(job), "SUCCEEDED")
+
     def test_detached_job_runs_and_logs_follow_returns_at_its_end(self):
         job = self.job_name("det")
         # The ranks wait at a gate that only opens once `dlaunch -d` has

@@ -144,3 +144,20 @@ TEST_CASE("job store: a reused pid is not the coordinator") {
   info->coordinator_start_ticks = 0;
   CHECK_FALSE(coordinator_alive(*info));
 }
+
+TEST_CASE("a record's coordinator is here, rebooted away, or on another machine") {
+  JobInfo info;
+  info.coordinator_host = "a1";
+  info.coordinator_boot = "boot-1";
+  CHECK(coordinator_place(info, "a1", "boot-1") == CoordinatorPlace::here);
+  CHECK(coordinator_place(info, "a1", "boot-2") == CoordinatorPlace::rebooted);
+  CHECK(coordinator_place(info, "b7", "boot-2") == CoordinatorPlace::elsewhere);
+  // Records from before machines were written, and a machine whose boot id
+  // cannot be read, look the pid up here as before.
+  JobInfo old;
+  CHECK(coordinator_place(old, "b7", "boot-2") == CoordinatorPlace::here);
+  CHECK(coordinator_place(info, "b7", "") == CoordinatorPlace::here);
+  // Another boot with no machine named: taken for this one's.
+  info.coordinator_host.clear();
+  CHECK(coordinator_place(info, "b7", "boot-2") == CoordinatorPlace::rebooted);
+}
