@@ -39,24 +39,36 @@ std::string agent_start_command(const std::string& cache_dir,
   // A copy in /tmp is only run from a directory that is ours and no symbolic
   // link, and only when the file is ours: another user could have made
   // /tmp/dlaunch-<uid> first and put a program there.
+  // A /tmp copy that runs while the cache has none (a host where an upload
+  // once failed) is copied into the cache on the host, and that copy runs
+  // from then on: the cache is not left empty for good. A copy that lands
+  // but does not run stays, and says "noexec" to later starts.
   const std::string script =
       pick +
       "runs() { test -f \"$1\" && \"$1\" --version >/dev/null 2>&1; }; "
       "start() { echo \"" +
       std::string(kStarted) +
       "$1\"; exec \"$1\"; }; "
+      "fill() { test -e \"$2\" && return; (umask 077; mkdir -p \"${2%/*}\") 2>/dev/null; "
+      "if cp \"$1\" \"$2.tmp-$$\" 2>/dev/null && mv -f \"$2.tmp-$$\" \"$2\" && runs \"$2\"; "
+      "then start \"$2\"; fi; rm -f \"$2.tmp-$$\"; }; "
       "a=" +
       shell_quote(cache_dir) + "/$n; d=/tmp/dlaunch-$(id -u); t=$d/$n" +
       "; if runs \"$a\"; then start \"$a\"; fi; "
       "if test -d \"$d\" && test -O \"$d\" && test -O \"$t\"; then "
-      "if test -L \"$d\"; then :; elif runs \"$t\"; then start \"$t\"; fi; fi; "
+      "if test -L \"$d\"; then :; elif runs \"$t\"; then fill \"$t\" \"$a\"; start \"$t\"; fi; fi; "
       // Missing: say whether a copy is there that does not run (then uploading
       // it again would not help; it is tried once more, as another host that
       // shares the directory may have just renamed its upload into place),
       // else make the directory the upload goes to, sparing the upload a round
       // trip of its own.
+      // Partial uploads that a dropped connection left behind (their host
+      // end died before it could remove them) go once idle for 2 minutes: a
+      // live upload writes to its file all along.
       "if test -f \"$a\"; then if runs \"$a\"; then start \"$a\"; fi; echo \"" +
-      kMissing + " $m present\"; else (umask 077; mkdir -p \"${a%/*}\") 2>/dev/null; echo \"" +
+      kMissing + " $m present\"; else (umask 077; mkdir -p \"${a%/*}\") 2>/dev/null; " +
+      "find \"${a%/*}\" -maxdepth 1 -name \"agent-*.tmp-*\" -mmin +2 -exec rm -f {} + "
+      "2>/dev/null; echo \"" +
       kMissing + " $m\"; fi";
   return "exec /bin/sh -c " + shell_quote(script);
 }

@@ -113,13 +113,13 @@ void upload_over_exec(SshSession& s, std::string_view data, const std::string& t
   const auto said = static_cast<ExecUploadStatus>(status);
   if (cut_short &&
       (!closed || said == ExecUploadStatus::ok || said == ExecUploadStatus::checksum_mismatch)) {
-    throw SshError(label + ": the upload of the agent to " + dest + " was cut short after " +
-                   std::to_string(sent) + " of " + std::to_string(data.size()) +
-                   " bytes: " + write_error);
+    throw UploadCutShort(label + ": the upload of the agent to " + dest + " was cut short after " +
+                         std::to_string(sent) + " of " + std::to_string(data.size()) +
+                         " bytes: " + write_error);
   }
   if (!closed) {
-    throw SshError(label + ": the upload of the agent to " + dest +
-                   " did not finish: " + s.last_error());
+    throw UploadCutShort(label + ": the upload of the agent to " + dest +
+                         " did not finish: " + s.last_error());
   }
   if (said == ExecUploadStatus::no_checksum_tool) {
     throw ExecUploadUnverifiable(label + ": " + exec_upload_failure(status, dest, err));

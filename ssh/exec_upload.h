@@ -39,9 +39,16 @@ class ExecUploadUnverifiable : public SshError {
   using SshError::SshError;
 };
 
+// The upload stopped part-way: the connection, or the host's end of the
+// upload, failed while the file was being sent (not a refusal of the host's).
+class UploadCutShort : public SshError {
+ public:
+  using SshError::SshError;
+};
+
 // Streams `data` over an exec channel running exec_upload_command. Throws
 // SshError naming the host and what failed (ExecUploadUnverifiable for
-// ExecUploadStatus::no_checksum_tool).
+// ExecUploadStatus::no_checksum_tool, UploadCutShort when cut short).
 void upload_over_exec(SshSession& session, std::string_view data, const std::string& tmp,
                       const std::string& dest, const std::string& sha256);
 

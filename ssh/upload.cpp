@@ -96,6 +96,14 @@ void upload_over_sftp(SshSession& s, LIBSSH2_SFTP* sftp, std::string_view data,
   }
 }
 
+void remove_partial_upload(SshSession& s, const std::string& tmp) {
+  try {
+    s.run("rm -f " + shell_quote(tmp), nullptr);
+  } catch (const SshError&) {
+    // The connection is gone too: the next start removes it (agent_start.h).
+  }
+}
+
 // Uploads over an exec channel, else over SFTP; returns how it went, for -v.
 // The exec channel streams at the full window of the channel, and the host
 // checks the SHA-256 of what arrived. SFTP waits for the server's status of
@@ -114,6 +122,11 @@ std::string upload(SshSession& s, const std::string& local, const std::string& r
     return "over an exec channel";
   } catch (const ExecUploadUnverifiable& e) {
     unverifiable = e.what();
+  } catch (const UploadCutShort&) {
+    // The host's end may have died before its script could remove what
+    // arrived; a session that still answers removes it now.
+    remove_partial_upload(s, tmp);
+    throw;
   }
   LIBSSH2_SFTP* sftp = libssh2_sftp_init(s.get());
   if (sftp == nullptr) {
@@ -197,8 +210,22 @@ AgentUpload upload_agent(SshSession& session, const std::string& local_agent,
     AgentUpload result;
     result.remote_path = cache_dir + "/agent-" + sha256;
     try {
-      result.method = upload(session, local_agent, result.remote_path, sha256);
+      try {
+        result.method = upload(session, local_agent, result.remote_path, sha256);
+      } catch (const UploadCutShort& e) {
+        // Cut short says nothing about the directory: once more. A second
+        // failure (the connection may be gone) fails this host with both.
+        result.retried = std::string(e.what()) + "; uploading it again";
+        try {
+          result.method = upload(session, local_agent, result.remote_path, sha256);
+        } catch (const SshError& again) {
+          throw UploadCutShort(std::string(e.what()) + "; and again: " + again.what() +
+                               ". Check the link to the host and run the job again");
+        }
+      }
       return result;
+    } catch (const UploadCutShort&) {
+      throw;
     } catch (const SshError& e) {
       why = std::string("is not writable (") + e.what() + ")";
     }

@@ -19,6 +19,7 @@ struct AgentUpload {
   std::string remote_path;  // where it went on the host
   std::string method;       // how it was uploaded ("over SFTP", ...), for -v
   std::string warning;      // set when the /tmp fallback was used
+  std::string retried;      // why a first upload was cut short and sent again
 };
 
 // The SHA-256 of the agent at `path` (followed through symbolic links), hex:

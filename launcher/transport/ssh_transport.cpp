@@ -279,6 +279,7 @@ class SshTransport : public Transport {
           started.arch == native_arch() ? "the agent" : "the " + started.arch + " agent";
       AgentUpload up =
           upload_agent(s, local->second, sha, options_.remote_cache_dir, started.present);
+      if (!up.retried.empty()) post_stderr(events, "warning: " + up.retried + "\n");
       log::info(label, ": uploaded ", which, " to ", up.remote_path, " ", up.method);
       started = start_cached_agent(s, command);
       if (started.channel == nullptr && up.warning.empty()) {

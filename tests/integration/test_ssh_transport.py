@@ -233,6 +233,59 @@ class NoChecksumToolTest(unittest.TestCase):
             shutil.rmtree(tmp, ignore_errors=True)
 
 
+class CutUploadTest(unittest.TestCase):
+    def test_an_upload_cut_short_is_said_and_the_cache_filled(self):
+        # The first upload's `cat` on the host takes 1 MB of the agent, then
+        # it and the upload's script die, as when a connection drops mid-way:
+        # the partial file stays. It used to be reported as "not writable",
+        # the agent went to /tmp instead, and every later job ran it from
+        # there with that warning.
+        tmp = tempfile.mkdtemp(prefix="dlaunch-cut-")
+        fallback = f"/tmp/dlaunch-{os.getuid()}"
+        before = set(os.listdir(fallback)) if os.path.isdir(fallback) else None
+        try:
+            tools = os.path.join(tmp, "bin")
+            os.makedirs(tools)
+            once = os.path.join(tmp, "cut-once")
+            with open(os.path.join(tools, "cat"), "w") as f:
+                f.write(f"#!/bin/sh\nif mkdir {once} 2>/dev/null; then\n"
+                        "  head -c 1000000; kill -9 $PPID $$\nfi\n"
+                        f"exec {shutil.which('cat')} \"$@\"\n")
+            os.chmod(os.path.join(tools, "cat"), 0o755)
+            path = f"{tools}:/usr/local/bin:/usr/bin:/bin"
+            with sshd_harness.SshHosts(1, sshd_extra=f"SetEnv PATH={path}\n") as hosts:
+                hosts.write_known_hosts()
+                r = hosts.dlaunch(["--hosts", hosts.hosts_file([1]), "--", "true"])
+                self.assertEqual(r.returncode, 0, r.stderr)
+                self.assertTrue(os.path.isdir(once), "the upload was not cut")
+                self.assertRegex(r.stderr, r"h1: the upload of the agent to \S+/agent-[0-9a-f]{64} "
+                                           r"was cut short after \d+ of \d+ bytes.*; uploading it "
+                                           r"again\n")
+                self.assertNotIn("not writable", r.stderr)
+                cached = os.listdir(hosts.remote_cache)
+                self.assertEqual(len(cached), 1, cached)  # the agent, no partial file
+                self.assertRegex(cached[0], r"^agent-[0-9a-f]{64}$")
+                again = hosts.dlaunch(["--hosts", hosts.hosts_file([1]), "--", "true"])
+                self.assertEqual(again.returncode, 0, again.stderr)
+                self.assertNotIn("warning", again.stderr)
+                # A host poisoned so by an earlier version (its agent in /tmp,
+                # none in the cache) gets its cache filled, and no warning.
+                os.makedirs(fallback, mode=0o700, exist_ok=True)
+                shutil.move(os.path.join(hosts.remote_cache, cached[0]),
+                            os.path.join(fallback, cached[0]))
+                healed = hosts.dlaunch(["--hosts", hosts.hosts_file([1]), "--", "true"])
+                self.assertEqual(healed.returncode, 0, healed.stderr)
+                self.assertNotIn("warning", healed.stderr)
+                self.assertEqual(os.listdir(hosts.remote_cache), cached)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+            if before is not None and os.path.isdir(fallback):
+                for name in set(os.listdir(fallback)) - before:
+                    os.remove(os.path.join(fallback, name))
+            elif before is None:
+                shutil.rmtree(fallback, ignore_errors=True)
+
+
 class ManyHostsTest(unittest.TestCase):
     def test_eight_hosts_two_connections_at_a_time(self):
         with sshd_harness.SshHosts(8) as hosts:

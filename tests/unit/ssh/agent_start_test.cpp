@@ -2,6 +2,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -116,4 +117,23 @@ TEST_CASE("agent start command: the host's uname -m picks the agent") {
         "dlaunch-start .cache/dlaunch/agent-" + kSha + "\nagent read: s");
   // An architecture with no agent is missing whatever the cache holds.
   CHECK(run_in(home.path, command, "s", "riscv64") == "dlaunch-missing riscv64\n");
+}
+
+TEST_CASE("agent start command: partial uploads idle for minutes are removed, live ones kept") {
+  TempHome home;
+  const std::string dir = home.path + "/c";
+  std::filesystem::create_directories(dir);
+  const std::string idle = dir + "/agent-" + kSha + ".tmp-0a1b2c";
+  const std::string live = dir + "/agent-" + kSha + ".tmp-3d4e5f";
+  const std::string other = dir + "/notes.tmp-1";
+  for (const auto& path : {idle, live, other}) std::ofstream(path) << "part";
+  const auto ten_minutes_ago =
+      std::filesystem::file_time_type::clock::now() - std::chrono::minutes(10);
+  std::filesystem::last_write_time(idle, ten_minutes_ago);
+  std::filesystem::last_write_time(other, ten_minutes_ago);
+  CHECK(run_in(home.path, agent_start_command("c", kNative), "") ==
+        "dlaunch-missing " + std::string(native_arch()) + "\n");
+  CHECK_FALSE(std::filesystem::exists(idle));
+  CHECK(std::filesystem::exists(live));
+  CHECK(std::filesystem::exists(other));  // not ours
 }
