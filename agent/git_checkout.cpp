@@ -169,6 +169,16 @@ Result<GitCheckout> checkout_git(const GitSpec& git, const std::string& workdir,
   auto checked_out = in_dir.must({"checkout", "--quiet", "--force", "--detach", git.commit},
                                  "git checkout " + git.commit);
   if (!checked_out) return fail(checked_out.error());
+  // Submodules at the commits this one records, as `git clone
+  // --recurse-submodules` would have them; an empty directory would fail the
+  // job far from its cause.
+  if (fs::exists(dir + "/.gitmodules", ec)) {
+    auto updated =
+        in_dir.must({"submodule", "update", "--init", "--recursive", "--force", "--quiet"},
+                    "the submodules of " + git.url + " at " + short_commit(git.commit) +
+                        " (git submodule update --init --recursive)");
+    if (!updated) return fail(updated.error());
+  }
   return GitCheckout{dir, std::move(*hold)};
 }
 

@@ -16,7 +16,20 @@
 namespace dlaunch {
 
 std::string last_words(const CapturedOutput& run) {
-  const auto text = last_lines(run.err.empty() ? run.out : run.err, 3);
+  const std::string& said = run.err.empty() ? run.out : run.err;
+  // A tool's cause often comes first, and advice after it: git's "fatal:
+  // '/x' does not appear to be a git repository" before "Please make sure you
+  // have the correct access rights". Those lines win over the last ones.
+  std::string causes;
+  int kept = 0;
+  for (const auto& line : split_lines(said)) {
+    if (kept < 3 && (line.starts_with("fatal:") || line.starts_with("error:"))) {
+      causes += (causes.empty() ? "" : "\n") + line;
+      ++kept;
+    }
+  }
+  if (!causes.empty()) return causes;
+  const auto text = last_lines(said, 3);
   return text.empty() ? "exit code " + std::to_string(run.exit_code) : text;
 }
 

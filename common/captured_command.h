@@ -22,8 +22,9 @@ struct CapturedOutput {
   bool ok() const { return started && !timed_out && exit_code == 0; }
 };
 
-// What a helper that failed said, for an error line: its last 3 lines of
-// stderr (else of stdout), else its exit code.
+// What a helper that failed said, for an error line: its first 3 lines that
+// begin "fatal:" or "error:", else its last 3 lines, of stderr (else of
+// stdout); else its exit code.
 std::string last_words(const CapturedOutput& run);
 
 // argv[0] is looked up on PATH. stdin is /dev/null. The environment is this

@@ -42,6 +42,7 @@
 #include "launcher/record/job_name.h"
 #include "launcher/record/job_record.h"
 #include "launcher/sync/git_commit.h"
+#include "launcher/sync/git_local_changes.h"
 #include "launcher/sync/image_file.h"
 #include "launcher/sync/sync_manifest.h"
 #include "launcher/transport/agent_address.h"
@@ -366,13 +367,20 @@ Result<Transfers, int> prepare_transfers(Options& o) {
     t.image = std::make_shared<const SyncManifest>(image_file_manifest(file));
   }
   // --sync-git: one commit for every host, whatever the branch does meanwhile.
+  // --dry-run asks no repository: the commit is the branch's when the job starts.
   if (!o.git_url.empty()) {
-    const auto resolved = resolve_git_commit(o.git_url, o.git_ref);
-    if (!resolved.error.empty()) {
-      console().error(resolved.error);
-      return fail(kExitUsage);
+    if (!o.dry_run || is_full_object_name(o.git_ref)) {
+      const auto resolved = resolve_git_commit(o.git_url, o.git_ref);
+      if (!resolved.error.empty()) {
+        console().error(resolved.error);
+        return fail(kExitUsage);
+      }
+      o.git_commit = resolved.commit;
     }
-    o.git_commit = resolved.commit;
+    const std::string runs = o.git_commit.empty() ? (o.git_ref.empty() ? "HEAD" : o.git_ref)
+                                                  : "commit " + o.git_commit.substr(0, 12);
+    if (auto warning = local_changes_warning(current_directory(), o.git_url, runs))
+      log::warn(*warning);
   }
   return t;
 }
@@ -381,9 +389,12 @@ Result<Transfers, int> prepare_transfers(Options& o) {
 void print_dry_run(const Plan& plan, const Options& o, const Transfers& t) {
   console().out(describe_plan(plan, o));
   if (!o.git_url.empty())
-    console().out("code: " + o.git_url + " at " + o.git_commit + " (" +
-                  (o.git_ref.empty() ? "HEAD" : o.git_ref) + "), in <workdir>/code/" +
-                  git_repository_name(o.git_url) + " on every host, before the ranks start\n");
+    console().out(
+        "code: " + o.git_url + " at " + (o.git_commit.empty() ? "" : o.git_commit + " (") +
+        (o.git_ref.empty() ? "HEAD" : o.git_ref) +
+        (o.git_commit.empty() ? " as the job starts (--dry-run asks no repository)" : ")") +
+        ", in <workdir>/code/" + git_repository_name(o.git_url) +
+        " with its submodules, on every host, before the ranks start\n");
   if (t.sync) {
     console().out("sync: " + t.sync->root + " -> " + o.workdir +
                   " on every host (created when missing), before the ranks start: " +

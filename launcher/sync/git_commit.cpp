@@ -37,7 +37,7 @@ GitResolution resolve_git_commit(const std::string& url, const std::string& ref)
   const std::string given = "--sync-git " + url + (ref.empty() ? "" : "@" + ref);
   if (!run.started) return {"", given + ": git is not installed here (it resolves REF)"};
   if (run.timed_out) return {"", given + ": git ls-remote had no answer in 2 minutes"};
-  if (run.exit_code != 0) return {"", given + ": git ls-remote failed: " + last_lines(run.err, 3)};
+  if (run.exit_code != 0) return {"", given + ": git ls-remote failed: " + last_words(run)};
   if (auto commit = commit_for_ref(run.out, ref)) return {*commit, ""};
   return {"", given + ": the repository has no branch or tag '" + (ref.empty() ? "HEAD" : ref) +
                   "' (a commit must be given in full, 40 hex digits)"};

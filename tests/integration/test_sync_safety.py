@@ -8,7 +8,10 @@ on one machine (local "nodes", no root needed):
 - Two `--sync-git` jobs on one workdir at two commits shared one checkout:
   the first job's code changed under it. The second is refused, naming the
   first; one at the same commit shares the tree; once the first has ended,
-  the other commit is checked out."""
+  the other commit is checked out.
+- `--sync-git` left submodules empty without a word, said nothing of the
+  uncommitted edits in the tree it was started from, cut git's own cause
+  line from its errors, and contacted the repository under --dry-run."""
 
 import fcntl
 import os
@@ -88,9 +91,9 @@ class SyncOverlapTest(harness.DlaunchTestCase):
         self.assertIn("1 deleted", r.stderr)
 
 
-def git(*args, cwd=None):
+def git(*args, cwd=None, env=None):
     env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com",
-           "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.com"}
+           "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.com", **(env or {})}
     return subprocess.run(["git", *args], cwd=cwd, env=env, check=True, capture_output=True,
                           text=True).stdout.strip()
 
@@ -185,6 +188,90 @@ class SyncGitSharedWorkdirTest(harness.DlaunchTestCase):
         r = self.run_dlaunch(self.job(b, "feature", "cat code/repo/version"), timeout=60)
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertIn("feat", r.stdout)
+
+
+class SyncGitRepositoryTest(harness.DlaunchTestCase):
+    def setUp(self):
+        super().setUp()
+        if not shutil.which("git"):
+            self.skipTest("missing: git (git)")
+        self.repo = os.path.join(self.tmp, "repo")
+        git("init", "--quiet", "--initial-branch=main", self.repo)
+        with open(os.path.join(self.repo, "train.sh"), "w") as f:
+            f.write("echo training\n")
+        git("add", "train.sh", cwd=self.repo)
+        git("commit", "--quiet", "-m", "one", cwd=self.repo)
+        self.workdir = os.path.join(self.tmp, "work")
+
+    def test_submodules_are_checked_out_at_the_recorded_commit(self):
+        data = os.path.join(self.tmp, "data")
+        git("init", "--quiet", "--initial-branch=main", data)
+        with open(os.path.join(data, "labels"), "w") as f:
+            f.write("first labels\n")
+        git("add", "labels", cwd=data)
+        git("commit", "--quiet", "-m", "labels", cwd=data)
+        # Local paths as submodule URLs are git's "file" protocol, which git
+        # only follows for submodules when told to (here and for the job).
+        allow = {"GIT_CONFIG_COUNT": "1", "GIT_CONFIG_KEY_0": "protocol.file.allow",
+                 "GIT_CONFIG_VALUE_0": "always"}
+        git("submodule", "add", "--quiet", data, "data", cwd=self.repo, env=allow)
+        git("commit", "--quiet", "-m", "with data", cwd=self.repo)
+        # The submodule moves on after the commit: the job has the recorded one.
+        with open(os.path.join(data, "labels"), "w") as f:
+            f.write("later labels\n")
+        git("commit", "--quiet", "-am", "later", cwd=data)
+        r = self.run_dlaunch(["--workdir", self.workdir, "--sync-git", self.repo, "--",
+                              "/bin/sh", "-c", "cat code/repo/data/labels"],
+                             env=self.env(**allow), timeout=60)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(r.stdout, "[0] first labels\n")
+
+    def test_a_submodule_that_cannot_be_fetched_fails_with_gits_cause(self):
+        data = os.path.join(self.tmp, "data")
+        git("init", "--quiet", "--initial-branch=main", data)
+        git("commit", "--quiet", "--allow-empty", "-m", "empty", cwd=data)
+        allow = {"GIT_CONFIG_COUNT": "1", "GIT_CONFIG_KEY_0": "protocol.file.allow",
+                 "GIT_CONFIG_VALUE_0": "always"}
+        git("submodule", "add", "--quiet", data, "data", cwd=self.repo, env=allow)
+        git("commit", "--quiet", "-m", "with data", cwd=self.repo)
+        shutil.rmtree(data)  # the submodule's repository is gone
+        r = self.run_dlaunch(["--workdir", self.workdir, "--sync-git", self.repo, "--",
+                              "/bin/true"], env=self.env(**allow), timeout=60)
+        self.assertNotEqual(r.returncode, 0)
+        self.assertRegex(r.stderr, rf"the submodules of {self.repo} at [0-9a-f]{{12}} \(git "
+                                   r"submodule update --init --recursive\): fatal: ")
+        self.assertIn(data, r.stderr)
+
+    def test_uncommitted_changes_here_are_said_to_be_left_out(self):
+        clone = os.path.join(self.tmp, "clone")
+        git("clone", "--quiet", self.repo, clone)
+        with open(os.path.join(clone, "train.sh"), "a") as f:
+            f.write("echo edited\n")
+        r = self.run_dlaunch(["--workdir", self.workdir, "--sync-git", self.repo, "--",
+                              "/bin/sh", "-c", "sh code/repo/train.sh"], cwd=clone, timeout=60)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(r.stdout, "[0] training\n")  # the commit, not the edit
+        self.assertIn(f"the git work tree here ({clone}) has uncommitted changes to 1 file that "
+                      f"the job will not see: every host runs commit ", r.stderr)
+        # A clean tree, or another repository's, says nothing.
+        git("checkout", "--quiet", "train.sh", cwd=clone)
+        r = self.run_dlaunch(["--workdir", self.workdir, "--sync-git", self.repo, "--",
+                              "/bin/true"], cwd=clone, timeout=60)
+        self.assertNotIn("uncommitted", r.stderr)
+
+    def test_dry_run_asks_no_repository(self):
+        missing = os.path.join(self.tmp, "not-there.git")
+        r = self.run_dlaunch(["--dry-run", "--sync-git", missing + "@main", "--", "/bin/true"])
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn(f"code: {missing} at main as the job starts (--dry-run asks no repository)",
+                      r.stdout)
+
+    def test_gits_own_cause_is_kept(self):
+        missing = os.path.join(self.tmp, "not-there.git")
+        r = self.run_dlaunch(["--sync-git", missing, "--", "/bin/true"])
+        self.assertEqual(r.returncode, 2, r.stderr)
+        self.assertIn(f"--sync-git {missing}: git ls-remote failed: fatal: '{missing}' does not "
+                      "appear to be a git repository", r.stderr)
 
 
 if __name__ == "__main__":

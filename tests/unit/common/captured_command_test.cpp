@@ -40,4 +40,14 @@ TEST_CASE("a failed helper's last words: stderr's last lines, else stdout's, els
         "a\nb");
   CHECK(last_words(run_captured({"/bin/sh", "-c", "echo only-out; exit 1"}, 10s)) == "only-out");
   CHECK(last_words(run_captured({"/bin/sh", "-c", "exit 4"}, 10s)) == "exit code 4");
+  // The cause before the advice, as git prints them.
+  CHECK(last_words(
+            run_captured({"/bin/sh", "-c",
+                          "echo \"fatal: '/x' does not appear to be a git repository\" >&2; "
+                          "echo 'fatal: Could not read from remote repository.' >&2; echo >&2; "
+                          "echo 'Please make sure you have the correct access rights' >&2; "
+                          "echo 'and the repository exists.' >&2; exit 128"},
+                         10s)) ==
+        "fatal: '/x' does not appear to be a git repository\n"
+        "fatal: Could not read from remote repository.");
 }
