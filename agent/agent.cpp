@@ -32,6 +32,7 @@
 #include "common/posix.h"
 #include "common/socket.h"
 #include "protocol/auth.h"
+#include "protocol/rank_argv.h"
 
 namespace dlaunch {
 
@@ -635,8 +636,7 @@ bool Agent::prepare_containers() {
 }
 
 SpawnRequest Agent::rank_request(const proto::Assign& assign, int local) {
-  auto argv = spec_.argv;
-  if (spec_.pass_local_rank) argv.push_back("--local_rank=" + std::to_string(local));
+  auto argv = rank_argv(spec_.argv, spec_.pass_local_rank, std::to_string(local));
   auto env = rank_environment(assign, local, spec_, inherited_env_);
   if (!containers_) {
     if (stack_hook_) {

@@ -88,7 +88,7 @@ struct LaunchSpec {
   // before its ranks start. The ranks get it as DLAUNCH_CHECKPOINT_DIR.
   std::string checkpoint_dir = {};
   // deepspeed's (and torch.distributed.launch's) way: each rank's arguments
-  // end with --local_rank=LOCAL_RANK.
+  // carry --local_rank=LOCAL_RANK after the script (protocol/rank_argv.h).
   bool pass_local_rank = false;
   ContainerSpec container = {};
   GitSpec git = {};

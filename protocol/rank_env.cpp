@@ -22,6 +22,11 @@ EnvMap rank_environment(const proto::Assign& a, int local_rank, const LaunchSpec
   set("LOCAL_WORLD_SIZE", a.local_world_size);
   set("GROUP_RANK", a.node_rank);
   set("GROUP_WORLD_SIZE", a.nnodes);
+  // deepspeed's launcher (and Horovod) name the same: the node, the nodes,
+  // and the ranks on this node.
+  set("CROSS_RANK", a.node_rank);
+  set("CROSS_SIZE", a.nnodes);
+  set("LOCAL_SIZE", a.local_world_size);
   // torchrun's --role reaches the ranks as the launch spec's ROLE_NAME.
   if (!spec.env.contains("ROLE_NAME")) set("ROLE_NAME", std::string("default"));
   set("ROLE_RANK", rank);

@@ -24,13 +24,16 @@ inline constexpr std::array<std::string_view, 2> kLauncherDefaults = {
 // or the hosts file say: a hosts-file `env` that sets one is refused.
 // ROLE_NAME is not among them: "default" unless --role (torchrun's) or --env
 // names the role.
-inline constexpr std::array<std::string_view, 15> kLauncherVariables = {
+inline constexpr std::array<std::string_view, 18> kLauncherVariables = {
     "RANK",
     "LOCAL_RANK",
     "WORLD_SIZE",
     "LOCAL_WORLD_SIZE",
     "GROUP_RANK",
     "GROUP_WORLD_SIZE",
+    "CROSS_RANK",
+    "CROSS_SIZE",
+    "LOCAL_SIZE",
     "ROLE_RANK",
     "ROLE_WORLD_SIZE",
     "MASTER_ADDR",

@@ -222,13 +222,29 @@ Result<void, int> add_environment(Plan& plan, const Options& o) {
   plan.forwarded_env =
       forwarded_environment(current_environment(), o.forward_env_defaults, o.forward_env);
   EnvVars command_line;
+  // deepspeed's line: its .deepspeed_env files, home first, under the others.
+  if (o.deepspeed_line) {
+    for (const auto& path :
+         deepspeed_env_paths(std::getenv("DS_ENV_FILE"), home_directory(), current_directory())) {
+      if (::access(path.c_str(), F_OK) != 0) continue;
+      auto loaded = load_env_file(path);
+      if (!loaded) {
+        for (const auto& e : loaded.error()) console().error(e.to_string());
+        return fail(kExitUsage);
+      }
+      console().note("read " + std::to_string(loaded->size()) + " variable" +
+                     (loaded->size() == 1 ? "" : "s") + " for every rank from " + path +
+                     " (deepspeed's)");
+      for (auto& [k, v] : *loaded) command_line[k] = v;
+    }
+  }
   if (!o.env_file.empty()) {
     auto loaded = load_env_file(o.env_file);
     if (!loaded) {
       for (const auto& e : loaded.error()) console().error(e.to_string());
       return fail(kExitUsage);
     }
-    command_line = std::move(*loaded);
+    for (auto& [k, v] : *loaded) command_line[k] = v;
   }
   auto assigned = parse_env_assignments(o.env);
   if (!assigned) {

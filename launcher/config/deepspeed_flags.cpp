@@ -60,7 +60,7 @@ void add_deepspeed_options(CLI::App& app, DeepspeedFlags& f) {
                "no --local_rank=N argument for the ranks (deepspeed's default passes it)")
       ->group(group);
   app.add_flag("--pass-local-rank", f.pass_local_rank,
-               "each rank's arguments end with --local_rank=N, as deepspeed and "
+               "each rank gets --local_rank=N after its script, as deepspeed and "
                "torch.distributed.launch pass it (on for a line with deepspeed's own flags)")
       ->group(group);
   app.add_option("--autotuning", f.autotuning, "refused: deepspeed's tuner is not a launch")
@@ -93,11 +93,21 @@ Result<void> apply_deepspeed_flags(const DeepspeedFlags& f, Options& o) {
     if (o.max_nodes != 0 && o.min_nodes > o.max_nodes)
       return fail("--min_elastic_nodes is above --max_elastic_nodes");
   }
-  const bool deepspeed_line = f.deepspeed_only_flag || f.elastic_training || o.deepspeed_launcher;
+  // A hostfile or --include line whose program is configured for deepspeed
+  // (deepspeed's own flags all optional) is deepspeed's line too.
+  const bool host_selection = !o.hostfile.empty() || !o.include.empty();
+  const bool deepspeed_program =
+      std::any_of(o.command.begin(), o.command.end(), [](const std::string& word) {
+        return word == "--deepspeed" || word == "--deepspeed_config" ||
+               word.starts_with("--deepspeed_config=") || word.starts_with("--deepspeed=");
+      });
+  const bool deepspeed_line = f.deepspeed_only_flag || f.elastic_training || o.deepspeed_launcher ||
+                              (host_selection && deepspeed_program);
+  o.deepspeed_line = deepspeed_line;
   o.pass_local_rank = f.pass_local_rank || (deepspeed_line && !f.no_local_rank);
   if (o.pass_local_rank && !f.pass_local_rank) {
     o.notes.push_back(
-        "deepspeed's command line: each rank's arguments end with --local_rank=N, as deepspeed "
+        "deepspeed's command line: each rank gets --local_rank=N after its script, as deepspeed "
         "passes it (--no_local_rank: not)");
   }
   return {};

@@ -99,6 +99,16 @@ Result<EnvVars, std::vector<Diagnostic>> load_env_file(const std::string& path) 
   return parse_env_file(*text, path);
 }
 
+std::vector<std::string> deepspeed_env_paths(const char* ds_env_file, const std::string& home,
+                                             const std::string& current) {
+  const std::string name = ds_env_file && *ds_env_file ? ds_env_file : ".deepspeed_env";
+  // A path in $DS_ENV_FILE is that one file.
+  if (name.find('/') != std::string::npos) return {name};
+  std::vector<std::string> paths = {home + "/" + name};
+  if (current != home) paths.push_back(current + "/" + name);
+  return paths;
+}
+
 Result<EnvVars, std::vector<Diagnostic>> parse_env_assignments(
     const std::vector<std::string>& items) {
   EnvVars vars;

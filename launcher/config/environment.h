@@ -37,6 +37,12 @@ Result<EnvVars, std::vector<Diagnostic>> parse_env_file(const std::string& text,
                                                         const std::string& path);
 Result<EnvVars, std::vector<Diagnostic>> load_env_file(const std::string& path);
 
+// deepspeed's environment files, in the order it reads them (later ones
+// win): `.deepspeed_env` (or the name $DS_ENV_FILE gives) in the home
+// directory, then in the current directory (once when they are one).
+std::vector<std::string> deepspeed_env_paths(const char* ds_env_file, const std::string& home,
+                                             const std::string& current);
+
 // --env K=V items (later ones win); errors name the item.
 Result<EnvVars, std::vector<Diagnostic>> parse_env_assignments(
     const std::vector<std::string>& items);

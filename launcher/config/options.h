@@ -155,7 +155,8 @@ struct Options {
   int num_nodes = 0;                // --num_nodes: the host list's first N hosts; 0: all
   int num_gpus = 0;                 // --num_gpus: at most N ranks on each host; 0: no cap
   int ssh_port = 0;                 // --ssh_port: every SSH host's port unless it names one
-  bool pass_local_rank = false;     // each rank's arguments end with --local_rank=N
+  bool pass_local_rank = false;     // each rank gets --local_rank=N after its script
+  bool deepspeed_line = false;      // deepspeed's command line: .deepspeed_env is read
   bool deepspeed_launcher = false;  // --launcher named one of deepspeed's (pdsh, openmpi, ...)
 
   // Said once when the job starts: flags accepted that change nothing, and

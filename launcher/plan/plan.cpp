@@ -7,6 +7,7 @@
 #include "launcher/config/options.h"
 #include "launcher/plan/launch_spec_builder.h"
 #include "net/candidates.h"
+#include "protocol/rank_argv.h"
 #include "protocol/rank_env.h"
 
 namespace dlaunch {
@@ -219,8 +220,8 @@ std::string describe_plan(const Plan& plan, const Options& o) {
         << "or after --join-timeout " << o.join_timeout_s << " s with those that did\n";
   }
   out << "command:";
-  for (const auto& a : plan.command) out << " '" << a << "'";
-  if (o.pass_local_rank) out << " '--local_rank=<local rank>'";
+  for (const auto& a : rank_argv(plan.command, o.pass_local_rank, "<local rank>"))
+    out << " '" << a << "'";
   out << "\n";
   out << "rendezvous: listens on " << plan.rdzv_bind << ":"
       << (plan.rdzv_port ? std::to_string(plan.rdzv_port) : std::string("<any free port>"))

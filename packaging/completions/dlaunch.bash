@@ -6,7 +6,7 @@
 _dlaunch_commands="run list get logs stop stacks delete top check"
 
 # Options of a job start that take a value. (--pass-local-rank and deepspeed's
-# flags make each rank's arguments end with --local_rank=N: not an option here.)
+# flags give each rank --local_rank=N after its script: not an option here.)
 _dlaunch_run_valued="--hosts --hostfile -H --host-list --include --exclude --launcher -n --nproc-per-node
   --nproc_per_node --nnodes --node-rank --node_rank --rank --master-addr --master_addr
   --master-port --master_port --rdzv-port --rdzv-timeout --secret-file --name --log-dir

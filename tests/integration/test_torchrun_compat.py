@@ -101,19 +101,26 @@ def installed_torchrun_flags():
 # A DeepSpeed-era script: it parses the --local_rank=N that deepspeed (and
 # torch.distributed.launch) append, and its own --deepspeed CONFIG.
 DEEPSPEED_SCRIPT = r'''
-import argparse, os
+import argparse, os, sys
 import torch
 import torch.distributed as dist
+# As deepspeed and torch.distributed.launch place it: right after the script,
+# so that a wrapper taking the rest with argparse.REMAINDER does not pass it on.
+assert sys.argv[1].startswith("--local_rank="), sys.argv
 parser = argparse.ArgumentParser()
 parser.add_argument("--local_rank", type=int, required=True)
 parser.add_argument("--deepspeed", required=True)
+parser.add_argument("rest", nargs=argparse.REMAINDER)
 args = parser.parse_args()
 assert args.local_rank == int(os.environ["LOCAL_RANK"]), (args.local_rank, os.environ["LOCAL_RANK"])
+assert args.rest == [], args.rest
 dist.init_process_group("gloo")
 t = torch.tensor([1.0])
 dist.all_reduce(t)
+e = os.environ
 print(f"ds rank={dist.get_rank()} world={dist.get_world_size()} local_rank={args.local_rank} "
-      f"config={args.deepspeed} sum={int(t.item())}", flush=True)
+      f"config={args.deepspeed} sum={int(t.item())} cross={e['CROSS_RANK']}/{e['CROSS_SIZE']} "
+      f"local_size={e['LOCAL_SIZE']} ds_env={e.get('DS_TEST_VAR', '-')}", flush=True)
 dist.destroy_process_group()
 '''
 
@@ -369,11 +376,12 @@ class TestNodesInNamespaces(TorchrunCase):
                              env=self.hosts.env(DLAUNCH_PYTHON=TORCH_PYTHON,
                                                 DLAUNCH_STATE_DIR=self.state))
         self.assertEqual(r.returncode, 0, r.stderr)
-        found = re.findall(r"ds rank=(\d+) world=(\d+) local_rank=(\d+) config=ds.json sum=4",
-                           r.stdout)
-        self.assertEqual(sorted((int(a), int(w), int(lr)) for a, w, lr in found),
-                         [(0, 4, 0), (1, 4, 1), (2, 4, 0), (3, 4, 1)], r.stdout + r.stderr)
-        self.assertIn("each rank's arguments end with --local_rank=N", r.stderr)
+        found = re.findall(r"ds rank=(\d+) world=(\d+) local_rank=(\d+) config=ds.json sum=4 "
+                           r"cross=(\d)/2 local_size=2 ds_env=-", r.stdout)
+        self.assertEqual(sorted((int(a), int(w), int(lr), int(c)) for a, w, lr, c in found),
+                         [(0, 4, 0, 0), (1, 4, 1, 0), (2, 4, 0, 1), (3, 4, 1, 1)],
+                         r.stdout + r.stderr)
+        self.assertIn("each rank gets --local_rank=N after its script", r.stderr)
         # --num_nodes 1: the hostfile's first host only; -H names the file as deepspeed's does.
         r = self.run_dlaunch(["-H", hostfile, "--num_nodes=1", "--num_gpus=1", "ds_train.py",
                               "--deepspeed", "ds.json"], cwd=self.tmp,
@@ -382,6 +390,30 @@ class TestNodesInNamespaces(TorchrunCase):
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertEqual(len(re.findall(r"ds rank=0 world=1 local_rank=0", r.stdout)), 1,
                          r.stdout)
+
+    def test_deepspeed_line_by_its_program_reads_deepspeed_env(self):
+        # No flag of deepspeed's: a hostfile line whose program takes
+        # --deepspeed is deepspeed's line all the same, and reads
+        # .deepspeed_env as deepspeed does (the current directory's here).
+        self.write("ds_train.py", DEEPSPEED_SCRIPT)
+        self.write("ds.json", "{}\n")
+        self.write(".deepspeed_env", "DS_TEST_VAR=from-file\n")
+        self.write("hostfile", "".join(f"{h['address']} slots=1\n" for h in self.hosts.hosts))
+        r = self.run_dlaunch(["--hostfile=hostfile", "ds_train.py", "--deepspeed", "ds.json"],
+                             cwd=self.tmp, env=self.hosts.env(DLAUNCH_PYTHON=TORCH_PYTHON,
+                                                              DLAUNCH_STATE_DIR=self.state))
+        self.assertEqual(r.returncode, 0, r.stderr)
+        found = re.findall(r"ds rank=(\d) world=2 local_rank=0 config=ds.json sum=2 "
+                           r"cross=(\d)/2 local_size=1 ds_env=from-file", r.stdout)
+        self.assertEqual(sorted(found), [("0", "0"), ("1", "1")], r.stdout + r.stderr)
+        self.assertIn("read 1 variable for every rank from " +
+                      os.path.join(self.tmp, ".deepspeed_env") + " (deepspeed's)", r.stderr)
+        # A line in it without '=' is refused with its file and line.
+        self.write(".deepspeed_env", "DS_TEST_VAR=from-file\nNOEQUALS\n")
+        r = self.run_dlaunch(["--hostfile=hostfile", "ds_train.py", "--deepspeed", "ds.json"],
+                             cwd=self.tmp, env=self.hosts.env(DLAUNCH_STATE_DIR=self.state))
+        self.assertEqual(r.returncode, 2, r.stderr)
+        self.assertIn(os.path.join(self.tmp, ".deepspeed_env") + ":2", r.stderr)
 
     def test_each_hosts_python_runs_the_script_and_check_reports_it(self):
         # The hosts file names the Python with torch for h1; h2's login finds

@@ -65,7 +65,8 @@ TEST_CASE("the launcher's variables are exactly the ones every rank gets") {
   LaunchSpec spec;
   const EnvMap env = rank_environment(a, 0, spec, {});
   // torchrun's documented variables (torch.distributed.run: "Environment
-  // Variables"), the two it sets unless the user did, and dlaunch's own two
+  // Variables"), the two it sets unless the user did, deepspeed's launcher's
+  // three (CROSS_RANK, CROSS_SIZE, LOCAL_SIZE), and dlaunch's own two
   // (docs/environment.md): written here, not read from the product's list.
   const std::set<std::string> expected = {"RANK",
                                           "LOCAL_RANK",
@@ -73,6 +74,9 @@ TEST_CASE("the launcher's variables are exactly the ones every rank gets") {
                                           "LOCAL_WORLD_SIZE",
                                           "GROUP_RANK",
                                           "GROUP_WORLD_SIZE",
+                                          "CROSS_RANK",
+                                          "CROSS_SIZE",
+                                          "LOCAL_SIZE",
                                           "ROLE_RANK",
                                           "ROLE_WORLD_SIZE",
                                           "ROLE_NAME",

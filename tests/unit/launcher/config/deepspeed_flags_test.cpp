@@ -3,6 +3,7 @@
 #include <string>
 #include <vector>
 
+#include "launcher/config/environment.h"
 #include "launcher/config/host_source.h"
 #include "launcher/config/options.h"
 
@@ -41,7 +42,7 @@ TEST_CASE("deepspeed's own flags pass --local_rank; --no_local_rank does not") {
   CHECK(r.options->num_gpus == 2);
   CHECK(r.options->num_nodes == 1);
   CHECK(r.options->pass_local_rank);
-  CHECK(has_deepspeed_note(*r.options, "deepspeed's command line: each rank's arguments end"));
+  CHECK(has_deepspeed_note(*r.options, "deepspeed's command line: each rank gets --local_rank=N"));
   r = deepspeed_parse({"-H", "w0", "--num_gpus", "2", "--no_local_rank", "train.py"});
   REQUIRE(r.options);
   CHECK_FALSE(r.options->pass_local_rank);
@@ -51,6 +52,26 @@ TEST_CASE("deepspeed's own flags pass --local_rank; --no_local_rank does not") {
   r = deepspeed_parse({"-n", "2", "train.py"});
   REQUIRE(r.options);
   CHECK_FALSE(r.options->pass_local_rank);
+  // No flag of deepspeed's, but a host selection and a program set up for
+  // deepspeed: its line all the same.
+  r = deepspeed_parse({"-H", "w0,w1", "--include", "w0", "train.py", "--deepspeed_config=ds.json"});
+  REQUIRE(r.options);
+  CHECK(r.options->pass_local_rank);
+  CHECK(r.options->deepspeed_line);
+  r = deepspeed_parse({"-n", "2", "train.py", "--deepspeed", "ds.json"});
+  REQUIRE(r.options);
+  CHECK_FALSE(r.options->pass_local_rank);  // no hosts chosen as deepspeed does
+}
+
+TEST_CASE("deepspeed's .deepspeed_env: home, then the current directory; $DS_ENV_FILE renames") {
+  CHECK(deepspeed_env_paths(nullptr, "/home/u", "/work") ==
+        std::vector<std::string>{"/home/u/.deepspeed_env", "/work/.deepspeed_env"});
+  CHECK(deepspeed_env_paths("", "/home/u", "/home/u") ==
+        std::vector<std::string>{"/home/u/.deepspeed_env"});
+  CHECK(deepspeed_env_paths("my.env", "/home/u", "/work") ==
+        std::vector<std::string>{"/home/u/my.env", "/work/my.env"});
+  CHECK(deepspeed_env_paths("/etc/ds.env", "/home/u", "/work") ==
+        std::vector<std::string>{"/etc/ds.env"});
 }
 
 TEST_CASE("deepspeed's launchers are SSH; -i and -e SPEC are include and exclude") {
