@@ -20,7 +20,8 @@ std::string rank_range(const NodeRecord& n) {
   return std::to_string(n.first_rank) + "-" + std::to_string(n.first_rank + n.ranks - 1);
 }
 
-void print_nodes(const JobInfo& i) {
+void print_nodes(const Job& job) {
+  const JobInfo& i = job.info;
   Console& c = console();
   if (i.nodes.empty()) {
     std::string hosts;
@@ -38,7 +39,8 @@ void print_nodes(const JobInfo& i) {
     const std::string node = n.node_rank >= 0 ? std::to_string(n.node_rank) : "-";
     c.out(formatted("  %-*s  %4s  %-9s  %9s  %s\n", w, n.host.c_str(), node.c_str(),
                     rank_range(n).c_str(),
-                    n.agent_pid > 0 ? std::to_string(n.agent_pid).c_str() : "-", n.state.c_str()));
+                    n.agent_pid > 0 ? std::to_string(n.agent_pid).c_str() : "-",
+                    shown_node_state(job, n).c_str()));
   }
 }
 
@@ -55,9 +57,14 @@ void print_job(const Job& job) {
               ", is gone without ending the record)";
   c.out("status:     " + status + "\n");
   const int ranks = job_ranks(job);
-  c.out(formatted("mode:       %s, %d node%s, %d rank%s\n", i.mode.c_str(), i.nnodes,
-                  i.nnodes == 1 ? "" : "s", ranks, ranks == 1 ? "" : "s"));
+  const std::string rank_text = ranks == 0 && is_active(job.status)
+                                    ? "ranks given once every node has joined"
+                                : ranks == 1 ? "1 rank"
+                                             : std::to_string(ranks) + " ranks";
+  c.out(formatted("mode:       %s, %d node%s, %s\n", i.mode.c_str(), i.nnodes,
+                  i.nnodes == 1 ? "" : "s", rank_text.c_str()));
   c.out("command:    " + command_text(i.command) + "\n");
+  if (!i.workdir.empty()) c.out("workdir:    " + i.workdir + "\n");
   c.out("started:    " + format_time(i.started) + "\n");
   if (result) c.out("finished:   " + format_time(result->finished) + "\n");
   c.out("duration:   " + format_duration(job_duration(job, now)) + "\n");
@@ -67,7 +74,7 @@ void print_job(const Job& job) {
                          : std::string()) +
           "\n");
   if (job_restarts(job) > 0) c.out(formatted("restarts:   %d\n", job_restarts(job)));
-  print_nodes(i);
+  print_nodes(job);
   if (!i.history.empty()) {
     c.out("history:\n");
     for (const auto& h : i.history)
@@ -83,10 +90,15 @@ void print_job(const Job& job) {
     for (const auto& line : stacks->verdict) c.out("  " + line + "\n");
   }
   c.out("logs:       " + job.dir + "\n");
-  for (const auto& [rank, path] : rank_logs(job.dir)) {
-    std::error_code ec;
-    c.out(formatted("  rank-%d.log  %llu bytes\n", rank,
-                    static_cast<unsigned long long>(std::filesystem::file_size(path, ec))));
+  // Every round's file: a restarted job's later rounds are rank-R.N.log.
+  for (const auto& [rank, files] : rank_log_rounds(job.dir)) {
+    for (const auto& [round, path] : files) {
+      std::error_code ec;
+      const auto bytes = static_cast<unsigned long long>(std::filesystem::file_size(path, ec));
+      const std::string name = std::filesystem::path(path).filename().string();
+      c.out(round == 0 ? formatted("  %s  %llu bytes\n", name.c_str(), bytes)
+                       : formatted("  %s  %llu bytes (round %d)\n", name.c_str(), bytes, round));
+    }
   }
   std::error_code ec;
   if (std::filesystem::exists(job.dir + "/coordinator.log", ec))

@@ -13,6 +13,12 @@ int job_ranks(const Job& job) {
   return ranks;
 }
 
+std::string shown_node_state(const Job& job, const NodeRecord& node) {
+  if (job.status == JobStatus::lost && (node.state == "running" || node.state == "pending"))
+    return "unknown";
+  return node.state;
+}
+
 int job_restarts(const Job& job) {
   return job.result ? job.result->restarts : job.info.round;
 }
@@ -91,7 +97,7 @@ void write_job_json(JsonWriter& json, const Job& job, long long now) {
     json.key("first_rank").value(n.first_rank);
     json.key("ranks").value(n.ranks);
     json.key("agent_pid").value(static_cast<std::int64_t>(n.agent_pid));
-    json.key("state").value(n.state);
+    json.key("state").value(shown_node_state(job, n));
     json.end_object();
   }
   json.end_array();
@@ -116,8 +122,17 @@ void write_job_json(JsonWriter& json, const Job& job, long long now) {
   } else {
     json.null();
   }
-  json.key("logs").begin_object();
-  for (const auto& [rank, path] : rank_logs(job.dir)) json.key(std::to_string(rank)).value(path);
+  const auto rounds = rank_log_rounds(job.dir);
+  json.key("logs").begin_object();  // each rank's latest round's file
+  for (const auto& [rank, files] : rounds)
+    json.key(std::to_string(rank)).value(files.rbegin()->second);
+  json.end_object();
+  json.key("log_rounds").begin_object();  // every round's file of each rank
+  for (const auto& [rank, files] : rounds) {
+    json.key(std::to_string(rank)).begin_object();
+    for (const auto& [round, path] : files) json.key(std::to_string(round)).value(path);
+    json.end_object();
+  }
   json.end_object();
   json.key("tensorboard_dir").value(i.tensorboard_dir);
   json.key("tensorboard_logdir");
@@ -126,6 +141,7 @@ void write_job_json(JsonWriter& json, const Job& job, long long now) {
   } else {
     json.value(tensorboard_logdir(job));
   }
+  json.key("workdir").value(i.workdir);
   json.key("checkpoint_dir").value(i.checkpoint_dir);
   json.key("git_url").value(i.git_url);
   json.key("git_commit").value(i.git_commit);

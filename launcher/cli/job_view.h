@@ -14,6 +14,10 @@ namespace dlaunch {
 
 // World size: the result's, else the sum of the nodes' ranks once assigned.
 int job_ranks(const Job& job);
+// A node's state as the job commands show it: as recorded, except that a LOST
+// job's nodes still "running" or "pending" are "unknown" (the coordinator
+// that would have said otherwise is gone).
+std::string shown_node_state(const Job& job, const NodeRecord& node);
 // Restart rounds so far.
 int job_restarts(const Job& job);
 // <job dir>/tensorboard, where the events of --tensorboard-dir arrive.

@@ -130,6 +130,22 @@ struct Claim {
   JobInfo record;
 };
 
+// The command as the hosts run it: a Python program's interpreter is each
+// host's own (--python, the hosts file's `python`, ...): one, or each of them.
+std::vector<std::string> recorded_command(const Plan& plan, const Options& o) {
+  std::vector<std::string> command = plan.command;
+  if (!o.python_program || command.empty() || plan.nodes.empty()) return command;
+  std::vector<std::string> pythons;
+  for (const auto& node : plan.nodes) {
+    const std::string path = python_for(o, node.host).path;
+    if (std::find(pythons.begin(), pythons.end(), path) == pythons.end()) pythons.push_back(path);
+  }
+  std::string first = pythons.front();
+  for (std::size_t i = 1; i < pythons.size(); ++i) first += "|" + pythons[i];
+  command.front() = pythons.size() == 1 ? first : "{" + first + "}";
+  return command;
+}
+
 // Takes the job's name in the state dir and writes its PENDING record; else
 // says why not, and fails with the exit code: the name belongs to an active
 // job, or the dir is unusable.
@@ -140,7 +156,7 @@ Result<Claim, int> claim(const Plan& plan, const Options& o, bool exact) {
               : o.mode == Mode::hosts              ? "hosts"
                                                    : "manual";
   info.nnodes = plan.nnodes;
-  info.command = plan.command;
+  info.command = recorded_command(plan, o);
   info.coordinator_pid = ::getpid();
   info.coordinator_start_ticks = process_start_ticks(::getpid());
   info.coordinator_host = this_host_name();
@@ -149,7 +165,9 @@ Result<Claim, int> claim(const Plan& plan, const Options& o, bool exact) {
   info.started_ms = std::chrono::duration_cast<std::chrono::milliseconds>(now).count();
   info.started = info.started_ms / 1000;
   info.status = JobStatus::pending;
-  info.workdir = current_directory();
+  // Where the ranks run: --workdir as given (on each host), else this
+  // directory, which the agents take when the host has it.
+  info.workdir = o.workdir.empty() ? current_directory() : o.workdir;
   info.tensorboard_dir = o.tensorboard_dir;
   info.git_url = o.git_url;
   info.git_commit = o.git_commit;

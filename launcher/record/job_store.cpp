@@ -109,7 +109,7 @@ std::map<int, std::map<int, std::string>> rank_log_rounds(const std::string& job
 
 std::map<int, std::string> rank_logs(const std::string& job_dir) {
   std::map<int, std::string> logs;
-  for (const auto& [rank, rounds] : rank_log_rounds(job_dir)) logs[rank] = rounds.begin()->second;
+  for (const auto& [rank, rounds] : rank_log_rounds(job_dir)) logs[rank] = rounds.rbegin()->second;
   return logs;
 }
 

@@ -59,8 +59,8 @@ std::vector<Job> load_jobs(const std::string& log_dir);
 // it would reach outside the state dir.
 std::optional<Job> find_job(const std::string& log_dir, const std::string& name);
 
-// A job's rank log files by rank number: each rank's first file (rank-<R>.log,
-// or its first restart's when the first run wrote nothing).
+// A job's rank log files by rank number: each rank's latest round's file
+// (rank-<R>.<N>.log after restart N, else rank-<R>.log).
 std::map<int, std::string> rank_logs(const std::string& job_dir);
 // Every file of each rank by restart round: round 0 is rank-<R>.log, round N
 // rank-<R>.<N>.log.

@@ -67,6 +67,67 @@ class JobCommandsTest(DlaunchTestCase):
         r = self.run_dlaunch(["list"])
         self.assertIn("STOPPED", [l.split()[1] for l in r.stdout.splitlines() if l.startswith(job)])
 
+    def get_json(self, job):
+        import json
+        r = self.run_dlaunch(["get", job, "--json"])
+        self.assertEqual(r.returncode, 0, r.stderr)
+        return json.loads(r.stdout)
+
+    def test_get_shows_every_rounds_log_and_the_latest_is_the_ranks(self):
+        job = self.job_name("rounds")
+        r = self.run_dlaunch(["-n", "1", "--max-restarts", "1", "--name", job, "--", "sh", "-c",
+                              'echo "round $TORCHELASTIC_RESTART_COUNT"; '
+                              '[ "$TORCHELASTIC_RESTART_COUNT" = 1 ] || exit 3'])
+        self.assertEqual(r.returncode, 0, r.stderr)
+        record = self.get_json(job)
+        self.assertTrue(record["logs"]["0"].endswith("/rank-0.1.log"), record["logs"])
+        self.assertEqual(sorted(record["log_rounds"]["0"]), ["0", "1"])
+        with open(record["logs"]["0"]) as f:
+            self.assertEqual(f.read(), "round 1\n")
+        text = self.run_dlaunch(["get", job]).stdout
+        self.assertRegex(text, r"\n  rank-0\.log  8 bytes\n  rank-0\.1\.log  8 bytes \(round 1\)\n")
+
+    def test_the_record_names_the_workdir_and_the_hosts_python(self):
+        job = self.job_name("where")
+        workdir = os.path.join(self.tmp, "wd")
+        os.makedirs(workdir)
+        self.write("wd/t.py", "print('ran')\n")
+        hosts = self.write("hosts.toml", '[[host]]\nname = "n1"\naddress = "localhost"\n'
+                                         f'python = "{sys.executable}"\n')
+        r = self.run_dlaunch(["--hosts", hosts, "--workdir", workdir, "--name", job, "t.py"])
+        self.assertEqual(r.returncode, 0, r.stderr)
+        record = self.get_json(job)
+        self.assertEqual(record["workdir"], workdir)
+        self.assertEqual(record["command"], [sys.executable, "-u", "t.py"])
+
+    def test_a_pending_job_has_its_ranks_to_come_and_a_lost_ones_nodes_are_unknown(self):
+        job = self.job_name("waits")
+        # Node 0 of two, the other never comes: PENDING until stopped.
+        p = self.start_dlaunch(["--nnodes", "2", "--node-rank", "0", "--master-addr", "127.0.0.1",
+                                "--master-port", str(harness.free_port()), "--name", job, "--",
+                                "true"],
+                               env=self.env(DLAUNCH_SECRET="s3cret-for-the-test"))
+        self.assertTrue(wait_for(lambda: self.run_dlaunch(["list"]).stdout.find(job) >= 0, 30))
+        text = self.run_dlaunch(["get", job]).stdout
+        self.assertIn("status:     PENDING", text)
+        self.assertIn("mode:       manual, 2 nodes, ranks given once every node has joined", text)
+        p.kill()
+        p.communicate()
+        # A running job whose coordinator is killed: LOST, and its nodes'
+        # last written "running" is no longer claimed.
+        lost = self.job_name("lost")
+        p = self.start_dlaunch(["-n", "2", "--name", lost, "--", "sleep", "300"])
+        self.assertTrue(wait_for(lambda: [lost, "RUNNING"] in [
+            line.split()[:2] for line in self.run_dlaunch(["list"]).stdout.splitlines()], 30))
+        self.assertEqual([n["state"] for n in self.get_json(lost)["nodes"]], ["running"])
+        p.kill()
+        p.communicate()
+        record = self.get_json(lost)
+        self.assertEqual(record["status"], "LOST")
+        self.assertEqual([n["state"] for n in record["nodes"]], ["unknown"])
+        self.assertRegex(self.run_dlaunch(["get", lost]).stdout, r"\n  \S+ +0  0-1 +\d+  unknown\n")
+        harness.kill_marker(lost)
+
     def test_logs_print_a_last_line_without_a_newline(self):
         # The crash message a user came to read is often the unfinished last line.
         job = self.job_name("partial")

@@ -119,6 +119,11 @@ TEST_CASE("rank_logs finds rank-<R>.log files by rank number") {
   CHECK(logs.begin()->first == 0);
   CHECK(logs.rbegin()->first == 10);
   CHECK(logs.at(2) == dir + "/rank-2.log");
+  // After restarts: the latest round's file is the rank's log.
+  for (const char* name : {"rank-2.1.log", "rank-2.3.log"})
+    std::ofstream(std::filesystem::path(dir) / name) << "line\n";
+  CHECK(rank_logs(dir).at(2) == dir + "/rank-2.3.log");
+  CHECK(rank_log_rounds(dir).at(2).size() == 3);
 }
 
 TEST_CASE("job store: a cut-short result is never a success") {
