@@ -475,8 +475,9 @@ JobActions JobPolicy::on_agent_done(ConnId conn, const proto::AgentDone& done) {
   return take();
 }
 
-void JobPolicy::fail(int code, const std::string& what, int rank, std::vector<std::string> tail,
+void JobPolicy::fail(int code, const std::string& cause, int rank, std::vector<std::string> tail,
                      bool node_lost) {
+  std::string what = cause;
   if (phase_ == Phase::stopping) return;
   if (phase_ == Phase::restarting && rank < 0) {
     // A node lost between rounds cannot take part in the next one: give up
@@ -491,8 +492,20 @@ void JobPolicy::fail(int code, const std::string& what, int rank, std::vector<st
   result_.root_cause = what;
   result_.root_cause_tail = rank >= 0 ? std::move(tail) : std::vector<std::string>{};
   const int max_restarts = config_.rendezvous.max_restarts;
-  const bool restartable = (rank >= 0 || node_lost) && rendezvous_.assigned() &&
-                           rendezvous_.round() < max_restarts && interrupts_ == 0;
+  bool restartable = (rank >= 0 || node_lost) && rendezvous_.assigned() &&
+                     rendezvous_.round() < max_restarts && interrupts_ == 0;
+  // A round without the lost node that could not be formed (the last spare
+  // gone, fewer than MIN left) is neither announced nor counted: the job
+  // ends here, saying why.
+  if (restartable && node_lost && elastic()) {
+    Membership trial = membership_;
+    if (auto next = trial.next_round(ready_hosts(), labels()); !next) {
+      what += "; cannot go on: " + next.error();
+      history_.emplace_back(rendezvous_.round(), "cannot go on: " + next.error());
+      result_.root_cause = what;
+      restartable = false;
+    }
+  }
   note(restartable ? what + (node_lost ? "; a new round without it" : "; restarting all ranks") +
                          " (restart " + std::to_string(rendezvous_.round() + 1) + " of " +
                          std::to_string(max_restarts) + ")"
