@@ -175,7 +175,9 @@ void Agent::start() {
             handle(agent_event::Joined{});
           },
           [this](proto::Message&& m) { on_message(std::move(m)); },
-          [this](const std::string& reason) { handle(agent_event::CoordinatorLost{reason}); }});
+          [this](const std::string& reason) { handle(agent_event::CoordinatorLost{reason}); },
+          // A refused handshake is a configuration error, as a refused Join.
+          [this](const std::string& reason) { handle(agent_event::RejectReceived{reason}); }});
   client_->on_output_space([this] { supervisor_.resume_output(); });
   client_->start();
 }
@@ -267,7 +269,7 @@ void Agent::on_message(proto::Message&& message) {
   } else if (auto* stop = std::get_if<proto::Stop>(&message)) {
     handle(agent_event::StopReceived{std::move(*stop)});
   } else if (auto* reject = std::get_if<proto::Reject>(&message)) {
-    handle(agent_event::RejectReceived{std::move(reject->reason)});
+    handle(agent_event::RejectReceived{"the coordinator refused this agent: " + reject->reason});
   } else if (auto* probe = std::get_if<proto::Probe>(&message)) {
     answer_probe(*probe);
   } else if (auto* offer = std::get_if<proto::SyncOffer>(&message)) {

@@ -146,7 +146,7 @@ void AgentStateMachine::on_event(const StopReceived& e, Actions& out) {
 
 void AgentStateMachine::on_event(const RejectReceived& e, Actions& out) {
   if (coordinator_gone()) return;
-  emit(out, LogError{"the coordinator refused this agent: " + e.reason});
+  emit(out, LogError{e.reason});
   final_code_ = 2;
   if (state_ == AgentState::running_round) {
     terminate(e.reason, node_.grace_s, AgentState::stopping_for_good, out);

@@ -45,6 +45,8 @@ struct AssignmentReceived {
 struct StopReceived {
   proto::Stop stop;
 };
+// Refused by the coordinator (a Reject, in the handshake or after) or a peer
+// that could not prove the secret: exit 2. `reason` is the whole line.
 struct RejectReceived {
   std::string reason;
 };

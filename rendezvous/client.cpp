@@ -122,7 +122,7 @@ void RendezvousClient::on_message(proto::Message&& message) {
     case Phase::challenge: {
       auto* challenge = std::get_if<proto::Challenge>(&message);
       if (auto* reject = std::get_if<proto::Reject>(&message)) {
-        return fail("the coordinator refused this agent: " + reject->reason);
+        return refused("the coordinator refused this agent: " + reject->reason);
       }
       if (challenge == nullptr || challenge->magic != proto::kMagic ||
           challenge->server_nonce.size() != proto::kNonceSize) {
@@ -139,7 +139,7 @@ void RendezvousClient::on_message(proto::Message&& message) {
     }
     case Phase::welcome: {
       if (auto* reject = std::get_if<proto::Reject>(&message)) {
-        return fail("the coordinator refused this agent: " + reject->reason);
+        return refused("the coordinator refused this agent: " + reject->reason);
       }
       auto* welcome = std::get_if<proto::Welcome>(&message);
       const std::string agent_nonce = agent_nonce_.substr(0, proto::kNonceSize);
@@ -147,7 +147,7 @@ void RendezvousClient::on_message(proto::Message&& message) {
       if (welcome == nullptr ||
           !auth::constant_time_equal(welcome->proof,
                                      auth::welcome_proof(secret_, server_nonce, agent_nonce))) {
-        return fail(
+        return refused(
             "the rendezvous peer did not prove the job's secret (wrong --secret-file, or not "
             "our coordinator)");
       }
@@ -185,6 +185,15 @@ void RendezvousClient::close(const std::string& reason) {
   phase_ = Phase::closed;
   retry_timer_.cancel();
   if (connection_) connection_->close_after_flush(reason);
+}
+
+void RendezvousClient::refused(const std::string& reason) {
+  if (phase_ == Phase::closed) return;
+  if (!callbacks_.on_refused) return fail(reason);
+  phase_ = Phase::closed;
+  retry_timer_.cancel();
+  if (connection_) connection_->close(reason);
+  callbacks_.on_refused(reason);
 }
 
 void RendezvousClient::fail(const std::string& reason) {

@@ -23,7 +23,11 @@ class RendezvousClient {
   struct Callbacks {
     std::function<void()> on_welcome;                  // handshake done, Join accepted so far
     std::function<void(proto::Message&&)> on_message;  // every later message
-    std::function<void(const std::string& reason)> on_close;  // lost, refused or timed out
+    std::function<void(const std::string& reason)> on_close;  // lost or timed out
+    // The handshake was refused (Reject: a wrong secret, another protocol
+    // version) or the peer could not prove the secret: retrying cannot help.
+    // Unset: on_close is called instead.
+    std::function<void(const std::string& reason)> on_refused = {};
   };
   struct Options {
     std::string host;
@@ -71,6 +75,7 @@ class RendezvousClient {
   void on_connected(asio::ip::tcp::socket socket);
   void on_message(proto::Message&& message);
   void fail(const std::string& reason);
+  void refused(const std::string& reason);  // on_refused, else as fail
 
   asio::io_context& io_;
   Options options_;

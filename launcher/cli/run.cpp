@@ -317,12 +317,10 @@ void choose_manual_node(Options& o) {
                      " is taken on this machine: node 0 runs here already");
     }
     o.node_rank = node0 ? 0 : kRankByRendezvous;
-    console().note(node0
-                       ? "node 0 (" + why + "): the rendezvous listens on port " +
-                             std::to_string(o.rdzv_port)
-                       : "joining node 0 at " + o.master_addr + ":" + std::to_string(o.rdzv_port) +
-                             ", which gives this node its rank (--node-rank 0 where " +
-                             o.master_addr + " is not node 0's own address)");
+    console().note(node0 ? "node 0 (" + why + "): the rendezvous listens on port " +
+                               std::to_string(o.rdzv_port)
+                         : "joining node 0 at " + o.master_addr + ":" +
+                               std::to_string(o.rdzv_port) + ", which gives this node its rank");
   }
 }
 

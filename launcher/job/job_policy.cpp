@@ -605,7 +605,11 @@ void JobPolicy::stop_job(int code, const std::string& reason) {
   emit(job_action::CancelTimer{JobTimer::restart_backoff});
   proto::Stop stop;
   stop.exit_code = code;
-  stop.reason = reason.empty() ? "" : "job " + config_.rendezvous.job + " failed: " + reason;
+  // What the other nodes print: a stop asked for (Ctrl-C, `dlaunch stop`)
+  // is no failure.
+  stop.reason = reason.empty()        ? ""
+                : result_.interrupted ? "job " + config_.rendezvous.job + " was stopped: " + reason
+                                      : "job " + config_.rendezvous.job + " failed: " + reason;
   if (stop_grace_s_) stop.grace_s = *stop_grace_s_;
   stop_every_node(stop);
   for (std::size_t i = 0; i < nodes_.size(); ++i) {

@@ -132,6 +132,23 @@ class CoreLauncherTest(DlaunchTestCase):
             self.assertIn(f"[{rank}] rank {rank} ok", node2_out)  # each node its own
         self.assertNotIn("rank 0 ok", node2_out)
 
+    def test_manual_mode_ctrl_c_on_node_0_is_a_stop_on_the_others(self):
+        rdzv = free_port()
+        secret = self.write("secret", "s3cr3t-shared\n", 0o600)
+        job = self.job_name("ctrlc")
+        line = ["--nnodes", "2", "--master-addr", "127.0.0.1", "--rdzv-port", str(rdzv),
+                "--rdzv-id", job, "--secret-file", secret, "--", "sh", "-c",
+                'echo "up $RANK"; exec sleep 300']
+        node1 = self.start_dlaunch(["--node-rank", "1"] + line)
+        node0 = self.start_dlaunch(["--node-rank", "0"] + line)
+        self.assertTrue(harness.wait_for(lambda: len(harness.processes_with_marker(job)) >= 2, 60))
+        node0.send_signal(signal.SIGINT)
+        _, err0 = node0.communicate(timeout=60)
+        _, err1 = node1.communicate(timeout=60)
+        self.assertEqual(node0.returncode, 130, err0)
+        self.assertIn(f"job {job} was stopped: interrupted by SIGINT", err1)
+        self.assertNotIn("failed", err1)
+
     def test_manual_mode_min_max_takes_a_late_node_as_a_spare(self):
         # torchrun's way: the same --nnodes 2:3 on each node. Node 0 starts
         # with the two that joined by --join-timeout; node 2 comes later and
@@ -217,11 +234,14 @@ class CoreLauncherTest(DlaunchTestCase):
                                     "--secret-file", good, "--", "true"])
         r = self.run_dlaunch(["--nnodes", "2", "--node-rank", "1", "--master-addr", "127.0.0.1",
                               "--rdzv-port", str(rdzv), "--secret-file", bad, "--", "true"])
-        self.assertNotEqual(r.returncode, 0)
-        self.assertIn("secret", r.stderr)
+        # A configuration error, as every other refusal: 2, not 1.
+        self.assertEqual(r.returncode, 2, r.stderr)
+        self.assertIn("the coordinator refused this agent: wrong job secret", r.stderr)
         _, err0 = node0.communicate(timeout=60)
         self.assertEqual(node0.returncode, 1)
         self.assertIn("timed out", err0)
+        # Node 0 names the address it refused.
+        self.assertRegex(err0, r"rendezvous: 127\.0\.0\.1:\d+ failed to prove the job's secret")
 
     def env_without_secret(self):
         env = self.env()

@@ -355,7 +355,7 @@ class TestNodesInNamespaces(TorchrunCase):
         lines = self.assertWorld(out0, 2, run=job, args="['--epochs', '1']")
         self.assertEqual({int(m[3]) for m in lines.values()}, {0, 1})  # GROUP_RANK
         self.assertIn(f"node 0 (this machine is {a})", err0)
-        self.assertIn(f"joining node 0 at {a}:29400", err1)
+        self.assertIn(f"joining node 0 at {a}:29400, which gives this node its rank\n", err1)
         self.assertIn("ddp rank=1 world=2", out1)
 
     def test_c10d_node_without_the_secret_says_where_it_comes_from(self):

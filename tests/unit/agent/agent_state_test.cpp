@@ -306,7 +306,7 @@ TEST_CASE("a stop signal decides the code even when the coordinator is gone") {
 TEST_CASE("a reject fails the agent with code 2, stopping ranks if any") {
   SUBCASE("between rounds") {
     Machine a;
-    const auto out = a.on(RejectReceived{"bad secret"});
+    const auto out = a.on(RejectReceived{"the coordinator refused this agent: bad secret"});
     CHECK(names(out) == "error finish");
     CHECK(the<LogError>(out).text == "the coordinator refused this agent: bad secret");
     CHECK(the<Finish>(out).exit_code == 2);

@@ -239,7 +239,7 @@ TEST_CASE("a second interrupt asks for grace 0 and kills the agents after 3 s") 
 
   job.signal(SIGINT);
   CHECK(job.printed() == "dlaunch: received SIGINT: stopping all ranks (again to kill them now)\n");
-  check_everyone_got(job, kNodes, stop_of(130, "job job failed: interrupted by SIGINT"));
+  check_everyone_got(job, kNodes, stop_of(130, "job job was stopped: interrupted by SIGINT"));
   CHECK(job.armed(JobTimer::stop_deadline) == seconds(15));
   // Ranks stopped by the interrupt do not count as failures, nor restart.
   job.rank_exits(3, 0, SIGTERM);
