@@ -117,7 +117,7 @@ Result<EnvVars, std::vector<Diagnostic>> parse_env_assignments(
     const auto eq = item.find('=');
     const std::string name = item.substr(0, eq);
     if (eq == std::string::npos || !valid_env_name(name)) {
-      errors.push_back({"--env", 0, 0, "expected KEY=VALUE, got '" + item + "'"});
+      errors.push_back({"-e/--env", 0, 0, "expected KEY=VALUE, got '" + item + "'"});
     } else if (is_launcher_variable(name)) {
       errors.push_back({"--env", 0, 0, name + " is set by dlaunch for every rank"});
     } else {

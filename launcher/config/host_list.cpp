@@ -63,13 +63,27 @@ int read_hostfile_line(const std::vector<Word>& words, const std::string& path, 
         "expected a host name first, as in 'worker-1 slots=4', not " + echo_quoted(host.text));
     return 0;
   }
-  if (auto why = unsafe_word_reason(host.text); !why.empty()) {
-    add(host, "host " + echo_quoted(host.text) + " " + why);
+  // MPICH's hostfile form, `host:N` (N processes). An address with more
+  // than one ':' is IPv6, and left whole.
+  std::string_view name = host.text;
+  std::set<std::string_view> keys;
+  if (const auto colon = name.find(':');
+      colon != std::string_view::npos && name.find(':', colon + 1) == std::string_view::npos) {
+    const std::string_view count = name.substr(colon + 1);
+    name = name.substr(0, colon);
+    entry.slots = parse_count(count, 1, kMaxSlots);
+    keys.insert("slots");
+    if (!entry.slots) {
+      add(host, "in MPICH's form host:N, N must be " + count_range(1, kMaxSlots) + ", not " +
+                    echo_quoted(count));
+    }
   }
-  entry.name = entry.address = std::string(host.text);
+  if (auto why = unsafe_word_reason(name); !why.empty()) {
+    add(host, "host " + echo_quoted(name) + " " + why);
+  }
+  entry.name = entry.address = std::string(name);
   entry.line = line;
   int max_slots_column = 0;
-  std::set<std::string_view> keys;
   for (std::size_t i = 1; i < words.size(); ++i) {
     const Word& word = words[i];
     const std::size_t eq = word.text.find('=');
@@ -92,7 +106,7 @@ int read_hostfile_line(const std::vector<Word>& words, const std::string& path, 
       continue;
     }
     if (!keys.insert(key).second) {
-      add(word, echo_quoted(key) + " is given twice for host " + echo_quoted(host.text));
+      add(word, echo_quoted(key) + " is given twice for host " + echo_quoted(name));
       continue;
     }
     if (key == "slots") {

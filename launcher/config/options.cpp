@@ -618,9 +618,12 @@ Result<void> apply_option_texts(OptionTexts& t, const TorchrunFlags& torchrun,
   }
   if (auto applied = apply_torchrun_flags(torchrun, o); !applied) return fail(applied.error());
   if (auto applied = apply_deepspeed_flags(deepspeed, o); !applied) return fail(applied.error());
-  // deepspeed's -e is its --exclude: a value without '=' is no KEY=VALUE.
+  // deepspeed's -e is its --exclude: a value without '=' is no KEY=VALUE,
+  // on a line with a host list to exclude from (else --env says what it wants).
+  const bool host_list = !o.hosts_file.empty() || !o.hostfile.empty() || !o.host_list.empty() ||
+                         o.launcher == Launcher::slurm;
   for (auto it = o.env.begin(); it != o.env.end();) {
-    if (it->find('=') != std::string::npos || !o.exclude.empty()) {
+    if (it->find('=') != std::string::npos || !o.exclude.empty() || !host_list) {
       ++it;
       continue;
     }

@@ -259,13 +259,26 @@ Result<void> apply_torchrun_flags(const TorchrunFlags& f, Options& o) {
                       "its log (dlaunch logs JOB)");
   }
   if (!f.tee.empty()) {
-    if (!parse_stream_spec(f.tee)) {
+    const auto tee = parse_stream_spec(f.tee);
+    if (!tee) {
       return fail("-t/--tee " + f.tee +
                   ": expected 0 to 3 (1 stdout, 2 stderr, 3 both) or LOCAL_RANK:N,...");
     }
-    o.notes.push_back(
-        "torchrun's -t/--tee has no effect: dlaunch always writes every rank's output to its log "
-        "(dlaunch logs JOB) as well as to the terminal");
+    if (f.redirects.empty()) {
+      o.notes.push_back(
+          "torchrun's -t/--tee has no effect: dlaunch always writes every rank's output to its "
+          "log (dlaunch logs JOB) as well as to the terminal");
+    } else {
+      // A stream both redirected and teed is shown, as torchrun's tee wins.
+      for (const auto& [rank, streams] : tee->by_local_rank)
+        o.hidden_streams_by_local_rank.try_emplace(rank, o.hidden_streams);
+      for (auto& [rank, hidden] : o.hidden_streams_by_local_rank) {
+        const auto teed = tee->by_local_rank.find(rank);
+        hidden &= ~(tee->all | (teed != tee->by_local_rank.end() ? teed->second : 0));
+      }
+      o.hidden_streams &= ~tee->all;
+      o.notes.push_back("-t/--tee " + f.tee + ": those streams are shown on the terminal as well");
+    }
   }
   if (!f.local_ranks_filter.empty()) {
     auto ranks = parse_rank_list(f.local_ranks_filter);

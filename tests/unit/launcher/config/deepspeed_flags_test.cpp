@@ -87,6 +87,14 @@ TEST_CASE("deepspeed's launchers are SSH; -i and -e SPEC are include and exclude
   REQUIRE(r.options);
   CHECK(r.options->include == "w0:0,1");
   CHECK(r.options->env == std::vector<std::string>{"A=1"});
+  // Without a host list there is nothing to exclude: -e stays --env, whose
+  // check says it wants KEY=VALUE.
+  r = deepspeed_parse({"-n", "2", "-e", "NOEQ", "train.py"});
+  REQUIRE(r.options);
+  CHECK(r.options->exclude.empty());
+  CHECK(r.options->env == std::vector<std::string>{"NOEQ"});
+  CHECK(parse_env_assignments(r.options->env).error().front().to_string() ==
+        "-e/--env: expected KEY=VALUE, got 'NOEQ'");
 }
 
 TEST_CASE("deepspeed's elastic flags make a MIN:MAX job; --autotuning is refused") {

@@ -122,6 +122,20 @@ TEST_CASE("hostfile: malformed lines name the line and column") {
   check_hostfile_error("a slots=\xc3\xa9\xe2\x82\n", 1, 3, "not '\xc3\xa9\\xe2\\x82'");
 }
 
+TEST_CASE("hostfile: MPICH's host:N is the host with N slots; IPv6 stays whole") {
+  const auto h = hostfile_ok("gpu1:2\ngpu2:8\nfe80::1 slots=3\n");
+  REQUIRE(h.hosts.size() == 3);
+  CHECK(h.hosts[0].name == "gpu1");
+  CHECK(h.hosts[0].address == "gpu1");
+  CHECK(h.hosts[0].slots == 2);
+  CHECK(h.hosts[1].slots == 8);
+  CHECK(h.hosts[2].address == "fe80::1");
+  CHECK(h.hosts[2].slots == 3);
+  check_hostfile_error("gpu1:x\n", 1, 1, "in MPICH's form host:N, N must be a number");
+  check_hostfile_error("gpu1:0\n", 1, 1, "N must be");
+  check_hostfile_error("gpu1:2 slots=4\n", 1, 8, "'slots' is given twice");
+}
+
 TEST_CASE("hostfile: a duplicate host names both lines") {
   check_hostfile_error("a slots=1\nb slots=1\n# c\n a slots=2\n", 4, 2,
                        "host 'a' is listed twice (first on line 1)");

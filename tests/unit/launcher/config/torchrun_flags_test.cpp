@@ -122,12 +122,22 @@ TEST_CASE("torchrun's flags that change nothing are accepted and said once") {
 
 TEST_CASE("output flags: -r keeps streams off the terminal, --local-ranks-filter, --role") {
   auto r = torchrun_parse(
-      {"-r", "0:1,1:3", "-t", "3", "--local_ranks_filter=0", "--role", "trainer", "prog"});
+      {"-r", "0:1,1:3", "-t", "2", "--local_ranks_filter=0", "--role", "trainer", "prog"});
   REQUIRE(r.options);
   CHECK(r.options->hidden_streams == 0);
-  CHECK(r.options->hidden_streams_by_local_rank == std::map<int, int>{{0, 1}, {1, 3}});
+  // Rank 1's stderr is teed: tee wins over redirects, as in torchrun.
+  CHECK(r.options->hidden_streams_by_local_rank == std::map<int, int>{{0, 1}, {1, 1}});
   CHECK(r.options->local_ranks_filter == std::set<int>{0});
   CHECK(r.options->env == std::vector<std::string>{"ROLE_NAME=trainer"});
+  r = torchrun_parse({"--redirects", "3", "--tee", "3", "prog"});
+  REQUIRE(r.options);
+  CHECK(r.options->hidden_streams == 0);
+  r = torchrun_parse({"--redirects", "3", "--tee", "0:1", "prog"});
+  REQUIRE(r.options);
+  CHECK(r.options->hidden_streams == 3);
+  CHECK(r.options->hidden_streams_by_local_rank == std::map<int, int>{{0, 2}});
+  r = torchrun_parse({"--tee", "3", "prog"});
+  REQUIRE(r.options);
   CHECK(has_torchrun_note(*r.options, "torchrun's -t/--tee has no effect"));
   r = torchrun_parse({"--redirects", "3", "prog"});
   REQUIRE(r.options);
