@@ -208,17 +208,34 @@ class ContainersTest(unittest.TestCase):
                   'T=$TOKEN_X J=$DLAUNCH_JOB D=$(pwd) U=$(id -u) PATH=$PATH '
                   'IMG=$([ -e /etc/os-release ] && echo host || echo image)"; '
                   'touch "out-$RANK"; [ "$RANK" = 3 ] || exit 0; '
-                  # Rank 3's failure stops the others: it waits until each has
-                  # written its line (its file comes after), or a container
-                  # slow to start is stopped before it says anything.
-                  'i=0; while [ $i -lt 120 ]; do set -- out-*; [ $# -ge 4 ] && break; '
-                  'sleep 1; i=$((i + 1)); done; exit 3')
-        r = self.hosts.dlaunch([*self.args("-e", "TOKEN_X=s3cret"), "--", "/bin/sh", "-c",
-                                script])
-        self.assertEqual(r.returncode, 3, r.stderr)
-        self.assertIn("rank 3 on h2 exited with code 3", r.stderr)
-        lines = sorted(line for line in r.stdout.splitlines() if "R=" in line)
-        self.assertEqual(len(lines), 4, r.stdout)
+                  # Rank 3's failure stops the others: it waits until every
+                  # line has reached dlaunch's terminal (the test opens the
+                  # gate then), or a line still in a container engine's
+                  # buffers would be cut off with its container.
+                  'i=0; while [ $i -lt 1200 ] && [ ! -e gate ]; do sleep 0.1; i=$((i + 1)); '
+                  'done; exit 3')
+        gate = os.path.join(self.workdir, "gate")
+        self.proc = subprocess.Popen(
+            [harness.DLAUNCH, *self.args("-e", "TOKEN_X=s3cret"), "--", "/bin/sh", "-c", script],
+            env=self.hosts.env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            stdout = []
+            lines = []
+            for line in self.proc.stdout:
+                stdout.append(line)
+                if "R=" in line:
+                    lines.append(line.rstrip("\n"))
+                if len(lines) == 4:
+                    break
+            open(gate, "w").close()
+            rest, err = self.proc.communicate(timeout=120)
+        finally:
+            if os.path.exists(gate):
+                os.remove(gate)
+        self.assertEqual(self.proc.returncode, 3, err)
+        self.assertIn("rank 3 on h2 exited with code 3", err)
+        lines = sorted(lines)
+        self.assertEqual(len(lines), 4, "".join(stdout) + rest + err)
         for rank, line in enumerate(lines):
             self.assertIn(f"R={rank} L={rank % 2} W=4 M=set T=s3cret J={self.job} "
                           f"D={self.workdir} U=0 ", line)
