@@ -5,35 +5,75 @@
 namespace dlaunch {
 namespace {
 
-bool is_python(const std::string& program) {
+std::string_view base_name(std::string_view program) {
   const auto slash = program.rfind('/');
-  const std::string_view name =
-      std::string_view(program).substr(slash == std::string::npos ? 0 : slash + 1);
+  return slash == std::string_view::npos ? program : program.substr(slash + 1);
+}
+
+bool is_python(std::string_view name) {
   return name.starts_with("python") || name.starts_with("pypy");
 }
 
-// CPython's options that take a value as the next word (`-W default`).
-bool takes_value(std::string_view option) {
-  return option == "-W" || option == "-X" || option == "-Q";
+bool is_shell(std::string_view name) {
+  return name == "sh" || name == "bash" || name == "dash" || name == "zsh" || name == "ksh";
 }
 
-}  // namespace
-
-std::size_t script_arguments_start(const std::vector<std::string>& argv) {
-  if (argv.empty()) return 0;
-  if (!is_python(argv[0])) return 1;
-  for (std::size_t i = 1; i < argv.size(); ++i) {
+// After a Python interpreter at `program`: its options, then the script,
+// `-m MODULE` or `-c CODE`.
+std::size_t after_python(const std::vector<std::string>& argv, std::size_t program) {
+  for (std::size_t i = program + 1; i < argv.size(); ++i) {
     const std::string& word = argv[i];
     if (word == "-m" || word == "-c") return std::min(i + 2, argv.size());
     if (word.starts_with("-m") || word.starts_with("-c")) return i + 1;  // -mpkg, -cCODE
-    if (word == "--" || word == "-") return std::min(i + 1, argv.size());
-    if (takes_value(word)) {
+    if (word == "--") return std::min(i + 2, argv.size());
+    if (word == "-") return i + 1;  // the script from stdin
+    // CPython's options that take the next word as their value.
+    if (word == "-W" || word == "-X" || word == "-Q") {
       ++i;
       continue;
     }
     if (!word.starts_with('-')) return i + 1;  // the script
   }
   return argv.size();
+}
+
+// After a POSIX shell at `program`: its options, then the script or -c's
+// command string (which makes the flag its $0, as deepspeed's would be).
+std::size_t after_shell(const std::vector<std::string>& argv, std::size_t program) {
+  for (std::size_t i = program + 1; i < argv.size(); ++i) {
+    const std::string& word = argv[i];
+    if (word == "--") return std::min(i + 2, argv.size());
+    if (word == "-o" || word == "+o") {
+      ++i;
+      continue;
+    }
+    if (word.starts_with('-') || word.starts_with('+')) {
+      // -c, or flags with it (-ec): the command string is the next word.
+      if (word.find('c') != std::string::npos) return std::min(i + 2, argv.size());
+      continue;
+    }
+    return i + 1;  // the script
+  }
+  return argv.size();
+}
+
+}  // namespace
+
+std::size_t script_arguments_start(const std::vector<std::string>& argv) {
+  std::size_t program = 0;
+  // `env [-i] [NAME=VALUE]... PROGRAM`: the program that env runs.
+  if (!argv.empty() && base_name(argv[0]) == "env") {
+    program = 1;
+    while (program < argv.size() &&
+           (argv[program].starts_with('-') || argv[program].find('=') != std::string::npos))
+      ++program;
+    if (program == argv.size()) return argv.size();
+  }
+  if (program >= argv.size()) return argv.size();
+  const std::string_view name = base_name(argv[program]);
+  if (is_python(name)) return after_python(argv, program);
+  if (is_shell(name)) return after_shell(argv, program);
+  return program + 1;
 }
 
 std::vector<std::string> rank_argv(const std::vector<std::string>& argv, bool pass_local_rank,

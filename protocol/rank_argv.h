@@ -12,8 +12,9 @@
 namespace dlaunch {
 
 // Where the script's own arguments begin in `argv`: after a Python
-// interpreter's options and its script (or `-m MODULE`, `-c CODE`); for any
-// other program, after the program.
+// interpreter's options and its script (or `-m MODULE`, `-c CODE`); after a
+// shell's options and its script (or -c's command string); through `env
+// [NAME=VALUE]...` to the program it runs; for any other program, after it.
 std::size_t script_arguments_start(const std::vector<std::string>& argv);
 
 // `argv` with `--local_rank=<local_rank>` at script_arguments_start when
