@@ -225,6 +225,20 @@ class TestOneMachine(TorchrunCase):
         self.assertEqual(r.stderr.count("torchrun's --monitor-interval has no effect: dlaunch's "
                                         "agent reacts to exits at once"), 1, r.stderr)
 
+    def test_pass_local_rank_goes_after_the_script(self):
+        # torch.distributed.launch's place: after the script, before its
+        # arguments, for a Python script, a shell script and a shell's -c.
+        self.write("args.py", "import sys; print('py', sys.argv[1:])\n")
+        self.write("args.sh", 'echo "sh $*"\n')
+        for program, want in ((["args.py", "a"], "py ['--local_rank=LR', 'a']"),
+                              (["sh", "args.sh", "a"], "sh --local_rank=LR a"),
+                              (["sh", "-c", 'echo "c $0 $1"', "a"], "c --local_rank=LR a")):
+            r = self.run_dlaunch(["-n", "2", "--pass-local-rank", *program], cwd=self.tmp,
+                                 env=self.torch_env())
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertEqual(sorted(r.stdout.splitlines()),
+                             [f"[{lr}] " + want.replace("LR", str(lr)) for lr in (0, 1)])
+
     def test_local_ranks_filter(self):
         r = self.run_dlaunch(["--nproc_per_node=2", "--local_ranks_filter=1", "train.py"],
                              cwd=self.tmp, env=self.torch_env())
