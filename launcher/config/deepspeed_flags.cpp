@@ -43,7 +43,7 @@ void add_deepspeed_options(CLI::App& app, DeepspeedFlags& f) {
   mark(app.add_option("--num_nodes", f.num_nodes, "use the host list's first N hosts")
            ->check(CLI::Range(1, 1 << 20)));
   mark(app.add_option("--num_gpus,--num_accelerators", f.num_gpus,
-                      "at most N ranks on each host (its GPUs 0..N-1)")
+                      "N ranks on each host, its GPUs 0..N-1 (fewer where its slots say so)")
            ->check(CLI::Range(1, 4096)));
   mark(app.add_option("--ssh_port", f.ssh_port, "the SSH port of every host that names none")
            ->check(CLI::Range(1, 65535)));
@@ -78,6 +78,10 @@ Result<void> apply_deepspeed_flags(const DeepspeedFlags& f, Options& o) {
   for (const auto& note : f.without_effect) o.notes.push_back(note);
   o.num_nodes = f.num_nodes;
   o.num_gpus = f.num_gpus;
+  // As deepspeed: N processes where nothing else says how many (this
+  // machine alone, hosts without slots), whatever GPUs there are; at most N
+  // on a host with more slots (launcher/config/host_source.h).
+  if (f.num_gpus > 0 && !o.nproc_per_node) o.nproc_per_node = f.num_gpus;
   o.ssh_port = f.ssh_port;
   if (f.elastic_training || f.min_elastic_nodes || f.max_elastic_nodes) {
     if (!f.elastic_training) {

@@ -6,7 +6,7 @@
 // this file adds the rest:
 //
 //   --num_nodes N            the host list's first N hosts
-//   --num_gpus N             at most N ranks on each host (GPUs 0..N-1)
+//   --num_gpus N             N ranks on each host (GPUs 0..N-1; fewer where slots say)
 //   --ssh_port P             the SSH port of every host that names none
 //   --min_elastic_nodes, --max_elastic_nodes, --elastic_training
 //                            an elastic job (--nnodes MIN:MAX)

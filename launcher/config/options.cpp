@@ -553,6 +553,19 @@ void add_container_options(CLI::App& app, Options& o) {
       ->group("Containers");
 }
 
+// "torchrun" when the ranks' program is another launcher (torchrun, its
+// modules, deepspeed), else empty.
+std::string launcher_in_ranks(const std::vector<std::string>& command) {
+  for (std::size_t i = 0; i < command.size() && i < 4; ++i) {
+    const std::string& word = command[i];
+    const std::string name = word.substr(word.rfind('/') + 1);
+    if (name == "torchrun" || name == "torch.distributed.run" || name == "torch.distributed.launch")
+      return "torchrun";
+    if (name == "deepspeed" || name == "deepspeed.launcher.runner") return "deepspeed";
+  }
+  return "";
+}
+
 // The values read as text, now that the whole line is parsed: the program
 // (a Python one's interpreter), ranks per node, the hang timeout, the ranks
 // filter, --nnodes, --sync-git, and torchrun's and deepspeed's flags.
@@ -615,6 +628,14 @@ Result<void> apply_option_texts(OptionTexts& t, const TorchrunFlags& torchrun,
     if (!source) return fail(source.error());
     o.git_url = source->url;
     o.git_ref = source->ref;
+  }
+  if (auto launcher = launcher_in_ranks(o.command);
+      !launcher.empty() && o.nproc_per_node.value_or(0) != 1) {
+    o.notes.push_back("the program is " + launcher + " itself: every rank runs its own " +
+                      launcher + ", which starts ranks of its own; dlaunch does " + launcher +
+                      "'s work: give it the script and " + launcher +
+                      "'s flags (dlaunch --nproc-per-node 2 train.py), or -n 1 for one " +
+                      launcher + " per host");
   }
   if (auto applied = apply_torchrun_flags(torchrun, o); !applied) return fail(applied.error());
   if (auto applied = apply_deepspeed_flags(deepspeed, o); !applied) return fail(applied.error());

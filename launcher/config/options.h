@@ -153,7 +153,7 @@ struct Options {
 
   // deepspeed's command line (launcher/config/deepspeed_flags.h).
   int num_nodes = 0;                // --num_nodes: the host list's first N hosts; 0: all
-  int num_gpus = 0;                 // --num_gpus: at most N ranks on each host; 0: no cap
+  int num_gpus = 0;                 // --num_gpus: N ranks on each host (at most its slots)
   int ssh_port = 0;                 // --ssh_port: every SSH host's port unless it names one
   bool pass_local_rank = false;     // each rank gets --local_rank=N after its script
   bool deepspeed_line = false;      // deepspeed's command line: .deepspeed_env is read

@@ -43,6 +43,10 @@ TEST_CASE("deepspeed's own flags pass --local_rank; --no_local_rank does not") {
   CHECK(r.options->num_nodes == 1);
   CHECK(r.options->pass_local_rank);
   CHECK(has_deepspeed_note(*r.options, "deepspeed's command line: each rank gets --local_rank=N"));
+  // One machine: --num_gpus N is N ranks, as deepspeed runs N processes.
+  r = deepspeed_parse({"--num_gpus", "2", "train.py"});
+  REQUIRE(r.options);
+  CHECK(r.options->nproc_per_node == 2);
   r = deepspeed_parse({"-H", "w0", "--num_gpus", "2", "--no_local_rank", "train.py"});
   REQUIRE(r.options);
   CHECK_FALSE(r.options->pass_local_rank);

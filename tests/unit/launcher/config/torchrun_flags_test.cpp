@@ -223,3 +223,17 @@ TEST_CASE("a bad PET_* value is an error that names the variable") {
                                "PET_NPROC_PER_NODE=abc)") != std::string::npos,
                 r.message);
 }
+
+TEST_CASE("torchrun as the ranks' program is said: each rank would start its own") {
+  auto r = torchrun_parse(
+      {"-n", "2", "-m", "torch.distributed.run", "--nproc-per-node", "2", "train.py"});
+  REQUIRE(r.options);
+  CHECK(has_torchrun_note(*r.options, "the program is torchrun itself: every rank runs its own"));
+  r = torchrun_parse({"-n", "2", "--", "/usr/local/bin/deepspeed", "train.py"});
+  REQUIRE(r.options);
+  CHECK(has_torchrun_note(*r.options, "the program is deepspeed itself"));
+  // One per host is a way to run torchrun's own agents: nothing to say.
+  r = torchrun_parse({"-n", "1", "--", "torchrun", "--nproc-per-node", "8", "train.py"});
+  REQUIRE(r.options);
+  CHECK_FALSE(has_torchrun_note(*r.options, "the program is torchrun itself"));
+}
