@@ -103,6 +103,10 @@ std::vector<NodeRecord> JobPolicy::node_records() const {
       r.state = "done";
     } else if (n.conn_closed || n.agent_gone) {
       r.state = n.conn ? "lost" : "failed";
+    } else if (finished_) {
+      // The job ended without this node saying it was done (killed after
+      // its grace, or stopped before it began): not running any more.
+      r.state = "stopped";
     } else {
       r.state = n.conn ? "running" : "pending";
     }

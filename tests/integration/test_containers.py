@@ -186,9 +186,8 @@ class ContainersTest(unittest.TestCase):
                 "--container-engine", "podman", "--workdir", self.workdir, "--grace", "2",
                 "--heartbeat-timeout", "4", *extra]
 
-    def start_sleeping(self, *extra):
-        cmd = [harness.DLAUNCH, *self.args(*extra), "--", "/bin/sh", "-c",
-               'echo "up $RANK"; exec sleep 300']
+    def start_sleeping(self, *extra, script='echo "up $RANK"; exec sleep 300'):
+        cmd = [harness.DLAUNCH, *self.args(*extra), "--", "/bin/sh", "-c", script]
         self.proc = subprocess.Popen(cmd, env=self.hosts.env(), stdout=subprocess.PIPE,
                                      stderr=subprocess.PIPE, text=True)
         self.assertTrue(wait_for(lambda: len(self.store.containers(self.job)) == 4, 60),
@@ -278,6 +277,22 @@ class ContainersTest(unittest.TestCase):
         self.assertEqual(code, 130, err)
         self.assertNoContainerLeft()
         self.assertEqual(harness.wait_no_marker(self.job, 10), [])
+
+    def test_a_rank_that_ignores_sigterm_is_killed_after_its_grace(self):
+        # --grace 2: the agent kills the rank's engine client, then removes
+        # its container; podman's rm waited its own 10 s more, so the agent
+        # outlived the coordinator's patience and was killed.
+        self.start_sleeping(script='trap "" TERM; echo "up $RANK"; while :; do sleep 1; done')
+        self.proc.send_signal(signal.SIGINT)
+        code, out, err = self.finish()
+        self.assertEqual(code, 130, err)
+        self.assertNotIn("did not exit in time", err)
+        self.assertNoContainerLeft()
+        r = subprocess.run([harness.DLAUNCH, "get", self.job, "--json"], env=self.hosts.env(),
+                           capture_output=True, text=True, timeout=30)
+        record = json.loads(r.stdout)
+        self.assertEqual(record["status"], "STOPPED")
+        self.assertNotIn("running", [n["state"] for n in record["nodes"]], record["nodes"])
 
     def test_kill_9_of_an_agent_leaves_no_container(self):
         self.start_sleeping()

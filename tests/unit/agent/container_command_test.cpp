@@ -204,6 +204,9 @@ TEST_CASE("sweeping, presence and pulls: podman and docker only") {
         Args{"podman", "ps", "--all", "--quiet", "--no-trunc", "--filter=label=dlaunch.agent=t"});
   CHECK(remove_containers_command(ContainerEngine::docker, "docker", {"a", "b"}) ==
         Args{"docker", "rm", "--force", "a", "b"});
+  // The grace is over when containers are removed: no 10 s more of podman's.
+  CHECK(remove_containers_command(ContainerEngine::podman, "podman", {"a"}) ==
+        Args{"podman", "rm", "--force", "--time=0", "a"});
   CHECK(remove_containers_command(ContainerEngine::docker, "docker", {}).empty());
   CHECK(list_containers_command(ContainerEngine::apptainer, "apptainer", kAgentLabel, "t").empty());
   CHECK(image_present_command(ContainerEngine::podman, "podman", "i") ==
