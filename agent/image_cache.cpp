@@ -1,6 +1,7 @@
 #include "agent/image_cache.h"
 
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -49,11 +50,21 @@ Result<std::string> load_archive(const ContainerHost& host, const std::string& p
   if (loaded.empty() || check.empty() || !engine_has(host, check)) {
     const auto run =
         run_captured(load_image_command(host.engine, host.executable, path), kLoad, 1 << 20);
-    if (!run.ok())
+    if (!run.ok()) {
+      // A file the engine cannot load never will be: it does not stay to
+      // fill the disk (a good one is sent again by the next job).
+      if (!run.timed_out) ::unlink(path.c_str());
       return fail(engine + " cannot load " + path + ": " +
-                  (run.timed_out ? "no answer in time" : last_words(run)));
+                  (run.timed_out ? "no answer in time"
+                                 : last_words(run) + " (removed from this host's cache)"));
+    }
     const auto name = loaded_image_name(run.out + "\n" + run.err);
-    if (!name) return fail(engine + " loaded " + path + " but did not say as what");
+    if (!name) {
+      ::unlink(path.c_str());
+      return fail(engine + " found no image in " + path +
+                  " (a root filesystem is none: `podman import` it, then `podman save`); "
+                  "removed from this host's cache");
+    }
     loaded = *name;
     // Whole or not at all: another agent of this machine may read it now.
     // Not kept: the next job loads the file again.

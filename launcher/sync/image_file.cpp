@@ -19,6 +19,35 @@ bool has_at(std::string_view head, std::size_t offset, std::string_view magic) {
   return head.size() >= offset + magic.size() && head.substr(offset, magic.size()) == magic;
 }
 
+// An uncompressed tar's entries, header by header (a seek per entry, not a
+// read of the contents): whether it holds what an image archive has at its
+// top, a docker-archive's manifest.json or an OCI layout's index.json. A tar
+// of a root filesystem (bin/, etc/, ...) has neither, and no engine loads it.
+Result<void> check_image_tar(int fd, std::uint64_t size) {
+  constexpr int kMaxEntries = 500'000;
+  std::uint64_t offset = 0;
+  std::string first_names;
+  for (int entry = 0; entry < kMaxEntries && offset + 512 <= size; ++entry) {
+    char header[512];
+    if (::pread(fd, header, sizeof header, static_cast<off_t>(offset)) != 512) break;
+    if (header[0] == '\0') break;  // the end-of-archive blocks
+    std::string name(header, ::strnlen(header, 100));
+    if (name.starts_with("./")) name.erase(0, 2);
+    if (name == "manifest.json" || name == "index.json" || name == "oci-layout") return {};
+    if (entry < 3) first_names += (first_names.empty() ? "" : ", ") + name;
+    const std::string size_field(header + 124, ::strnlen(header + 124, 12));
+    std::uint64_t entry_size = 0;
+    for (char c : size_field) {
+      if (c >= '0' && c <= '7') entry_size = entry_size * 8 + static_cast<std::uint64_t>(c - '0');
+    }
+    offset += 512 + (entry_size + 511) / 512 * 512;
+  }
+  return fail("is a tar without an image's manifest.json or index.json (it starts with " +
+              first_names +
+              "): a root filesystem is no image; make one with `podman import FILE NAME` and "
+              "save that with `podman save -o FILE NAME`");
+}
+
 }  // namespace
 
 Result<ImageFormat> sniff_image_format(std::string_view head) {
@@ -45,18 +74,22 @@ Result<ImageFile> read_image_file(const std::string& path, bool hash) {
   };
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return failed(std::strerror(errno));
+  const struct Closer {
+    int fd;
+    ~Closer() { ::close(fd); }
+  } closer{fd};
   struct stat st {};
-  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    ::close(fd);
-    return failed("not a regular file");
-  }
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) return failed("not a regular file");
   std::string head(kHeadBytes, '\0');
   const ssize_t n = ::pread(fd, head.data(), head.size(), 0);
-  ::close(fd);
   if (n < 0) return failed(std::strerror(errno));
   head.resize(static_cast<std::size_t>(n));
   auto format = sniff_image_format(head);
   if (!format) return failed(format.error());
+  if (*format == ImageFormat::archive && has_at(head, 257, "ustar")) {
+    if (auto checked = check_image_tar(fd, static_cast<std::uint64_t>(st.st_size)); !checked)
+      return failed(checked.error());
+  }
   ImageFile image{path, *format, static_cast<std::uint64_t>(st.st_size)};
   if (!hash) return image;
   // Gigabytes take seconds to hash: a file unchanged since the last job is not read again.

@@ -438,6 +438,34 @@ class ContainersTest(unittest.TestCase):
                                 not_an_image, "--", "/bin/true"])
         self.assertEqual(r.returncode, 2, r.stderr)
         self.assertIn(f"--image-file {not_an_image}: is not a container image", r.stderr)
+        # A tar of a root filesystem passed the first bytes' check and failed
+        # on every host: its entries show it is no image archive.
+        import tarfile
+        rootfs = os.path.join(self.workdir, "rootfs.tar")
+        with tarfile.open(rootfs, "w") as tar:
+            tar.add("/etc/hostname", arcname="etc/hostname")
+        r = self.hosts.dlaunch(["--hosts", self.hosts_file, "--name", self.job, "--image-file",
+                                rootfs, "--", "/bin/true"])
+        self.assertEqual(r.returncode, 2, r.stderr)
+        self.assertIn(f"--image-file {rootfs}: is a tar without an image's manifest.json",
+                      r.stderr)
+        # Compressed, only the host's engine can tell: it refuses it, and the
+        # file does not stay in the host's cache.
+        packed = os.path.join(self.workdir, "rootfs.tar.gz")
+        with tarfile.open(packed, "w:gz") as tar:
+            tar.add("/etc/hostname", arcname="etc/hostname")
+        one_host = self.hosts.hosts_file([1], name="one-host.toml")
+        r = self.hosts.dlaunch(["--hosts", one_host, "--name", self.job + "-gz",
+                                "--image-file", packed, "--container-engine", "podman", "--",
+                                "/bin/true"])
+        self.assertNotEqual(r.returncode, 0)
+        self.assertRegex(r.stderr, r"podman (cannot load|found no image in) ")
+        self.assertIn("removed from this host's cache", r.stderr)
+        for host in ("h1",):
+            images = os.path.join(self.caches, host, "dlaunch", "images")
+            left = [f for f in os.listdir(images) if f.endswith(".tar")] \
+                if os.path.isdir(images) else []
+            self.assertEqual(left, [], f"{host} keeps the archive it cannot load")
 
     def test_auto_says_which_engine(self):
         r = self.hosts.dlaunch(["--hosts", self.hosts_file, "--name", self.job, "--image",

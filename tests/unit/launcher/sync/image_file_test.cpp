@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 #include <sys/stat.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 
@@ -111,4 +112,48 @@ TEST_CASE("an image file reached through a symbolic link is hashed as the file i
   const auto read = read_image_file((dir.dir() / "current.tar").string());
   REQUIRE_MESSAGE(read.ok(), (read.ok() ? "" : read.error()));
   CHECK(read->sha256 == sha256(content));
+}
+
+namespace {
+
+// A tar entry: its header (name, octal size, ustar magic) and its content
+// padded to whole blocks.
+std::string tar_entry(const std::string& name, const std::string& content) {
+  std::string header(512, '\0');
+  header.replace(0, name.size(), name);
+  char size[12];
+  std::snprintf(size, sizeof size, "%011o", static_cast<unsigned>(content.size()));
+  header.replace(124, 11, size);
+  header.replace(257, 6, std::string("ustar\0", 6));
+  std::string padded = content;
+  padded.resize((content.size() + 511) / 512 * 512, '\0');
+  return header + padded;
+}
+
+}  // namespace
+
+TEST_CASE("a tar of a root filesystem is no image; an archive's manifest may come last") {
+  ScratchDir dir;
+  ScratchDir cache;
+  dlaunch::testing::ScopedEnv cache_home("XDG_CACHE_HOME", cache.path());
+  const auto rootfs = (dir.dir() / "rootfs.tar").string();
+  write_file(rootfs, tar_entry("./bin/", "") + tar_entry("./etc/hostname", "box\n") +
+                         tar_entry("./etc/os-release", std::string(700, 'x')) +
+                         std::string(1024, '\0'));
+  const auto refused = read_image_file(rootfs);
+  REQUIRE_FALSE(refused.ok());
+  CHECK(refused.error() == "--image-file " + rootfs +
+                               ": is a tar without an image's manifest.json or index.json (it "
+                               "starts with bin/, etc/hostname, etc/os-release): a root "
+                               "filesystem is no image; make one with `podman import FILE NAME` "
+                               "and save that with `podman save -o FILE NAME`");
+  // docker save writes the layers first: the manifest is found past their bytes.
+  const auto saved = (dir.dir() / "saved.tar").string();
+  write_file(saved, tar_entry("abc123/layer.tar", std::string(5000, 'l')) +
+                        tar_entry("manifest.json", "[]") + std::string(1024, '\0'));
+  CHECK(read_image_file(saved).ok());
+  const auto oci = (dir.dir() / "oci.tar").string();
+  write_file(oci,
+             tar_entry("blobs/", "") + tar_entry("oci-layout", "{}") + std::string(1024, '\0'));
+  CHECK(read_image_file(oci).ok());
 }
