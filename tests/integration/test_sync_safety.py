@@ -103,13 +103,20 @@ HOLD = ('echo "start $(cat code/repo/version)"; '
         'while [ ! -e "$RELEASE" ]; do sleep 0.1; done; echo "end $(cat code/repo/version)"')
 
 
-class SyncGitSharedWorkdirTest(harness.DlaunchTestCase):
+class GitRepositoryCase(harness.DlaunchTestCase):
+    """A test with a repository of its own, at self.repo (branch main)."""
+
     def setUp(self):
         super().setUp()
         if not shutil.which("git"):
             self.skipTest("missing: git (git)")
         self.repo = os.path.join(self.tmp, "repo")
         git("init", "--quiet", "--initial-branch=main", self.repo)
+
+
+class SyncGitSharedWorkdirTest(GitRepositoryCase):
+    def setUp(self):
+        super().setUp()
         self.commit("three")
         self.main = git("rev-parse", "HEAD", cwd=self.repo)
         git("checkout", "--quiet", "-b", "feature", cwd=self.repo)
@@ -190,13 +197,9 @@ class SyncGitSharedWorkdirTest(harness.DlaunchTestCase):
         self.assertIn("feat", r.stdout)
 
 
-class SyncGitRepositoryTest(harness.DlaunchTestCase):
+class SyncGitRepositoryTest(GitRepositoryCase):
     def setUp(self):
         super().setUp()
-        if not shutil.which("git"):
-            self.skipTest("missing: git (git)")
-        self.repo = os.path.join(self.tmp, "repo")
-        git("init", "--quiet", "--initial-branch=main", self.repo)
         with open(os.path.join(self.repo, "train.sh"), "w") as f:
             f.write("echo training\n")
         git("add", "train.sh", cwd=self.repo)
