@@ -56,11 +56,14 @@ std::string ids(const ContainerRank& rank) {
 EngineCommand oci_run(const ContainerRank& rank, const Env& rank_env,
                       const std::vector<std::string>& names) {
   const bool podman = rank.engine == ContainerEngine::podman;
-  std::vector<std::string> a = {rank.executable, "run",
-                                "--rm",          "--init",
-                                "--name",        container_name(rank),
-                                "--label",       std::string(kJobLabel) + "=" + rank.job,
-                                "--label",       std::string(kAgentLabel) + "=" + rank.agent_token};
+  std::vector<std::string> a = {rank.executable};
+  // podman's own log lines ("level=error msg=\"forwarding signal 15 to
+  // container ...\"" when a rank is stopped) would land in the rank's output;
+  // its errors still say why it failed (they are not log lines).
+  if (podman) a.emplace_back("--log-level=fatal");
+  a.insert(a.end(), {"run", "--rm", "--init", "--name", container_name(rank), "--label",
+                     std::string(kJobLabel) + "=" + rank.job, "--label",
+                     std::string(kAgentLabel) + "=" + rank.agent_token});
   a.emplace_back("--network=host");
   // A plain rank has no limit on its threads; a data loader's workers and
   // their threads soon pass podman's default of 2048.

@@ -54,6 +54,7 @@ TEST_CASE("podman: host network and IPC, CDI GPUs, the user kept, labels, env by
   r.gpus = true;
   const auto c = container_command(r, kRankEnv, kNames);
   const Args head = {"/usr/bin/podman",
+                     "--log-level=fatal",
                      "run",
                      "--rm",
                      "--init",
