@@ -57,9 +57,11 @@ EngineCommand oci_run(const ContainerRank& rank, const Env& rank_env,
                       const std::vector<std::string>& names) {
   const bool podman = rank.engine == ContainerEngine::podman;
   std::vector<std::string> a = {rank.executable};
-  // podman's own log lines ("level=error msg=\"forwarding signal 15 to
+  // The client's own log lines ("level=error msg=\"forwarding signal 15 to
   // container ...\"" when a rank is stopped) would land in the rank's output;
-  // its errors still say why it failed (they are not log lines).
+  // its errors still say why it failed (they are not log lines). Some
+  // "container not running" lines at a stop still come, from another podman
+  // process than this client (issue 51.11).
   if (podman) a.emplace_back("--log-level=fatal");
   a.insert(a.end(), {"run", "--rm", "--init", "--name", container_name(rank), "--label",
                      std::string(kJobLabel) + "=" + rank.job, "--label",
