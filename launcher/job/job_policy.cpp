@@ -7,6 +7,7 @@
 #include "common/posix.h"
 #include "common/text.h"
 #include "common/utf8.h"
+#include "launcher/job/container_start_failure.h"
 #include "launcher/plan/plan.h"
 
 namespace dlaunch {
@@ -408,9 +409,18 @@ JobActions JobPolicy::on_rank_exit(ConnId conn, const proto::RankExit& exit,
                       : "code " + std::to_string(exit.exit_code)));
   }
   if (!failed || phase_ != Phase::running || failed_this_round_) return take();
-  const int code = exit.signal ? 128 + exit.signal : exit.exit_code;
-  const std::string how = exit.signal ? "was killed by signal " + signal_name(exit.signal)
-                                      : "exited with code " + std::to_string(exit.exit_code);
+  int code = exit.signal ? 128 + exit.signal : exit.exit_code;
+  std::string how = exit.signal ? "was killed by signal " + signal_name(exit.signal)
+                                : "exited with code " + std::to_string(exit.exit_code);
+  // Its container's init could not start the program: 127, as a shell says
+  // for a program it cannot find, and the reason in the message.
+  if (exit.signal == 0 && exit.exit_code == 1) {
+    if (const auto reason = container_start_failure(last_lines)) {
+      code = 127;
+      how = "could not start its program in its container: " + *reason +
+            " (is the program in the image?)";
+    }
+  }
   // torch's @record wrote the exception: that, not the last lines, is the cause.
   tail_is_error_file_ = !exit.error.empty();
   if (tail_is_error_file_) {

@@ -467,6 +467,15 @@ class ContainersTest(unittest.TestCase):
                 if os.path.isdir(images) else []
             self.assertEqual(left, [], f"{host} keeps the archive it cannot load")
 
+    def test_a_program_the_image_lacks_is_said_and_exits_127(self):
+        # podman's init failed to exec it and exited 1: the job said only
+        # "exited with code 1" after the init's own line.
+        r = self.hosts.dlaunch([*self.args(), "--", "/no/such/program"])
+        self.assertEqual(r.returncode, 127, r.stderr)
+        self.assertRegex(r.stderr, r"rank \d on h\d could not start its program in its "
+                                   r"container: No such file or directory \(is the program in "
+                                   r"the image\?\)")
+
     def test_auto_says_which_engine(self):
         r = self.hosts.dlaunch(["--hosts", self.hosts_file, "--name", self.job, "--image",
                                 IMAGE, "--", "/bin/true"])
