@@ -7,12 +7,17 @@ namespace {
 
 class FakeHandle : public AgentHandle {
  public:
-  explicit FakeHandle(FakeTransport::Agent& agent) : agent_(agent) {}
-  void close_stdin() override { agent_.stdin_closed = true; }
-  void kill() override { ++agent_.kills; }
+  FakeHandle(FakeTransport& transport, std::size_t index) : transport_(transport), index_(index) {}
+  void close_stdin() override { agent().stdin_closed = true; }
+  void kill() override {
+    ++agent().kills;
+    if (transport_.kills_land()) transport_.exit(index_, 128 + 9);
+  }
 
  private:
-  FakeTransport::Agent& agent_;
+  FakeTransport::Agent& agent() { return transport_.agent_at(index_); }
+  FakeTransport& transport_;
+  std::size_t index_;
 };
 
 }  // namespace
@@ -24,7 +29,7 @@ std::unique_ptr<AgentHandle> FakeTransport::start(const HostEntry& host, const A
   agent.launch = launch;
   agent.events = std::move(events);
   if (launch.make_stdin) agent.spec_bytes = launch.make_stdin("127.0.0.1");
-  return std::make_unique<FakeHandle>(agent);
+  return std::make_unique<FakeHandle>(*this, agents_.size() - 1);
 }
 
 std::string FakeTransport::stdin_of(std::size_t index, const std::string& local_address) const {

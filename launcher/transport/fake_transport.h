@@ -16,6 +16,11 @@ namespace dlaunch {
 
 class FakeTransport : public Transport {
  public:
+  // A kill() ends the agent at once, reported as a real transport reports a
+  // killed local agent (exit code 137), unless `kills_land` is false: a test
+  // that plays an agent whose end comes later (or never) says so.
+  explicit FakeTransport(bool kills_land = true) : kills_land_(kills_land) {}
+
   struct Agent {
     HostEntry host;
     AgentLaunch launch;
@@ -37,6 +42,9 @@ class FakeTransport : public Transport {
   // What the agent would read on its stdin, as if reached over `local_address`.
   std::string stdin_of(std::size_t index, const std::string& local_address = "127.0.0.1") const;
 
+  bool kills_land() const { return kills_land_; }
+  Agent& agent_at(std::size_t index) { return agents_.at(index); }
+
   // The agent writes to its stderr.
   void write_stderr(std::size_t index, std::string_view bytes);
   // The agent's process exits (-1 and an error: it could never start). Like a
@@ -44,6 +52,7 @@ class FakeTransport : public Transport {
   void exit(std::size_t index, int exit_code, const std::string& error = "");
 
  private:
+  bool kills_land_;
   std::deque<Agent> agents_;  // a deque: handles keep pointers into it
 };
 

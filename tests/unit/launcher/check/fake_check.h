@@ -729,7 +729,9 @@ class FakeCheck {
   asio::io_context io_;
   // The runner's loop never runs out of work between the test's events.
   asio::executor_work_guard<asio::io_context::executor_type> work_ = asio::make_work_guard(io_);
-  FakeTransport transport_;
+  // Its agents play what a kill does themselves (ends_when_killed: the
+  // connection drops, then the process ends), so the transport's does not land.
+  FakeTransport transport_{/*kills_land=*/false};
   AgentTransports transports_;
   std::vector<Agent> agents_;
   Service* service_ = nullptr;  // made by the runner's start
