@@ -174,6 +174,25 @@ std::string shown_directory(const std::string& cache_dir) {
   return cache_dir.rfind('/', 0) == 0 ? cache_dir : "~/" + cache_dir;
 }
 
+// An upload cut short says nothing about the directory: it is sent once more
+// (`retried` says why). A second failure (the connection may be gone) fails
+// this host with both causes, as UploadCutShort.
+std::string upload_once_more_if_cut(SshSession& session, const std::string& local_agent,
+                                    const std::string& remote, const std::string& sha256,
+                                    std::string& retried) {
+  try {
+    return upload(session, local_agent, remote, sha256);
+  } catch (const UploadCutShort& e) {
+    retried = std::string(e.what()) + "; uploading it again";
+    try {
+      return upload(session, local_agent, remote, sha256);
+    } catch (const SshError& again) {
+      throw UploadCutShort(std::string(e.what()) + "; and again: " + again.what() +
+                           ". Check the link to the host and run the job again");
+    }
+  }
+}
+
 AgentUpload upload_into_tmp(SshSession& session, const std::string& local_agent,
                             const std::string& sha256, const std::string& cache_dir,
                             const std::string& why) {
@@ -210,19 +229,8 @@ AgentUpload upload_agent(SshSession& session, const std::string& local_agent,
     AgentUpload result;
     result.remote_path = cache_dir + "/agent-" + sha256;
     try {
-      try {
-        result.method = upload(session, local_agent, result.remote_path, sha256);
-      } catch (const UploadCutShort& e) {
-        // Cut short says nothing about the directory: once more. A second
-        // failure (the connection may be gone) fails this host with both.
-        result.retried = std::string(e.what()) + "; uploading it again";
-        try {
-          result.method = upload(session, local_agent, result.remote_path, sha256);
-        } catch (const SshError& again) {
-          throw UploadCutShort(std::string(e.what()) + "; and again: " + again.what() +
-                               ". Check the link to the host and run the job again");
-        }
-      }
+      result.method =
+          upload_once_more_if_cut(session, local_agent, result.remote_path, sha256, result.retried);
       return result;
     } catch (const UploadCutShort&) {
       throw;

@@ -124,8 +124,8 @@ void write_job_json(JsonWriter& json, const Job& job, long long now) {
   }
   const auto rounds = rank_log_rounds(job.dir);
   json.key("logs").begin_object();  // each rank's latest round's file
-  for (const auto& [rank, files] : rounds)
-    json.key(std::to_string(rank)).value(files.rbegin()->second);
+  for (const auto& [rank, path] : latest_rank_logs(rounds))
+    json.key(std::to_string(rank)).value(path);
   json.end_object();
   json.key("log_rounds").begin_object();  // every round's file of each rank
   for (const auto& [rank, files] : rounds) {

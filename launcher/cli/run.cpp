@@ -140,9 +140,9 @@ std::vector<std::string> recorded_command(const Plan& plan, const Options& o) {
     const std::string path = python_for(o, node.host).path;
     if (std::find(pythons.begin(), pythons.end(), path) == pythons.end()) pythons.push_back(path);
   }
-  std::string first = pythons.front();
-  for (std::size_t i = 1; i < pythons.size(); ++i) first += "|" + pythons[i];
-  command.front() = pythons.size() == 1 ? first : "{" + first + "}";
+  std::string joined = pythons.front();
+  for (std::size_t i = 1; i < pythons.size(); ++i) joined += "|" + pythons[i];
+  command.front() = pythons.size() == 1 ? joined : "{" + joined + "}";
   return command;
 }
 

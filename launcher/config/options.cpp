@@ -553,8 +553,14 @@ void add_container_options(CLI::App& app, Options& o) {
       ->group("Containers");
 }
 
-// "torchrun" when the ranks' program is another launcher (torchrun, its
-// modules, deepspeed), else empty.
+// Whether the line names hosts (--hosts, --hostfile, -H, or Slurm's).
+bool host_list_given(const Options& o) {
+  return !o.hosts_file.empty() || !o.hostfile.empty() || !o.host_list.empty() ||
+         o.launcher == Launcher::slurm;
+}
+
+// "torchrun" or "deepspeed" when the ranks' program is that launcher itself
+// (torchrun's modules count as torchrun), else empty.
 std::string launcher_in_ranks(const std::vector<std::string>& command) {
   for (std::size_t i = 0; i < command.size() && i < 4; ++i) {
     const std::string& word = command[i];
@@ -641,8 +647,7 @@ Result<void> apply_option_texts(OptionTexts& t, const TorchrunFlags& torchrun,
   if (auto applied = apply_deepspeed_flags(deepspeed, o); !applied) return fail(applied.error());
   // deepspeed's -e is its --exclude: a value without '=' is no KEY=VALUE,
   // on a line with a host list to exclude from (else --env says what it wants).
-  const bool host_list = !o.hosts_file.empty() || !o.hostfile.empty() || !o.host_list.empty() ||
-                         o.launcher == Launcher::slurm;
+  const bool host_list = host_list_given(o);
   for (auto it = o.env.begin(); it != o.env.end();) {
     if (it->find('=') != std::string::npos || !o.exclude.empty() || !host_list) {
       ++it;
@@ -660,19 +665,18 @@ Result<void> apply_option_texts(OptionTexts& t, const TorchrunFlags& torchrun,
 Result<void> choose_mode(const OptionTexts& t, Options& o) {
   // With a host list, --master-addr is the MASTER_ADDR to try first (as the
   // hosts file's master_address), not a switch to manual mode.
-  const bool host_list_given = !o.hosts_file.empty() || !o.hostfile.empty() ||
-                               !o.host_list.empty() || o.launcher == Launcher::slurm;
-  if (o.standalone && (host_list_given || t.node_rank.has_value())) {
+  const bool hosts_listed = host_list_given(o);
+  if (o.standalone && (hosts_listed || t.node_rank.has_value())) {
     return fail(std::string("--standalone runs on this machine only: drop ") +
                 (t.node_rank ? "--node-rank" : "the host list"));
   }
-  if (!o.rdzv_endpoint.empty() && host_list_given) {
+  if (!o.rdzv_endpoint.empty() && hosts_listed) {
     return fail(
         "--rdzv-endpoint names node 0 for nodes started by hand; with a host list "
         "dlaunch runs the rendezvous itself: drop --rdzv-endpoint");
   }
   const bool manual = !o.standalone && (o.nnodes > 1 || t.node_rank.has_value() ||
-                                        (!o.master_addr.empty() && !host_list_given));
+                                        (!o.master_addr.empty() && !hosts_listed));
   // torchrun's way: `--nnodes MIN:MAX --node-rank R --master-addr A` on each
   // node. Node 0 runs with MAX places and admits late nodes as spares.
   if (manual && o.max_nodes != 0) o.nnodes = static_cast<int>(o.max_nodes);

@@ -86,8 +86,8 @@ std::optional<Job> find_job(const std::string& log_dir, const std::string& name)
   return load_job(log_dir + "/" + name);
 }
 
-std::map<int, std::map<int, std::string>> rank_log_rounds(const std::string& job_dir) {
-  std::map<int, std::map<int, std::string>> logs;
+RankLogRounds rank_log_rounds(const std::string& job_dir) {
+  RankLogRounds logs;
   std::error_code ec;
   for (const auto& entry : fs::directory_iterator(job_dir, ec)) {
     const std::string name = entry.path().filename().string();
@@ -107,10 +107,14 @@ std::map<int, std::map<int, std::string>> rank_log_rounds(const std::string& job
   return logs;
 }
 
-std::map<int, std::string> rank_logs(const std::string& job_dir) {
+std::map<int, std::string> latest_rank_logs(const RankLogRounds& rounds) {
   std::map<int, std::string> logs;
-  for (const auto& [rank, rounds] : rank_log_rounds(job_dir)) logs[rank] = rounds.rbegin()->second;
+  for (const auto& [rank, files] : rounds) logs[rank] = files.rbegin()->second;
   return logs;
+}
+
+std::map<int, std::string> rank_logs(const std::string& job_dir) {
+  return latest_rank_logs(rank_log_rounds(job_dir));
 }
 
 }  // namespace dlaunch

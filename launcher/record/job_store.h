@@ -64,6 +64,9 @@ std::optional<Job> find_job(const std::string& log_dir, const std::string& name)
 std::map<int, std::string> rank_logs(const std::string& job_dir);
 // Every file of each rank by restart round: round 0 is rank-<R>.log, round N
 // rank-<R>.<N>.log.
-std::map<int, std::map<int, std::string>> rank_log_rounds(const std::string& job_dir);
+using RankLogRounds = std::map<int, std::map<int, std::string>>;
+RankLogRounds rank_log_rounds(const std::string& job_dir);
+// The same as rank_logs, from rounds already read.
+std::map<int, std::string> latest_rank_logs(const RankLogRounds& rounds);
 
 }  // namespace dlaunch

@@ -10,9 +10,10 @@
 
 namespace dlaunch {
 
-// Pure: whether the work tree at `top_level`, whose remotes' URLs are
+// Whether the work tree at `top_level`, whose remotes' URLs are
 // `remote_urls`, is a copy of the repository at `url` (one of its remotes, or
-// the repository itself given by path).
+// the repository itself given by path, both resolved to real paths). Runs no
+// git.
 bool work_tree_of(const std::string& url, const std::string& top_level,
                   const std::vector<std::string>& remote_urls);
 

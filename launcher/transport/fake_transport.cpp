@@ -1,5 +1,6 @@
 #include "launcher/transport/fake_transport.h"
 
+#include <csignal>
 #include <utility>
 
 namespace dlaunch {
@@ -11,7 +12,7 @@ class FakeHandle : public AgentHandle {
   void close_stdin() override { agent().stdin_closed = true; }
   void kill() override {
     ++agent().kills;
-    if (transport_.kills_land()) transport_.exit(index_, 128 + 9);
+    if (transport_.kills_land()) transport_.exit(index_, 128 + SIGKILL);
   }
 
  private:
