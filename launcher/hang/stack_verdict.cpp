@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <string_view>
 
 namespace dlaunch {
 namespace {
@@ -10,6 +11,33 @@ constexpr std::size_t kNamedAtMost = 8;
 
 std::string where(const RankStack& s) {
   return "rank " + std::to_string(s.rank) + " on " + s.host;
+}
+
+// Frames that mean "waiting for the other ranks": torch.distributed's
+// collectives (Python names, and c10d's, gloo's and NCCL's native ones), and
+// autograd's backward, where DDP's bucketed all-reduce waits.
+constexpr std::string_view kCollectiveFrames[] = {
+    "all_reduce",     "allreduce",   "all_gather", "allgather",
+    "reduce_scatter", "broadcast",   "barrier",    "all_to_all",
+    "alltoall",       "c10d",        "gloo::",     "ncclGroup",
+    "ncclAll",        "in backward", "::backward", "monitored_barrier",
+    "ProcessGroup"};
+
+// The first collective frame in a group's frames, or "" when none.
+std::string_view collective_in(const StackGroup& group) {
+  for (auto frame : kCollectiveFrames) {
+    if (group.frames.find(frame) == std::string::npos) continue;
+    // Named as a function: "backward", not "in backward" or "::backward".
+    if (frame.starts_with("in ")) frame.remove_prefix(3);
+    if (frame.starts_with("::")) frame.remove_prefix(2);
+    return frame;
+  }
+  return {};
+}
+
+bool all_answered(const StackGroup& g, const std::map<int, const RankStack*>& by_rank) {
+  return std::all_of(g.ranks.begin(), g.ranks.end(),
+                     [&by_rank](int r) { return by_rank.at(r)->answered; });
 }
 
 }  // namespace
@@ -51,8 +79,30 @@ StackVerdict judge_stacks(const std::vector<RankStack>& stacks,
         for (int r : g.ranks)
           if (by_rank[r]->answered)  // one that exited waits in nothing
             suspect(*by_rank[r],
-                  "its stack differs from the " + std::to_string(largest->ranks.size()) +
-                      " ranks that wait together (ranks " + rank_ranges(largest->ranks) + ")");
+                    "its stack differs from the " + std::to_string(largest->ranks.size()) +
+                        " ranks that wait together (ranks " + rank_ranges(largest->ranks) + ")");
+      }
+    } else {
+      // No majority (two ranks, or many small groups): the ranks that wait
+      // in a collective wait for those that are in none.
+      std::vector<int> waiting;
+      std::string_view in;
+      for (const auto& g : groups)
+        if (const auto frame = collective_in(g); !frame.empty() && all_answered(g, by_rank)) {
+          waiting.insert(waiting.end(), g.ranks.begin(), g.ranks.end());
+          in = frame;
+        }
+      std::sort(waiting.begin(), waiting.end());
+      if (!waiting.empty()) {
+        for (const auto& g : groups) {
+          if (!collective_in(g).empty()) continue;
+          for (int r : g.ranks)
+            if (by_rank[r]->answered)
+              suspect(*by_rank[r],
+                      "its stack is in no collective, while " + std::to_string(waiting.size()) +
+                          (waiting.size() == 1 ? " rank waits" : " ranks wait") + " in one (" +
+                          std::string(in) + ": ranks " + rank_ranges(waiting) + ")");
+        }
       }
     }
   }

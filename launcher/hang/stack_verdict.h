@@ -5,7 +5,8 @@
 //      in any collective;
 //   2. a rank whose host sent no stacks (its agent or link is gone);
 //   3. ranks whose stack differs from the one most ranks share: they are not
-//      in the collective the others wait in;
+//      in the collective the others wait in; where no stack is most ranks'
+//      (two ranks), the ranks in no collective while others wait in one;
 //   4. otherwise no rank stands out (every rank waits in the same place: a
 //      peer outside the job, the network, or a deadlock in the program).
 // Pure.

@@ -459,7 +459,9 @@ std::optional<ConnId> JobPolicy::conn_of(int node) const {
 
 JobActions JobPolicy::on_foreign_rank(ConnId conn, std::string_view what, int rank) {
   const auto index = node_of(conn);
-  if (finished_ || !index) return {};
+  // A retired node's agent (a hung rank's) is told to stop: the ends of the
+  // ranks it held come after they stopped being its own, as expected.
+  if (finished_ || !index || membership_.retired(*index)) return {};
   auto& node = nodes_[static_cast<std::size_t>(*index)];
   const std::size_t count = ++node.foreign_ranks;
   const std::string& host = node.setup.label;

@@ -36,7 +36,7 @@ time.sleep(120 if int(e['TORCHELASTIC_RESTART_COUNT']) < long_rounds else 1)
 # argument, and every round resumes from it. A step takes a second, so a test
 # can kill a node mid-training; the last step's weights are printed.
 DDP = r"""
-import os, sys, time, torch, torch.distributed as dist
+import os, sys, threading, time, torch, torch.distributed as dist
 dist.init_process_group("gloo")
 rank, world = dist.get_rank(), dist.get_world_size()
 torch.manual_seed(0)
@@ -52,7 +52,18 @@ if os.path.exists(path):
 print(f"round={os.environ['TORCHELASTIC_RESTART_COUNT']} rank={rank} world={world} "
       f"resumes at step {start}", flush=True)
 open(os.path.join(sys.argv[1], f"{os.environ['TORCHELASTIC_RESTART_COUNT']}-{rank}"), "w").close()
+
+
+def stuck_here():
+    threading.Event().wait()
+
+
 for step in range(start, 6):
+    # HANG_STEP: rank 1 of the first round blocks there for ever, the others
+    # in the next all-reduce.
+    if (step == int(os.environ.get("HANG_STEP", "-1")) and rank == 1
+            and os.environ["TORCHELASTIC_RESTART_COUNT"] == "0"):
+        stuck_here()
     x = torch.full((8, 4), float(step + 1))
     loss = model(x).pow(2).mean()
     opt.zero_grad()
@@ -180,6 +191,38 @@ class ElasticTest(ElasticCase):
         self.assertEqual(len(done), 2, out)
         self.assertEqual(done[0][2], done[1][2])  # DDP kept both replicas equal
         print(f"resumed at step {resumed[0][2]}")
+
+    def test_a_hung_rank_s_node_is_retired_and_the_spare_resumes_from_the_checkpoint(self):
+        hosts_file = self.hosts.hosts_file([1, 1, 1], name="hang.toml",
+                                           host_extra={"h3": "spare = true"})
+        cmd = [harness.DLAUNCH, "--hosts", hosts_file, "--name", self.job, "--grace", "2",
+               "--heartbeat-timeout", "4", "--max-restarts", "2", "--hang-timeout", "8s",
+               "--env", "HANG_STEP=2", "--", PY, "-c", DDP, self.marks]
+        self.proc = subprocess.Popen(cmd, env=self.hosts.env(), stdout=subprocess.PIPE,
+                                     stderr=subprocess.PIPE, text=True)
+        code, out, err = self.finish(timeout=180)
+        self.assertEqual(code, 0, err)
+        # Two ranks, two stacks: rank 0 waits in DDP's all-reduce (backward).
+        self.assertIn("suspect: rank 1 on h2: its stack is in no collective, while 1 rank waits "
+                      "in one (backward: ranks 0)", err)
+        self.assertNotIn("not one of its ranks", err)
+        self.assertIn("dlaunch: h3 takes node 1 of h2", err)
+        resumed = re.findall(r"^\[(\S+):(\d)\] round=1 rank=\d world=2 resumes at step (\d)$",
+                             out, re.M)
+        self.assertEqual(sorted(h for h, _, _ in resumed), ["h1", "h3"], out)
+        self.assertEqual(resumed[0][2], "2", out)  # from step 1's checkpoint
+        done = re.findall(r"^\[(\S+):(\d)\] rank=\d done weight_sum=(\S+)$", out, re.M)
+        self.assertEqual(sorted(h for h, _, _ in done), ["h1", "h3"], out)
+        self.assertEqual(done[0][2], done[1][2])
+        # The evidence of the hung round is kept, the suspect's stack included.
+        stacks = os.path.join(self.hosts.tmp, "state", self.job, "stacks")
+        taken = os.path.join(stacks, sorted(os.listdir(stacks))[0])
+        with open(os.path.join(taken, "rank-1.txt")) as f:
+            self.assertIn("in stuck_here", f.read())
+        with open(os.path.join(taken, "rank-0.txt")) as f:
+            self.assertIn("in backward", f.read())
+        # Nothing of the job is left on any host, h2's stuck rank included.
+        self.assertEqual(harness.wait_no_marker(self.job), [])
 
     def test_min_max_starts_without_a_host_that_never_comes(self):
         # h3 is listed, but nothing listens where the hosts file says it is.

@@ -168,3 +168,20 @@ TEST_CASE("a gathering completes when every asked host sent its last report or i
   CHECK((!stacks[2].answered && stacks[2].host_lost));
   CHECK((!stacks[4].answered && !stacks[4].host_lost));
 }
+
+TEST_CASE("two ranks: the one in no collective is named, the one in the all-reduce is not") {
+  std::vector<RankStack> stacks{answered(0, waiting_in_allreduce(0)), answered(1, stuck_here())};
+  const auto groups = group_stacks(stacks);
+  REQUIRE(groups.size() == 2);
+  const auto verdict = judge_stacks(stacks, groups);
+  CHECK(verdict.suspects == std::vector<int>{1});
+  CHECK(format_verdict(verdict) ==
+        "suspect: rank 1 on node0: its stack is in no collective, while 1 rank waits in one "
+        "(all_reduce: ranks 0)\n");
+  // Both in no collective, or both in one: nothing to tell them apart.
+  stacks[0] = answered(0, stuck_here() + "  File \"/work/train.py\", line 3 in other\n");
+  CHECK(judge_stacks(stacks, group_stacks(stacks)).suspects.empty());
+  stacks = {answered(0, waiting_in_allreduce(0)),
+            answered(1, waiting_in_allreduce(1) + "  File \"x.py\", line 1 in barrier\n")};
+  CHECK(judge_stacks(stacks, group_stacks(stacks)).suspects.empty());
+}
