@@ -28,9 +28,10 @@ import one_node  # noqa: E402
 import rendezvous_scale  # noqa: E402
 import report  # noqa: E402
 import ssh_hosts  # noqa: E402
+import stacks_pause  # noqa: E402
 
 SCENARIOS = {m.NAME: m for m in (one_node, ssh_hosts, rendezvous_scale, log_throughput, mnist,
-                                 faults, hangs)}
+                                 faults, hangs, stacks_pause)}
 
 
 @dataclass
