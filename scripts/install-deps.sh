@@ -6,7 +6,8 @@ set -euo pipefail
 # dpkg-dev brings dpkg-shlibdeps, which `cpack -G DEB` runs for the package's Depends.
 build_pkgs=(build-essential cmake ninja-build pkg-config clang-format
   libasio-dev libssh2-1-dev libcli11-dev libtomlplusplus-dev libspdlog-dev
-  doctest-dev libssl-dev libtorch-dev libgloo-dev zlib1g-dev dpkg-dev)
+  doctest-dev libssl-dev libtorch-dev libgloo-dev zlib1g-dev dpkg-dev
+  libcpp-httplib-dev prometheus-cpp-dev)
 # clang and its runtime for the libFuzzer targets; sshd and iproute2 for the SSH
 # tests' hosts; Debian's python3 (with python3-torch) runs the ranks those tests start
 # over SSH; nftables and iptables make firewalls inside test namespaces; man-db and
@@ -17,10 +18,12 @@ build_pkgs=(build-essential cmake ninja-build pkg-config clang-format
 # pipe JSON into it (test_doc_examples); podman, runc and catatonit run the ranks of
 # test_containers in containers; git serves and clones test_sync_git's repository;
 # lld links the test builds' large binaries in a fraction of ld's time; gdb takes
-# the native stacks of hung mnist_dist ranks (test_hangs_mnist, `dlaunch stacks`).
+# the native stacks of hung mnist_dist ranks (test_hangs_mnist, `dlaunch stacks`);
+# chromium and prometheus (with promtool) are the browser and the Prometheus of
+# test_ui, which load `dlaunch ui`'s pages and scrape its /metrics.
 test_pkgs=(openssh-server openssh-client iproute2 procps python3 clang libclang-rt-14-dev lld
   python3-torch nftables iptables man-db zsh slurm-wlm munge debootstrap busybox-static jq
-  podman runc catatonit git gdb)
+  podman runc catatonit git gdb chromium prometheus)
 
 # The test build also carries the agent for the other architecture (x86_64 and
 # aarch64 each way): Debian's cross compiler, that architecture's static

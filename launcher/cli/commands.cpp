@@ -49,6 +49,16 @@ constexpr HelpExample kTopExamples[] = {
     {"dlaunch top job", "running jobs: hosts, ranks, GPUs, CPU and memory of their ranks"},
     {"dlaunch top node --hosts hosts.toml", "GPUs per host: total, held by jobs, use, memory"},
 };
+constexpr HelpExample kUiExamples[] = {
+    {"dlaunch ui", "the jobs, their logs and loss curves on http://127.0.0.1:8697/"},
+    {"dlaunch ui --listen 0.0.0.0:8697 --token-file ~/.dlaunch-ui-token",
+     "for the team: every request needs the token"},
+};
+constexpr HelpExample kMetricsExamples[] = {
+    {"dlaunch metrics", "the jobs as Prometheus metrics"},
+    {"dlaunch metrics -o /var/lib/node_exporter/textfile/dlaunch.prom",
+     "for node_exporter's textfile collector"},
+};
 constexpr HelpExample kCheckExamples[] = {
     {"dlaunch check --hosts hosts.toml", "could a job launch there? hosts, MASTER_ADDR, matrix"},
     {"dlaunch check --hosts hosts.toml --json", "the same as one JSON document"},
@@ -73,6 +83,12 @@ constexpr Command kCommands[] = {
     {{"check", "whether a job could launch on a hosts file's hosts, and what to fix",
       kCheckExamples},
      check_command},
+    {{"ui", "a web page of the jobs, their logs and curves, with Prometheus' /metrics",
+      kUiExamples},
+     ui_command},
+    {{"metrics", "the jobs as Prometheus metrics, for node_exporter's textfile collector",
+      kMetricsExamples},
+     metrics_command},
 };
 
 std::string unknown_command_message(std::string_view word) {

@@ -39,6 +39,8 @@ int stacks_command(int argc, const char* const* argv);
 int delete_command(int argc, const char* const* argv);
 int top_command(int argc, const char* const* argv);
 int check_command(int argc, const char* const* argv);
+int ui_command(int argc, const char* const* argv);
+int metrics_command(int argc, const char* const* argv);
 
 // What a command line's first word asks for: a command, whose argv starts at
 // argv[first_arg], or, when `command` is null, a usage error.

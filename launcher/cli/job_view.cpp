@@ -62,6 +62,9 @@ void write_job_json(JsonWriter& json, const Job& job, long long now) {
   json.key("coordinator_elsewhere").value(job.elsewhere);
   json.key("detached").value(i.detached);
   json.key("nnodes").value(i.nnodes);
+  json.key("hosts").begin_array();
+  for (const auto& h : i.hosts) json.value(h);
+  json.end_array();
   json.key("ranks").value(job_ranks(job));
   json.key("restarts").value(job_restarts(job));
   json.key("started").value(static_cast<std::int64_t>(i.started));
@@ -98,6 +101,7 @@ void write_job_json(JsonWriter& json, const Job& job, long long now) {
     json.key("ranks").value(n.ranks);
     json.key("agent_pid").value(static_cast<std::int64_t>(n.agent_pid));
     json.key("state").value(shown_node_state(job, n));
+    json.key("gpus").value(n.gpus);
     json.end_object();
   }
   json.end_array();

@@ -19,6 +19,7 @@
 #include "launcher/cli/commands.h"
 #include "launcher/cli/log_backend.h"
 #include "launcher/cli/subcommand.h"
+#include "launcher/cli/top_gather.h"
 #include "launcher/cli/top_view.h"
 
 namespace dlaunch {
@@ -88,29 +89,36 @@ int top_node(NodeArgs& a) {
 
 int top_job(const JobArgs& a) {
   TopJobs top;
-  top.interval_s = a.interval_s;
-  top.host_name = this_host_name();
   if (!a.name.empty()) {
     auto job = find_job_or_report(a.log_dir, a.name);
     if (!job) return kExitFailure;
+    top.interval_s = a.interval_s;
+    top.host_name = this_host_name();
     top.jobs.push_back(std::move(*job));
-  } else {
-    for (auto& job : load_jobs(a.log_dir)) {
-      if (is_active(job.status)) top.jobs.push_back(std::move(job));
-    }
-  }
-  top.ranks = sample_ranks_here(a.interval_s);
-  top.log_dir = a.log_dir;
-  if (!a.name.empty()) {
+    top.ranks = sample_ranks_here(a.interval_s);
+    top.log_dir = a.log_dir;
     std::erase_if(top.ranks, [&](const auto& r) { return r.job != a.name; });
   } else {
-    keep_ranks_of_listed_jobs(top);
+    top = gather_top_jobs(a.log_dir, a.interval_s);
   }
   console().out(a.json ? format_top_job_json(top) : format_top_job_text(top));
   return kExitOk;
 }
 
 }  // namespace
+
+TopJobs gather_top_jobs(const std::string& log_dir, double interval_s) {
+  TopJobs top;
+  top.interval_s = interval_s;
+  top.host_name = this_host_name();
+  for (auto& job : load_jobs(log_dir)) {
+    if (is_active(job.status)) top.jobs.push_back(std::move(job));
+  }
+  top.ranks = sample_ranks_here(interval_s);
+  top.log_dir = log_dir;
+  keep_ranks_of_listed_jobs(top);
+  return top;
+}
 
 int top_command(int argc, const char* const* argv) {
   CLI::App app{

@@ -95,6 +95,7 @@ std::vector<NodeRecord> JobPolicy::node_records() const {
     if (member && rendezvous_.assigned() && r.node_rank >= 0) {
       r.first_rank = rendezvous_.rank_offset(r.node_rank);
       r.ranks = member->nproc;
+      r.gpus = std::min(r.ranks, n.gpus);
     }
     if (membership_.retired(static_cast<int>(i))) {
       r.state = "retired";
@@ -138,6 +139,7 @@ JobActions JobPolicy::on_join(ConnId conn, const proto::Join& join) {
     }
     node.probe_port = join.probe_port;
     node.agent_pid = join.pid;
+    node.gpus = join.gpus;
     // Joined after the job was stopped (thousands still arriving when a probe
     // fails): told at once, or the job would wait out its stop deadline for it.
     if (phase_ == Phase::stopping && last_stop_) {

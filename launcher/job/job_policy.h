@@ -228,6 +228,7 @@ class JobPolicy {
   struct Node : FleetNode {
     NodeSetup setup;
     std::int64_t agent_pid = 0;  // from its Join
+    int gpus = 0;                // its host's GPUs, from its Join
     bool sync_started = false;
     bool synced = false;
     // The agent's own report that it cannot reach the rendezvous; cleared

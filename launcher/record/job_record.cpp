@@ -56,6 +56,10 @@ void append_node_records(std::string& text, const std::vector<NodeRecord>& nodes
     text += std::to_string(n.agent_pid);
     text += "\nstate = ";
     text += json_quote(n.state);
+    if (n.gpus > 0) {
+      text += "\ngpus = ";
+      text += std::to_string(n.gpus);
+    }
     text += "\n";
   }
 }
@@ -220,6 +224,7 @@ std::optional<JobInfo> read_job_info(const std::string& job_dir) {
       r.ranks = (*n)["ranks"].value_or(0);
       r.agent_pid = (*n)["agent_pid"].value_or(0LL);
       r.state = (*n)["state"].value_or(std::string());
+      r.gpus = (*n)["gpus"].value_or(0);
       info.nodes.push_back(std::move(r));
     }
   }

@@ -46,6 +46,8 @@ struct NodeRecord {
   int ranks = 0;        // its processes
   long long agent_pid = 0;
   std::string state;  // "pending", "running", "done", "failed", "lost"
+  // GPUs its ranks hold: one per rank, up to the host's GPUs (0 without any).
+  int gpus = 0;
 
   bool operator==(const NodeRecord&) const = default;
 };

@@ -94,7 +94,7 @@ TEST_CASE("job records: info and result round-trip, private and with no leftover
   info.tensorboard_dir = "runs";
   info.checkpoint_dir = "ckpt";
   info.detached = true;
-  info.nodes = {{"gpu1", 0, 0, 8, 1234, "done"}, {"gpu2", 1, 8, 8, 99, "lost"}};
+  info.nodes = {{"gpu1", 0, 0, 8, 1234, "done", 8}, {"gpu2", 1, 8, 8, 99, "lost"}};
   info.history = {{1764000010, 0, "lost the agent of gpu3: heartbeat timeout (4 s)"},
                   {1764000011, 1, "gpu2 takes node 1 of gpu3 (\"lost\")"}};
   const JobResult written = sample_result();
