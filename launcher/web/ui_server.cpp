@@ -5,11 +5,12 @@
 #include <cstring>
 
 #include <algorithm>
-#include <cstdio>
 #include <ctime>
 #include <fstream>
 #include <map>
+#include <mutex>
 
+#include "common/console.h"
 #include "common/json.h"
 #include "launcher/cli/job_view.h"
 #include "launcher/cli/top_gather.h"
@@ -81,6 +82,7 @@ std::optional<long long> number_param(const httplib::Request& req, const char* n
 struct UiServer::Impl {
   UiServerOptions options;
   httplib::Server server;
+  std::mutex log_mutex;
 
   std::string state_dir_json() const {
     JsonWriter json;
@@ -128,9 +130,10 @@ struct UiServer::Impl {
     server.set_post_routing_handler(
         [](const httplib::Request&, httplib::Response& res) { secure(res); });
     if (options.verbose) {
-      server.set_logger([](const httplib::Request& req, const httplib::Response& res) {
-        std::fprintf(stderr, "dlaunch ui: %s %s %d\n", req.method.c_str(), req.path.c_str(),
-                     res.status);
+      server.set_logger([this](const httplib::Request& req, const httplib::Response& res) {
+        // The pool's threads take turns: the console is not shared otherwise.
+        const std::lock_guard lock(log_mutex);
+        console().note("ui: " + req.method + " " + req.path + " " + std::to_string(res.status));
       });
     }
     const auto shell = [](const httplib::Request&, httplib::Response& res) {

@@ -28,7 +28,7 @@ TEST_CASE("the table names each command once, and find_command looks them up") {
   std::vector<std::string_view> names;
   for (const auto& c : commands()) names.push_back(c.help.name);
   CHECK(names == std::vector<std::string_view>{"run", "list", "get", "logs", "stop", "stacks",
-                                               "delete", "top", "check"});
+                                               "delete", "top", "check", "ui", "metrics"});
   for (const auto& c : commands()) {
     CHECK(find_command(c.help.name) == &c);
     CHECK_FALSE(c.help.summary.empty());
@@ -99,7 +99,7 @@ TEST_CASE("an unknown word is a usage error with a suggestion or the list of com
   CHECK(first.command == nullptr);
   CHECK(first.error ==
         "unknown command 'frobnicate' and no program 'frobnicate' on PATH; the commands are run, "
-        "list, get, logs, stop, stacks, delete, top, check");
+        "list, get, logs, stop, stacks, delete, top, check, ui, metrics");
   // An empty first word is the launch's to refuse, as an empty program name.
   CHECK(resolve({""}).command == find_command("run"));
 }

@@ -6,6 +6,7 @@
 #include <filesystem>
 
 using namespace dlaunch;
+using dlaunch::testing::ScratchDir;
 
 TEST_CASE("a work tree is the repository's when a remote is its URL, or it is the URL's path") {
   CHECK(work_tree_of("git@example.com:org/mnist.git", "/home/u/mnist",
