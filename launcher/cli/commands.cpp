@@ -51,13 +51,10 @@ constexpr HelpExample kTopExamples[] = {
 };
 constexpr HelpExample kUiExamples[] = {
     {"dlaunch ui", "the jobs, their logs and loss curves on http://127.0.0.1:8697/"},
-    {"dlaunch ui --listen 0.0.0.0:8697 --token-file ~/.dlaunch-ui-token",
-     "for the team: every request needs the token"},
 };
 constexpr HelpExample kMetricsExamples[] = {
     {"dlaunch metrics", "the jobs as Prometheus metrics"},
-    {"dlaunch metrics -o /var/lib/node_exporter/textfile/dlaunch.prom",
-     "for node_exporter's textfile collector"},
+    {"dlaunch metrics -o dlaunch.prom", "atomically, as node_exporter's textfile collector reads"},
 };
 constexpr HelpExample kCheckExamples[] = {
     {"dlaunch check --hosts hosts.toml", "could a job launch there? hosts, MASTER_ADDR, matrix"},

@@ -3,7 +3,7 @@
 # options, job names (the directories of the state dir that `dlaunch list`
 # reads, or of --log-dir when given) and hosts files (*.toml).
 
-_dlaunch_commands="run list get logs stop stacks delete top check"
+_dlaunch_commands="run list get logs stop stacks delete top check ui metrics"
 
 # Options of a job start that take a value. (--pass-local-rank and deepspeed's
 # flags give each rank --local_rank=N after its script: not an option here.)
@@ -151,6 +151,8 @@ _dlaunch() {
         opts="--interval --log-dir --json -h --help"
       fi
       ;;
+    ui) opts="--listen --token-file -v --verbose --log-dir -h --help" ;;
+    metrics) opts="-o --output --log-dir -h --help" ;;
     check)
       opts="--hosts --json -v --verbose --timeout --matrix-seconds --matrix-pairs --nccl --nccl-timeout
         --master-addr --ssh-timeout --ssh-parallel --accept-new-host-keys --rdzv-via-ssh -h --help"

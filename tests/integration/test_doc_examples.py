@@ -20,12 +20,14 @@ import os
 import re
 import shlex
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
 import time
 import tomllib
 import unittest
+import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402
@@ -51,6 +53,8 @@ FINAL = {"SUCCEEDED", "FAILED", "STOPPED", "LOST", "HUNG"}
 # and count as working when they exit 0 or are still running after a while.
 INTERACTIVE = {"top", "htop", "watch", "less", "vi", "vim", "nano"}
 INTERACTIVE_SECONDS = 15
+# `dlaunch ui`, a server: run in the background until its page answers.
+SERVER_SECONDS = 30
 # A line of rank output on dlaunch's terminal: its prefix, "[0]" or "[host:0]".
 RANK_LINE = re.compile(r"^\[(?:[^\]:\s]+:)?\d+\] ", re.MULTILINE)
 ANSI_COLOR = re.compile(r"\x1b\[[0-9;]*m")  # a terminal's prefixes are colored
@@ -327,6 +331,8 @@ def classify(ex, commands):
     if command_word(ws, commands) == "run" and "--" in ws and ws.index("--") + 1 < len(ws) \
             and ws[ws.index("--") + 1] in INTERACTIVE:
         return "interactive"
+    if command_word(ws, commands) == "ui":
+        return "server"
     return "local"
 
 
@@ -728,7 +734,41 @@ class DocExamplesTest(unittest.TestCase):
             return name, f"first waited for '{name}' to end (`dlaunch get {name} --json`: {status})"
         return name, ""
 
+    def run_server(self, i, ex):
+        """`dlaunch ui ...` as written, in the background: its page and
+        /metrics at the URL it prints must answer, and SIGINT end it with 0."""
+        ex.how = ("here, as written, in the background: GET / and /metrics at the URL it "
+                  "prints, then SIGINT")
+        run = self.start(ex.text, f"ex{i}")
+        deadline = time.monotonic() + SERVER_SECONDS
+        url = None
+        while url is None and time.monotonic() < deadline and run.proc.poll() is None:
+            with open(run.out) as f:
+                m = re.search(r"(http://\S+/), ", f.read())
+            url = m.group(1) if m else None
+            time.sleep(0.1)
+        if url is None:
+            harness.kill_process_groups([run.proc])
+            self.finish(run, 5)
+            return self.mark_failed(ex, f"printed no URL within {SERVER_SECONDS} s", run)
+        try:
+            for path in ("", "metrics"):
+                with urllib.request.urlopen(url + path, timeout=30) as r:
+                    if r.status != 200:
+                        raise RuntimeError(f"GET {url + path}: {r.status}")
+        except Exception as e:  # noqa: BLE001 -- reported with the example
+            harness.kill_process_groups([run.proc])
+            self.finish(run, 5)
+            return self.mark_failed(ex, f"{type(e).__name__}: {e}", run)
+        os.killpg(run.proc.pid, signal.SIGINT)
+        self.finish(run, 15)
+        if run.rc != 0:
+            return self.mark_failed(ex, f"exit code {run.rc} after SIGINT, expected 0", run)
+        self.mark_ok(ex, "ok: / and /metrics answered 200, and SIGINT ended it with 0", run)
+
     def run_example(self, i, ex):
+        if ex.kind == "server":
+            return self.run_server(i, ex)
         ws = words(ex.text)
         text = ex.text
         how = []

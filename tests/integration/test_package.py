@@ -102,6 +102,8 @@ class PackageTest(unittest.TestCase):
         depends = re.search(r"^ Depends: (.*)$", r.stdout, re.M)
         self.assertIsNotNone(depends, f"no Depends line:\n{r.stdout}")
         self.assertIn("libssh2", depends.group(1))
+        self.assertIn("libcpp-httplib", depends.group(1))  # dlaunch ui
+        self.assertIn("libprometheus-cpp-core", depends.group(1))
         self.assertIn("libc6", depends.group(1))
         version = run([harness.DLAUNCH, "--version"]).stdout.split()[-1]
         self.assertRegex(r.stdout, rf"(?m)^ Version: {re.escape(version)}$")
@@ -113,6 +115,9 @@ class PackageTest(unittest.TestCase):
         paths = {line.split()[-1].lstrip(".") for line in r.stdout.splitlines()}
         for path in ["usr/bin/dlaunch", "usr/bin/dlaunch-agent", MAN_PAGE, BASH_COMPLETION,
                      ZSH_COMPLETION, "usr/lib/systemd/system/dlaunch-node@.service",
+                     "usr/lib/systemd/system/dlaunch-metrics.service",
+                     "usr/lib/systemd/system/dlaunch-metrics.timer",
+                     "usr/share/doc/dlaunch/grafana-dashboard.json",
                      "usr/share/doc/dlaunch/cron.example",
                      "usr/share/doc/dlaunch/sbatch.example",
                      "usr/share/doc/dlaunch/logrotate.example",
