@@ -9,7 +9,6 @@ import json
 import os
 import re
 import shutil
-import struct
 import subprocess
 import sys
 import time
@@ -46,59 +45,10 @@ while not os.path.exists(os.path.join(d, "end")):
 
 
 def tfevents_scalars(path):
-    """(tag, step, value) of an event file, read here independently of dlaunch:
-    TFRecord framing around Event protobufs (step 2, summary 5 > value 1 >
-    tag 1, simple_value 2)."""
-    def fields(data):
-        i = 0
-        while i < len(data):
-            key, i = varint(data, i)
-            number, wire = key >> 3, key & 7
-            if wire == 0:
-                value, i = varint(data, i)
-            elif wire == 1:
-                value, i = data[i:i + 8], i + 8
-            elif wire == 5:
-                value, i = data[i:i + 4], i + 4
-            else:
-                n, i = varint(data, i)
-                value, i = data[i:i + n], i + n
-            yield number, value
-
-    def varint(data, i):
-        shift = value = 0
-        while True:
-            b = data[i]
-            i += 1
-            value |= (b & 0x7F) << shift
-            shift += 7
-            if not b & 0x80:
-                return value, i
-
-    with open(path, "rb") as f:
-        data = f.read()
-    out, i = [], 0
-    while i + 12 <= len(data):
-        (n,) = struct.unpack_from("<Q", data, i)
-        event = data[i + 12:i + 12 + n]
-        i += 12 + n + 4
-        step = 0
-        for number, value in fields(event):
-            if number == 2:
-                step = value
-            if number == 5:
-                for vn, v in fields(value):
-                    if vn != 1:
-                        continue
-                    tag = simple = None
-                    for fn, fv in fields(v):
-                        if fn == 1:
-                            tag = fv.decode()
-                        if fn == 2:
-                            (simple,) = struct.unpack("<f", fv)
-                    if tag is not None and simple is not None:
-                        out.append((tag, step, simple))
-    return out
+    """(tag, step, value) of an event file, read here independently of dlaunch
+    (mnist_helpers checks both CRCs of every record)."""
+    return [(tag, e["step"], value) for e in mh.read_events(path)
+            for tag, value in e.get("scalars", {}).items()]
 
 
 class UiCase(DlaunchTestCase):
