@@ -6,7 +6,7 @@
 # takes every argument:
 #   --runs N     measured runs per peer (default 5), after one warm-up round
 #   --only NAME  one scenario (one-node, ssh-hosts, rendezvous-scale,
-#                log-throughput, mnist, faults, hangs, stacks-pause); repeatable
+#                log-throughput, mnist, faults, hangs, stacks-pause, ui); repeatable
 #   --quick      each scenario once at small sizes; writes to a temp dir
 #   --out FILE   where RESULTS.md goes (default bench/results/RESULTS.md)
 #   --bin DIR    the dlaunch build to measure (default build/bin)

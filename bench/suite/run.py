@@ -29,9 +29,10 @@ import rendezvous_scale  # noqa: E402
 import report  # noqa: E402
 import ssh_hosts  # noqa: E402
 import stacks_pause  # noqa: E402
+import ui  # noqa: E402
 
 SCENARIOS = {m.NAME: m for m in (one_node, ssh_hosts, rendezvous_scale, log_throughput, mnist,
-                                 faults, hangs, stacks_pause)}
+                                 faults, hangs, stacks_pause, ui)}
 
 
 @dataclass

@@ -25,6 +25,7 @@ import os
 import re
 import shutil
 import signal
+import struct
 import subprocess
 import sys
 import tempfile
@@ -429,6 +430,59 @@ echo $? > '{code}'
         # Round 1 outlived n1's task: Slurm did not end the step with it.
         self.assertIn("[n2:0] round 1 done", output)
         self.assertNothingLeft(job)
+
+    def test_fake_srun_does_what_srun_does_where_dlaunch_relies_on_it(self):
+        # One step, the transport's srun line (srun_argv.h), run by the real
+        # srun and by fake_srun.py (test_check_scale's 2,000 "nodes"): each
+        # task finds its own launch spec among others on stdin (--input=all),
+        # its lines come labelled (--label), task 1's failure is said, and it
+        # ends the step: SIGTERM to task 0 (--kill-on-bad-exit=1).
+        specs = os.path.join(self.tmp, "specs.bin")
+        with open(specs, "wb") as f:
+            for name, _ in NODES:
+                f.write(struct.pack(">II", 0x444C5350, len(name)) + name.encode())
+        task = self.write("task.py", r"""
+import os, struct, sys, time
+data, bodies, at = sys.stdin.buffer.read(), [], 0
+while at + 8 <= len(data):
+    n = struct.unpack_from(">II", data, at)[1]
+    bodies.append(data[at + 8:at + 8 + n].decode())
+    at += 8 + n
+me = os.environ["SLURMD_NODENAME"]
+print(f"{me} found its spec: {me in bodies}", flush=True)
+print(f"{me} on stderr", file=sys.stderr, flush=True)
+if os.environ["SLURM_PROCID"] == "1":
+    sys.exit(3)
+time.sleep(60)
+print(f"{me} survived", flush=True)
+""")
+        step = ["--nodes=2", "--ntasks=2", "--ntasks-per-node=1",
+                "--nodelist=" + ",".join(n for n, _ in NODES), "--kill-on-bad-exit=1",
+                "--wait=0", "--input=all", "--label", "--unbuffered", "--mpi=none",
+                "--job-name=fake-vs-real", "/usr/bin/python3", task]
+        real = CLUSTER.client(["sh", "-c", 'exec srun "$@" < "$0" 2>&1', specs, *step],
+                              env=self.env_, check=False, timeout=60)
+        fake_srun = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fake_srun.py")
+        with open(specs, "rb") as f:  # through a pipe, as the transport writes them
+            fake = subprocess.run(["/usr/bin/python3", fake_srun, *step], input=f.read(),
+                                  stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=60)
+        fake.stdout = fake.stdout.decode()
+        for name, r in (("srun", real), ("fake_srun.py", fake)):
+            with self.subTest(name):
+                out = r.stdout
+                print(f"{name} (exit {r.returncode}):\n{out}\nstderr:\n{r.stderr}")
+                self.assertNotEqual(r.returncode, 0)
+                # stderr: labelled when it comes; srun may lose a task's
+                # stderr lines at a step's kill or pass them on after its end.
+                for line in out.splitlines():
+                    if "on stderr" in line:
+                        task, node = re.fullmatch(r"(\d): (n\d) on stderr", line).groups()
+                        self.assertEqual(NODES[int(task)][0], node)
+                for line in ["0: n1 found its spec: True", "1: n2 found its spec: True",
+                             "srun: error: n2: task 1: Exited with exit code 3",
+                             "srun: error: n1: task 0: Terminated"]:  # --kill-on-bad-exit
+                    self.assertIn(line + "\n", out)
+                self.assertNotIn("survived", out)
 
     def test_salloc_from_a_login_node(self):
         # The coordinator outside the allocation (salloc runs its command
