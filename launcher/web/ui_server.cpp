@@ -9,6 +9,7 @@
 #include <fstream>
 #include <map>
 #include <mutex>
+#include <sstream>
 
 #include "common/console.h"
 #include "common/json.h"
@@ -186,6 +187,22 @@ struct UiServer::Impl {
                  }
                  json.end_object().end_object();
                  send_json(res, json.text());
+               });
+    server.Get(R"(/api/jobs/([^/]+)/stacks)",
+               [this](const httplib::Request& req, httplib::Response& res) {
+                 const auto job = find_job(options.log_dir, req.matches[1]);
+                 if (!job) return not_found(res, "no job " + std::string(req.matches[1]));
+                 const auto stacks = last_stacks(job->dir);
+                 // Only a gathering of this job's own: last.txt names a directory.
+                 const std::string own = job->dir + "/stacks/";
+                 if (!stacks || !stacks->dir.starts_with(own) ||
+                     stacks->dir.find("/..") != std::string::npos)
+                   return not_found(res, "job " + job->info.name + " has no stacks gathered");
+                 std::ifstream in(stacks->dir + "/summary.txt", std::ios::binary);
+                 if (!in) return not_found(res, "cannot read " + stacks->dir + "/summary.txt");
+                 std::ostringstream text;
+                 text << in.rdbuf();
+                 res.set_content(text.str(), "text/plain; charset=utf-8");
                });
     server.Get("/api/top", [this](const httplib::Request&, httplib::Response& res) {
       const auto top = gather_top_jobs(options.log_dir, options.top_interval_s);

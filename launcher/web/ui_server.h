@@ -11,6 +11,8 @@
 //                                   many from the end), at most 1 MiB; the
 //                                   next offset in X-Dlaunch-Next-Offset
 //   GET /api/jobs/NAME/scalars      {"tags": {"loss": [[step, value], ...]}}
+//   GET /api/jobs/NAME/stacks       the last gathering's summary.txt: grouped
+//                                   stacks and the verdict (dlaunch stacks)
 //   GET /api/top                    {"state_dir", "top": top job --json}
 //   GET /metrics                    launcher/web/job_metrics.h
 // Nothing answers another method: the page never offers to run anything.

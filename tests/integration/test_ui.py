@@ -123,6 +123,23 @@ class BrowserTest(UiCase):
         self.browser.evaluate("const s = document.getElementById('log-rank'); s.value = '1';"
                               "s.dispatchEvent(new Event('change')); true")
         self.browser.wait_for(f"({log}).includes('first line of rank 1')")
+        # Every rank's stack, gathered by `dlaunch stacks`, grouped on the page.
+        r = self.run_dlaunch(["stacks", job])
+        self.assertEqual(r.returncode, 0, r.stderr)
+        stacks = ("document.getElementById('stacks-text') && "
+                  "document.getElementById('stacks-text').textContent")
+        self.assertIn("ranks 0-1 (2 ranks)", self.browser.wait_for(stacks))
+        # top: the job's host with its ranks.
+        self.browser.open(url + "top")
+        host = 'document.querySelector(\'tr[data-host="localhost"]\')'
+        row = self.browser.wait_for(f"{host} && {host}.innerText")
+        self.assertIn(job, row)
+        self.assertRegex(row, r"\b2\b")
+        # top job: the job's row, sampled here.
+        top_row = f'document.querySelector(\'#top-jobs tr[data-job="{job}"]\')'
+        self.assertIn("RUNNING", self.browser.wait_for(f"{top_row} && {top_row}.innerText"))
+        print("screenshot:", self.browser.screenshot(os.path.join(OUTPUT, "top.png")))
+        self.browser.open(url + "job/" + job)
         self.end_job(job)
         self.browser.wait_for("document.querySelector('#summary .status').textContent"
                               " === 'SUCCEEDED'")

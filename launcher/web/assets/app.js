@@ -142,7 +142,9 @@ function jobSummary(job, now) {
   if (job.stacks) {
     parts.push(el("h2", {}, "hang verdict"),
       el("pre", {class: "cause"}, job.stacks.verdict.join("\n")),
-      el("p", {class: "quiet"}, "every rank's stack: " + job.stacks.dir));
+      el("p", {class: "quiet"}, "every rank's stack: " + job.stacks.dir),
+      el("details", {id: "stacks"}, el("summary", {}, "the stacks, ranks grouped"),
+        el("pre", {class: "log", id: "stacks-text"}, stacksText.get(job.stacks.dir) || "")));
   }
   parts.push(el("h2", {}, "hosts"), table(
     [{name: "host"}, {name: "node", num: 1}, {name: "ranks"}, {name: "gpus", num: 1},
@@ -161,6 +163,19 @@ function jobSummary(job, now) {
         el("td", {class: "num"}, h.round), el("td", {}, h.what)))));
   }
   return el("div", {}, ...parts);
+}
+
+// The grouped stacks of a gathering, by its directory: read once.
+const stacksText = new Map();
+
+async function loadStacks(job) {
+  if (!job.stacks || stacksText.has(job.stacks.dir)) return;
+  const r = await fetch("/api/jobs/" + encodeURIComponent(job.name) + "/stacks",
+    {cache: "no-store"});
+  if (!r.ok) return;
+  stacksText.set(job.stacks.dir, await r.text());
+  const pre = document.getElementById("stacks-text");
+  if (pre) pre.textContent = stacksText.get(job.stacks.dir);
 }
 
 // Follows one rank's log: the last 64 KiB, then every byte as written.
@@ -242,7 +257,10 @@ async function jobPage(main, name) {
     const data = await getJson("/api/jobs/" + encodeURIComponent(name));
     document.getElementById("state-dir").textContent = data.state_dir;
     document.title = name + " - dlaunch";
+    const open = document.getElementById("stacks")?.open;
     replace("summary", jobSummary(data.job, data.now));
+    if (open) document.getElementById("stacks").open = true;
+    await loadStacks(data.job);
     const ranks = Object.keys(data.job.logs).map(Number).sort((a, b) => a - b);
     if (ranks.join(",") !== ranksShown) {
       const keep = rankSelect.value;
@@ -277,9 +295,28 @@ async function jobPage(main, name) {
 async function topPage(main) {
   main.replaceChildren(el("h1", {}, "top job"), el("div", {id: "top-jobs"}),
     el("h2", {}, "ranks on this machine"), el("div", {id: "top-ranks"}),
-    el("p", {class: "quiet"}, "Ranks on other hosts are not sampled from here; " +
-      "GPUs per host: dlaunch top node --hosts FILE."));
+    el("p", {class: "quiet"}, "Ranks on other hosts are not sampled from here."),
+    el("h2", {}, "top node: hosts of the running jobs"), el("div", {id: "top-nodes"}),
+    el("p", {class: "quiet"}, "From the job records. Every GPU of a host, with its use and " +
+      "memory: dlaunch top node --hosts FILE."));
   async function draw() {
+    const jobs = await getJson("/api/jobs");
+    const hosts = new Map();
+    for (const j of jobs.jobs.filter((j) => j.status === "RUNNING" || j.status === "STALLED")) {
+      for (const n of j.nodes.filter((n) => n.state === "running")) {
+        const h = hosts.get(n.host) || {jobs: [], ranks: 0, gpus: 0};
+        h.jobs.push(j.name);
+        h.ranks += n.ranks;
+        h.gpus += n.gpus;
+        hosts.set(n.host, h);
+      }
+    }
+    replace("top-nodes", hosts.size ? table([{name: "host"}, {name: "jobs"},
+      {name: "ranks", num: 1}, {name: "gpus held", num: 1}],
+      [...hosts.entries()].sort().map(([host, h]) => el("tr", {"data-host": host},
+        el("td", {}, host), el("td", {}, h.jobs.join(", ")), el("td", {class: "num"}, h.ranks),
+        el("td", {class: "num"}, h.gpus))))
+      : el("p", {class: "quiet"}, "no running jobs"));
     const data = await getJson("/api/top");
     document.getElementById("state-dir").textContent = data.state_dir;
     const top = data.top;
