@@ -305,7 +305,9 @@ void Agent::answer_stacks(const proto::StacksRequest& request) {
         last == last_line_.end()
             ? -1
             : std::chrono::duration_cast<std::chrono::milliseconds>(now - last->second).count();
-    ranks.push_back({rank, pid, silent, stack_hook_ ? stack_hook_->directory : std::string()});
+    const auto flight = flight_paths_.find(rank);
+    ranks.push_back({rank, pid, silent, stack_hook_ ? stack_hook_->directory : std::string(),
+                     flight != flight_paths_.end() ? flight->second : FlightRecorderPaths{}});
   }
   // Detached: a job stopped meanwhile ends this process. Every rank at once,
   // so that their samples cover the same moment and a slow gdb delays no other.
@@ -658,6 +660,9 @@ SpawnRequest Agent::rank_request(const proto::Assign& assign, int local) {
         error_files_[rank] = file;
       }
     }
+    // The job's name comes with its first assignment.
+    if (flight_dir_.empty()) flight_dir_ = flight_recorder_dir(assign.job);
+    flight_paths_[assign.rank_offset + local] = add_flight_recorder_environment(env, flight_dir_);
     return SpawnRequest{std::move(argv), std::move(env), spec_.workdir};
   }
   ContainerRank rank;

@@ -120,6 +120,8 @@ class Agent {
   std::optional<PythonStackHook> stack_hook_;
   std::unordered_map<int, std::chrono::steady_clock::time_point> last_line_;  // by rank
   std::unordered_map<int, std::string> error_files_;  // TORCHELASTIC_ERROR_FILE by rank
+  std::string flight_dir_;  // flight_recorder_dir(job), once the job's ranks are assigned
+  std::unordered_map<int, FlightRecorderPaths> flight_paths_;  // by rank
   int exit_code_ = 0;
 };
 

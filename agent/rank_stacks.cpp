@@ -21,6 +21,8 @@ namespace {
 using std::chrono::milliseconds;
 
 constexpr milliseconds kSample{300};
+// torch's watchdog looks at its pipe about once a second, then dumps.
+constexpr milliseconds kFlightRecordWait{4000};
 constexpr std::chrono::seconds kToolTimeout{30};
 constexpr milliseconds kDumpWait{3000};
 
@@ -169,6 +171,8 @@ proto::StacksReport take_rank_stack(const RankToInspect& rank, const StackTools&
   r.silent_ms = rank.silent_ms;
   const Sample first = sample(rank.pid);
   if (first.ticks < 0) return r;  // gone: no state
+  // First, so that torch's watchdog dumps while the rest is taken.
+  const auto flight_asked = ask_flight_record(rank.flight, rank.rank);
   const auto started = std::chrono::steady_clock::now();
   std::this_thread::sleep_for(kSample);
   const Sample second = sample(rank.pid);
@@ -210,6 +214,9 @@ proto::StacksReport take_rank_stack(const RankToInspect& rank, const StackTools&
           "gdb is on this host's PATH\n";
     }
   }
+  auto flight = collect_flight_record(rank.flight, rank.rank, flight_asked, kFlightRecordWait);
+  if (!flight.note.empty()) text += "\n" + flight.note + "\n";
+  r.flight_record = std::move(flight.bytes);
   if (text.size() > proto::kMaxStackText) {
     const std::string cut = "\n... (cut at " + std::to_string(proto::kMaxStackText) + " bytes)\n";
     text = text.substr(0, proto::kMaxStackText - cut.size()) + cut;

@@ -9,6 +9,8 @@
 //   with py-spy on the host's PATH, its dump with native frames too;
 // - any other rank: the native stack of every thread, by eu-stack, else gdb,
 //   where the host has one.
+// - torch's NCCL flight recorder dump, asked for through the rank's pipe
+//   (agent/flight_recorder.h), or the one a watchdog timeout wrote;
 // A stopped rank (T) gets no dump: taking one would mean continuing it.
 // Blocking (tools take up to seconds): run off the event loop.
 #pragma once
@@ -18,6 +20,7 @@
 #include <cstdint>
 #include <string>
 
+#include "agent/flight_recorder.h"
 #include "common/result.h"
 #include "protocol/messages.h"
 
@@ -39,6 +42,8 @@ struct RankToInspect {
   std::int64_t silent_ms = -1;
   // Where the job's Python processes dump (python_stack_hook); empty: none.
   std::string python_dumps;
+  // Its NCCL flight recorder's dump and pipe (agent/flight_recorder.h).
+  FlightRecorderPaths flight;
 };
 
 proto::StacksReport take_rank_stack(const RankToInspect& rank, const StackTools& tools);

@@ -296,6 +296,7 @@ void fields(C& c, Like<StacksReport> auto& m) {
   c.i64(m.silent_ms);
   c.str(m.tools, kMaxFactText);
   c.str(m.text, kMaxStackText);
+  c.str(m.flight_record, kMaxFlightRecord);
 }
 
 template <class C>

@@ -55,7 +55,8 @@ inline constexpr std::uint32_t kMagic = 0x444C5256;  // "DLRV"
 //     so that an agent on that machine refuses a destination overlapping it.
 // 14: StacksRequest, StacksReport (`dlaunch stacks`, hung jobs); RankExit
 //     carries the rank's TORCHELASTIC_ERROR_FILE exception.
-inline constexpr std::uint16_t kVersion = 14;
+// 15: StacksReport carries the rank's NCCL flight recorder dump.
+inline constexpr std::uint16_t kVersion = 15;
 inline constexpr std::size_t kNonceSize = 32;
 inline constexpr std::size_t kMaxHostName = 255;
 inline constexpr std::size_t kMaxMachineId = 128;
@@ -455,6 +456,9 @@ struct StacksRequest {
 };
 
 inline constexpr std::size_t kMaxStackText = 256 * 1024;
+// A flight recorder dump larger than this stays on its host (the report says
+// where): a report must fit one frame with its text.
+inline constexpr std::size_t kMaxFlightRecord = 640 * 1024;
 inline constexpr std::size_t kMaxStackRanks = 4096;
 
 struct StacksReport {
@@ -469,6 +473,9 @@ struct StacksReport {
   std::int64_t silent_ms = -1;  // since its last output line; -1: none yet
   std::string tools = {};       // what took the stack: "faulthandler", "gdb", ...
   std::string text = {};        // the dump, at most kMaxStackText
+  // torch's NCCL flight recorder dump of the rank (a pickle), at most
+  // kMaxFlightRecord; empty: none (no NCCL process group, or too large).
+  std::string flight_record = {};
 };
 
 struct Heartbeat {

@@ -278,17 +278,17 @@ def measure_requests(ctx, server, paths, list_peer, rounds, warm):
     return series, listed
 
 
-def judge(series, listed, paths, mem, idle, code):
+def judge(series, listed, paths, mem, idle, code, n, idle_s):
     page, api = series[paths[0]], series[paths[1]]
     slow = [s.label for s in (page, api) if s.median * 1000 >= GOAL_MS]
     said = (f"GET / median {report.ms(page.median)} ms (p95 {report.ms(page.p95)}), GET "
             f"/api/jobs median {report.ms(api.median)} ms (p95 {report.ms(api.p95)}) with "
-            f"{JOBS:,} records (goal < {GOAL_MS:.0f}); `dlaunch list --all --json` "
+            f"{n:,} records (goal < {GOAL_MS:.0f}); `dlaunch list --all --json` "
             f"{report.ms(listed.median)} ms, /api/jobs over it "
             f"{api.median / listed.median:.2f}x; VmHWM {mem['hwm'] / 1024:.1f} MiB, VmRSS "
             f"{mem['rss'] / 1024:.1f} MiB (goal < {GOAL_MIB:.0f}); "
             f"{idle['ticks']} clock ticks and {idle['switches']} context switches in "
-            f"{IDLE:.0f} s idle (goal 0 ticks), {idle['threads']} threads; exit "
+            f"{idle_s:.0f} s idle (goal 0 ticks), {idle['threads']} threads; exit "
             f"{'none' if code is None else code} on SIGINT")
     missed = []
     if slow:
@@ -344,7 +344,7 @@ def run(ctx):
             harness.kill_marker(name)
         shutil.rmtree(work, ignore_errors=True)
 
-    met, verdict = judge(series, listed, paths, mem, idle, code)
+    met, verdict = judge(series, listed, paths, mem, idle, code, n, idle_s)
     if code != 0:
         verdict += f" (the server exited {'not at all' if code is None else code} on SIGINT)"
     tick = os.sysconf("SC_CLK_TCK")
@@ -397,8 +397,8 @@ def run(ctx):
     if ctx.quick:
         result.notes.append(f"--quick: {n} records, {rounds} rounds, no warm-up, "
                             f"{idle_s:.0f} s idle.")
-    result.notes.append(f"`--runs` does not change this scenario: {REQUESTS} measured rounds "
-                        f"after {WARMUP} warm-up rounds, one server. The client, the server and "
+    result.notes.append(f"`--runs` does not change this scenario: {rounds} measured rounds "
+                        f"after {warm} warm-up rounds, one server. The client, the server and "
                         f"`dlaunch list` share this machine's {os.cpu_count()} cores, one at a "
                         f"time.")
     if err:

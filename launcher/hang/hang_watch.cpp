@@ -3,14 +3,18 @@
 #include <dirent.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <csignal>
 #include <ctime>
 #include <fstream>
+#include <memory>
+#include <thread>
 
 #include "common/log.h"
 #include "common/private_file.h"
 #include "common/text.h"
 #include "launcher/config/options.h"
+#include "launcher/hang/flight_analysis.h"
 
 namespace dlaunch {
 namespace {
@@ -58,6 +62,7 @@ HangWatch::HangWatch(asio::io_context& io, Settings settings, Hooks hooks)
       hooks_(std::move(hooks)),
       tick_timer_(io),
       gather_timer_(io),
+      analysis_timer_(io),
       requests_(io) {}
 
 std::string HangWatch::reply_path(const std::string& job_dir, const std::string& id) {
@@ -87,6 +92,7 @@ void HangWatch::stop() {
   stopped_ = true;
   tick_timer_.cancel();
   gather_timer_.cancel();
+  analysis_timer_.cancel();
   asio::error_code ec;
   requests_.cancel(ec);
   if (!s_.job_dir.empty()) ::unlink(ready_path(s_.job_dir).c_str());
@@ -201,16 +207,74 @@ void HangWatch::end_gathering() {
       "stacks of job " + s_.job + ": " + std::to_string(stacks.size()) + " ranks on " +
       std::to_string(hosts.size()) + (hosts.size() == 1 ? " host" : " hosts") +
       ", smallest group first\n" + format_groups(groups) + "\nverdict:\n" + format_verdict(verdict);
-  const std::string dir = write_files(stacks, summary);
+  int flight_dumps = 0;
+  const std::string dir = write_files(stacks, summary, flight_dumps);
   for (const auto& id : replies_owed_) {
     if (!write_private_file(s_.job_dir, std::string(kReplyPrefix) + id, dir + "\n"))
       log::warn("cannot write the reply to `dlaunch stacks` in ", s_.job_dir);
   }
   replies_owed_.clear();
-  if (!verdict_owed_) return;
+  const bool owed = verdict_owed_;
   verdict_owed_ = false;
+  if (flight_dumps > 0 && !dir.empty())
+    return analyze_flight_records(dir, owed ? std::optional(verdict) : std::nullopt);
+  if (owed) deliver_verdict(verdict, dir, {});
+}
+
+struct HangWatch::PendingAnalysis {
+  std::atomic<bool> done{false};
+  FlightAnalysis result;
+};
+
+void HangWatch::analyze_flight_records(const std::string& dir,
+                                       std::optional<StackVerdict> verdict) {
+  auto pending = std::make_shared<PendingAnalysis>();
+  std::thread([pending, dir] {
+    pending->result = dlaunch::analyze_flight_records(dir);
+    pending->done = true;
+  }).detach();
+  poll_analysis(std::move(pending), dir, std::move(verdict));
+}
+
+void HangWatch::poll_analysis(std::shared_ptr<PendingAnalysis> pending, const std::string& dir,
+                              std::optional<StackVerdict> verdict) {
+  analysis_timer_.expires_after(std::chrono::milliseconds(100));
+  analysis_timer_.async_wait([this, pending, dir, verdict](const asio::error_code& ec) {
+    if (ec || stopped_) return;
+    if (!pending->done) return poll_analysis(pending, dir, verdict);
+    const auto& a = pending->result;
+    (void)write_private_file(
+        dir, "flight-recorder-analysis.txt",
+        (a.tool.empty() ? "" : a.tool + "\n\n") + (a.ran ? a.text : a.error + "\n" + a.text));
+    std::vector<std::string> findings;
+    if (a.ran) {
+      findings = flight_findings(a.text);
+      if (findings.empty()) findings.push_back(a.tool + " found nothing wrong");
+    } else {
+      findings.push_back(a.error);
+    }
+    // `dlaunch get` shows them under the verdict of this gathering.
+    if (std::ifstream last(s_.job_dir + "/stacks/last.txt"); last) {
+      std::string named;
+      std::getline(last, named);
+      last.close();
+      if (named == dir) {
+        std::ofstream more(s_.job_dir + "/stacks/last.txt", std::ios::app);
+        for (const auto& line : findings) more << "flight recorder: " << line << "\n";
+      }
+    }
+    if (verdict) return deliver_verdict(*verdict, dir, findings);
+    std::string block = "flight recorder on job " + s_.job + ":";
+    for (const auto& line : findings) block += "\n  " + line;
+    hooks_.note(block);
+  });
+}
+
+void HangWatch::deliver_verdict(const StackVerdict& verdict, const std::string& dir,
+                                const std::vector<std::string>& flight) {
   std::string block = "verdict on job " + s_.job + ":";
   for (const auto& line : split_lines(format_verdict(verdict))) block += "\n  " + line;
+  for (const auto& line : flight) block += "\n  flight recorder: " + line;
   if (!dir.empty())
     block += "\n  every rank's stack: " + dir + " (or: dlaunch stacks " + s_.job + ")";
   hooks_.note(block);
@@ -224,8 +288,8 @@ void HangWatch::end_gathering() {
   }
 }
 
-std::string HangWatch::write_files(const std::vector<RankStack>& stacks,
-                                   const std::string& summary) {
+std::string HangWatch::write_files(const std::vector<RankStack>& stacks, const std::string& summary,
+                                   int& flight_dumps) {
   if (s_.job_dir.empty()) return {};
   std::string dir = s_.job_dir + "/stacks/" + utc_stamp();
   for (int n = 2; ::access(dir.c_str(), F_OK) == 0; ++n)
@@ -238,6 +302,9 @@ std::string HangWatch::write_files(const std::vector<RankStack>& stacks,
     std::string text = rank_header(s);
     if (s.answered) text += "\n" + s.report.text;
     (void)write_private_file(dir, "rank-" + std::to_string(s.rank) + ".txt", text);
+    if (s.answered && !s.report.flight_record.empty() &&
+        write_private_file(dir, kFlightDumpPrefix + std::to_string(s.rank), s.report.flight_record))
+      ++flight_dumps;
   }
   (void)write_private_file(dir, "summary.txt", summary);
   // What `dlaunch get` shows: the latest directory, then its verdict.

@@ -6,13 +6,17 @@
 // - a job whose ranks make no progress (an output line, or with
 //   --progress-pattern a matching one) for the stall time is STALLED: stacks
 //   are gathered once and the verdict printed; progress makes it RUNNING
-//   again. With --hang-timeout it is ended (or restarted) as HUNG instead.
+//   again. With --hang-timeout it is ended (or restarted) as HUNG instead;
+// - ranks' NCCL flight recorder dumps, when they came, are written beside
+//   the stacks and torch's analyzer runs over them; its findings join the
+//   verdict (launcher/hang/flight_analysis.h).
 // What the job does about a hang stays with JobPolicy (the hooks).
 #pragma once
 
 #include <asio.hpp>
 #include <chrono>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <regex>
 #include <set>
@@ -71,13 +75,24 @@ class HangWatch {
   void take_requests();
   void begin(const std::set<int>& wanted, bool for_stall);
   void end_gathering();
-  std::string write_files(const std::vector<RankStack>& stacks, const std::string& summary);
+  // The stacks directory, and how many flight recorder dumps went into it.
+  std::string write_files(const std::vector<RankStack>& stacks, const std::string& summary,
+                          int& flight_dumps);
+  // torch's analyzer over the dumps, on a thread of its own; the verdict owed
+  // (if any) waits for its findings.
+  void analyze_flight_records(const std::string& dir, std::optional<StackVerdict> verdict);
+  struct PendingAnalysis;
+  void poll_analysis(std::shared_ptr<PendingAnalysis> pending, const std::string& dir,
+                     std::optional<StackVerdict> verdict);
+  void deliver_verdict(const StackVerdict& verdict, const std::string& dir,
+                       const std::vector<std::string>& flight);
   void next_signal();
 
   Settings s_;
   Hooks hooks_;
   Timer tick_timer_;
   Timer gather_timer_;
+  Timer analysis_timer_;  // polls the analyzer's thread: nothing is posted from it
   asio::signal_set requests_;
   SteadyClock::time_point last_progress_{};
   bool stalled_ = false;

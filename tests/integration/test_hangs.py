@@ -8,6 +8,7 @@ of its output."""
 
 import json
 import os
+import pickle
 import re
 import subprocess
 import sys
@@ -57,6 +58,59 @@ dist.destroy_process_group()
 """
 
 
+# A stand-in for what torch's NCCL process group does with its flight recorder
+# (torch >= 2.3; the real one needs NCCL and NVIDIA GPUs, which this machine
+# lacks): it makes the FIFO TORCH_NCCL_DEBUG_INFO_PIPE_FILE<rank>.pipe, and its
+# watchdog thread, reading a byte there, writes the recorder as a pickle to
+# TORCH_NCCL_DEBUG_INFO_TEMP_FILE<rank>. Rank 1 has recorded one collective
+# fewer; then every rank waits for ever.
+FR_RANK = r"""
+import os, pickle, threading, time
+rank = int(os.environ["RANK"])
+e = os.environ
+print("recorder", e["TORCH_FR_BUFFER_SIZE"], e["TORCH_NCCL_TRACE_BUFFER_SIZE"],
+      e["TORCH_NCCL_DUMP_ON_TIMEOUT"], flush=True)
+pipe = e["TORCH_NCCL_DEBUG_INFO_PIPE_FILE"] + str(rank) + ".pipe"
+dump = e["TORCH_NCCL_DEBUG_INFO_TEMP_FILE"] + str(rank)
+if os.path.exists(pipe):
+    os.unlink(pipe)
+os.mkfifo(pipe, 0o666)
+fd = os.open(pipe, os.O_RDONLY | os.O_NONBLOCK)
+entries = [{"collective_seq_id": i, "profiling_name": "nccl:all_reduce"}
+           for i in range(1, 6 if rank == 1 else 7)]
+def watchdog():
+    while True:
+        time.sleep(0.2)
+        try:
+            asked = os.read(fd, 64)
+        except BlockingIOError:
+            continue
+        if asked:
+            with open(dump, "wb") as f:
+                pickle.dump({"version": "2.5", "rank": rank, "entries": entries}, f)
+threading.Thread(target=watchdog, daemon=True).start()
+print("step 0", flush=True)
+threading.Event().wait()
+"""
+# A stand-in for torch's analyzer, `torchfrtrace --prefix P DIR`: reads every
+# DIR/P<rank> and names the ranks that recorded fewer collectives.
+FR_ANALYZER = r"""#!/usr/bin/python3
+import os, pickle, sys
+prefix, root = sys.argv[2], sys.argv[3]
+seen = {}
+for name in os.listdir(root):
+    if name.startswith(prefix):
+        with open(os.path.join(root, name), "rb") as f:
+            d = pickle.load(f)
+        seen[d["rank"]] = len(d["entries"])
+last = max(seen.values())
+print(f"Not all ranks joining collective {last} at entry {last - 1}")
+print("group info: 0:default_pg")
+print("collective: nccl:all_reduce")
+print("missing ranks: {" + ", ".join(str(r) for r in sorted(seen) if seen[r] < last) + "}")
+"""
+
+
 def have_torch():
     try:
         return subprocess.run([PY, "-c", "import torch.distributed"], capture_output=True,
@@ -96,6 +150,34 @@ slots = 1
     def read(self, path):
         with open(path) as f:
             return f.read()
+
+    def test_the_flight_recorder_is_asked_for_its_dump_and_analyzed(self):
+        # dlaunch's side of the NCCL flight recorder: the ranks' variables,
+        # a dump asked through each rank's pipe and carried into stacks/, and
+        # the analyzer's finding in the verdict (stand-ins: FR_RANK, FR_ANALYZER).
+        job = self.job_name("hang-fr")
+        rank = self.write("fr_rank.py", FR_RANK)
+        bin_dir = os.path.join(self.tmp, "bin")
+        os.mkdir(bin_dir)
+        with open(os.path.join(bin_dir, "torchfrtrace"), "w") as f:
+            f.write(FR_ANALYZER)
+        os.chmod(os.path.join(bin_dir, "torchfrtrace"), 0o755)
+        env = self.env(PATH=bin_dir + os.pathsep + os.environ["PATH"])
+        r = self.run_dlaunch(["-n", "2", "--name", job, "--hang-timeout", "6s", "--", PY, rank],
+                             env=env, timeout=120)
+        self.assertEqual(r.returncode, 124, r.stderr)
+        self.assertIn("[0] recorder 2000 2000 1", r.stdout)
+        self.assertIn("flight recorder: missing ranks: {1}", r.stderr)
+        stacks = self.stacks_dir(job)
+        for rank_id in (0, 1):
+            with open(os.path.join(stacks, f"nccl_trace_rank_{rank_id}"), "rb") as f:
+                self.assertEqual(pickle.load(f)["rank"], rank_id)
+            self.assertRegex(self.read(os.path.join(stacks, f"rank-{rank_id}.txt")),
+                             r"flight recorder: \d+ bytes from ")
+        self.assertIn("missing ranks: {1}",
+                      self.read(os.path.join(stacks, "flight-recorder-analysis.txt")))
+        got = json.loads(self.run_dlaunch(["get", job, "--json"]).stdout)
+        self.assertIn("flight recorder: missing ranks: {1}", got["stacks"]["verdict"])
 
     def test_a_rank_that_stops_itself_is_named_and_the_job_ends_hung(self):
         job = self.job_name("stopped")

@@ -7,6 +7,7 @@
 #include <filesystem>
 
 using namespace dlaunch;
+using dlaunch::testing::ScratchDir;
 namespace fs = std::filesystem;
 
 TEST_CASE("a space reserve holds real blocks until it is released or goes") {
