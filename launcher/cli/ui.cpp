@@ -1,5 +1,6 @@
 // `dlaunch ui`: the state dir's jobs as a web page and a Prometheus feed
 // (launcher/web/ui_server.h), read-only, on loopback unless a token guards it.
+#include <malloc.h>
 #include <pthread.h>
 #include <signal.h>
 #include <cerrno>
@@ -76,6 +77,13 @@ int ui_command(int argc, const char* const* argv) {
                     "job's command and logs); or reach a loopback one through ssh -L");
     return kExitUsage;
   }
+
+  // A small, steady footprint (issue 54's bound is 20 MiB): two malloc
+  // arenas rather than one per pool thread, and large blocks (a 1 MB job
+  // list) mapped and given back when freed, instead of the dynamic threshold
+  // that keeps them in the heap after the first one.
+  ::mallopt(M_ARENA_MAX, 2);
+  ::mallopt(M_MMAP_THRESHOLD, 256 * 1024);
 
   // SIGINT and SIGTERM end the server from a thread of their own; every
   // other thread (httplib's pool) inherits them blocked.
