@@ -10,8 +10,11 @@ out=build-devdeps/usr
 rm -rf build-devdeps
 mkdir -p "$out/include" "$out/lib/x86_64-linux-gnu/pkgconfig" "$out/lib/x86_64-linux-gnu/cmake"
 cp -r /usr/include/asio /usr/include/asio.hpp /usr/include/toml++ /usr/include/gloo \
-  /usr/include/libssh2*.h "$out/include/"
-cp -a "$lib"/libssh2.so* "$lib"/libtomlplusplus.so* "$out/lib/x86_64-linux-gnu/"
+  /usr/include/libssh2*.h /usr/include/httplib.h /usr/include/prometheus /usr/include/brotli \
+  "$out/include/"
+# dlaunch ui's libraries, with brotli, which cpp-httplib links.
+cp -a "$lib"/libssh2.so* "$lib"/libtomlplusplus.so* "$lib"/libcpp-httplib.so* \
+  "$lib"/libprometheus-cpp-core.so* "$lib"/libbrotli*.so* "$out/lib/x86_64-linux-gnu/"
 cp -r "$lib/cmake/tomlplusplus" "$out/lib/x86_64-linux-gnu/cmake/"
 # A prefix relative to the .pc file, and only what linking needs.
 sed 's|^prefix=/usr|prefix=${pcfiledir}/../../..|; /^URL/d; /Requires.private/d; /Libs.private/d' \

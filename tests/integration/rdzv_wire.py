@@ -4,11 +4,23 @@ by tests that act as hostile or broken peers."""
 import hashlib
 import hmac
 import os
+import re
 import socket
 import struct
 
 MAGIC = 0x444C5256
-VERSION = 14  # protocol/messages.h kVersion
+
+
+def _protocol_version():
+    """kVersion as protocol/messages.h defines it: the version a peer of this
+    release speaks (another one is refused before anything else is read)."""
+    header = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "protocol",
+                          "messages.h")
+    with open(header) as f:
+        return int(re.search(r"kVersion = (\d+);", f.read()).group(1))
+
+
+VERSION = _protocol_version()
 HELLO, CHALLENGE, JOIN, WELCOME, ASSIGN, LOG_LINE, RANK_EXIT = 1, 2, 3, 4, 5, 6, 7
 
 

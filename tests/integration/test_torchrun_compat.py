@@ -152,12 +152,16 @@ class TorchrunCase(harness.DlaunchTestCase):
 # torch's @record on main: a failing rank's exception goes to the file
 # TORCHELASTIC_ERROR_FILE names; the rank also prints what torchrun sets.
 RECORD_SCRIPT = r'''
-import os, sys
+import os, sys, time
 from torch.distributed.elastic.multiprocessing.errors import record
 
 
 def train_step(step):
     if os.environ["RANK"] == "1" and step == 3:
+        # Not before rank 0 has said its line: the failure stops it.
+        marks = os.environ.get("MARK_DIR")
+        while marks and not os.path.exists(os.path.join(marks, "printed-0")):
+            time.sleep(0.05)
         raise RuntimeError(f"boom at step {step}")
 
 
@@ -165,6 +169,8 @@ def train_step(step):
 def main():
     print("env", os.environ["TORCHELASTIC_USE_AGENT_STORE"],
           os.environ["TORCH_NCCL_ASYNC_ERROR_HANDLING"], flush=True)
+    if os.environ.get("MARK_DIR"):
+        open(os.path.join(os.environ["MARK_DIR"], "printed-" + os.environ["RANK"]), "w").close()
     for step in range(5):
         train_step(step)
 
@@ -178,7 +184,7 @@ class TestTorchrunEnvironment(TorchrunCase):
         script = self.write("record.py", RECORD_SCRIPT)
         job = self.job_name("record")
         r = self.run_dlaunch(["--nproc-per-node", "2", "--name", job, script], cwd=self.tmp,
-                             env=self.torch_env())
+                             env=dict(self.torch_env(), MARK_DIR=self.tmp))
         self.assertEqual(r.returncode, 1, r.stderr)
         self.assertEqual(r.stdout.count("env False 1"), 2, r.stdout)
         block = r.stderr[r.stderr.index("the exception of rank 1 (its TORCHELASTIC_ERROR_FILE, "
