@@ -171,8 +171,11 @@ proto::StacksReport take_rank_stack(const RankToInspect& rank, const StackTools&
   r.silent_ms = rank.silent_ms;
   const Sample first = sample(rank.pid);
   if (first.ticks < 0) return r;  // gone: no state
-  // First, so that torch's watchdog dumps while the rest is taken.
-  const auto flight_asked = ask_flight_record(rank.flight, rank.rank);
+  // First, so that torch's watchdog dumps while the rest is taken. Not a
+  // stopped rank: its watchdog cannot answer (a dump a timeout left is still
+  // carried).
+  const auto flight_asked =
+      stopped(first.state) ? FlightRecordAsked{} : ask_flight_record(rank.flight, rank.rank);
   const auto started = std::chrono::steady_clock::now();
   std::this_thread::sleep_for(kSample);
   const Sample second = sample(rank.pid);
