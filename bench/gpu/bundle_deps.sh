@@ -11,7 +11,7 @@ rm -rf build-devdeps
 mkdir -p "$out/include" "$out/lib/x86_64-linux-gnu/pkgconfig" "$out/lib/x86_64-linux-gnu/cmake"
 cp -r /usr/include/asio /usr/include/asio.hpp /usr/include/toml++ /usr/include/gloo \
   /usr/include/libssh2*.h /usr/include/httplib.h /usr/include/prometheus /usr/include/brotli \
-  "$out/include/"
+  /usr/include/zlib.h /usr/include/zconf.h "$out/include/"
 # dlaunch ui's libraries, with brotli, which cpp-httplib links.
 cp -a "$lib"/libssh2.so* "$lib"/libtomlplusplus.so* "$lib"/libcpp-httplib.so* \
   "$lib"/libprometheus-cpp-core.so* "$lib"/libbrotli*.so* "$out/lib/x86_64-linux-gnu/"

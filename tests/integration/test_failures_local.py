@@ -143,13 +143,21 @@ class LocalFailureTest(DlaunchTestCase):
             self.assertEqual(r.returncode, 0, f"attempt {attempt}: {r.stderr}")
 
     def test_restart_on_failure(self):
+        # Rank 1 fails round 0 only once rank 0 has said its line (MARK_DIR):
+        # the failure stops rank 0, which could otherwise go before printing.
         script = ('echo "round $TORCHELASTIC_RESTART_COUNT"; '
-                  'if [ "$TORCHELASTIC_RESTART_COUNT" = 0 ] && [ "$RANK" = 1 ]; then exit 5; fi')
-        r = self.run_dlaunch(["-n", "2", "--", "sh", "-c", script])
+                  'touch "$MARK_DIR/printed-$TORCHELASTIC_RESTART_COUNT-$RANK"; '
+                  'if [ "$TORCHELASTIC_RESTART_COUNT" = 0 ] && [ "$RANK" = 1 ]; then '
+                  'while [ ! -e "$MARK_DIR/printed-0-0" ]; do sleep 0.05; done; exit 5; fi')
+        marks = [os.path.join(self.tmp, f"marks-{i}") for i in (1, 2)]
+        for d in marks:
+            os.mkdir(d)
+        r = self.run_dlaunch(["-n", "2", "--", "sh", "-c", script],
+                             env=self.env(MARK_DIR=marks[0]))
         self.assertEqual(r.returncode, 5, r.stderr)
         job = self.job_name("restart")
         r = self.run_dlaunch(["-n", "2", "--max-restarts", "1", "--name", job, "--", "sh", "-c",
-                              script])
+                              script], env=self.env(MARK_DIR=marks[1]))
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertIn("[0] round 1", r.stdout)
         self.assertIn("[1] round 1", r.stdout)
