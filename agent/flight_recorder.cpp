@@ -40,8 +40,7 @@ struct FileState {
 FileState state_of(const std::string& path) {
   struct stat st {};
   if (::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return {};
-  return {static_cast<std::int64_t>(st.st_mtim.tv_sec) * 1'000'000'000 + st.st_mtim.tv_nsec,
-          static_cast<std::int64_t>(st.st_size)};
+  return {mtime_ns(st), static_cast<std::int64_t>(st.st_size)};
 }
 
 }  // namespace

@@ -2,6 +2,7 @@
 // (local agents, the coordinator as a subreaper).
 #pragma once
 
+#include <sys/stat.h>
 #include <sys/types.h>
 
 #include <cstddef>
@@ -75,6 +76,11 @@ long long process_start_ticks(pid_t pid);
 // first regular, executable file of that name ("/bin:/usr/bin" when PATH is
 // unset; an empty entry is the current directory). "" when there is none.
 std::string find_on_path(std::string_view name);
+
+// A stat's modification time in nanoseconds: a change within a second shows.
+inline long long mtime_ns(const struct stat& st) {
+  return static_cast<long long>(st.st_mtim.tv_sec) * 1'000'000'000 + st.st_mtim.tv_nsec;
+}
 
 // The working directory, or "" when it cannot be told (deleted, too long).
 std::string current_directory();

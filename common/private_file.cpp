@@ -62,11 +62,17 @@ int sync_directory(const std::string& dir) {
 
 Result<void> write_private_file(const std::string& dir, const std::string& name,
                                 const std::string& content) {
+  return write_file_whole(dir, name, content, 0600);
+}
+
+Result<void> write_file_whole(const std::string& dir, const std::string& name,
+                              const std::string& content, mode_t mode) {
   const std::string path = dir + "/" + name;
   // Hidden and unique, in the same directory so that rename() is atomic;
   // mkostemp creates it 0600.
   TempFile tmp(dir + "/." + name + ".XXXXXX");
   if (!tmp.opened()) return failure("create a temporary file for", path, errno);
+  if (mode != 0600 && ::fchmod(tmp.fd(), mode) != 0) return failure("write", path, errno);
   if (!write_all(tmp.fd(), content)) return failure("write", path, errno);
   if (::fsync(tmp.fd()) != 0) return failure("write", path, errno);
   if (tmp.close() != 0) return failure("write", path, errno);

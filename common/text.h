@@ -21,4 +21,7 @@ std::string last_lines(std::string_view text, std::size_t n);
 // 20000 -> "20,000": counts of hosts, pairs and files in messages.
 std::string grouped(std::size_t n);
 
+// `text` with A-Z as a-z (bytes, whatever the locale).
+std::string ascii_lower(std::string_view text);
+
 }  // namespace dlaunch

@@ -7,10 +7,10 @@
 #include <sys/socket.h>
 
 #include <algorithm>
-#include <cctype>
 
 #include "common/address.h"
 #include "common/posix.h"
+#include "common/text.h"
 
 namespace dlaunch {
 namespace {
@@ -53,12 +53,7 @@ std::vector<std::string> interface_addresses() {
 
 bool is_this_host_name(const std::string& host, const std::string& host_name) {
   if (is_loopback_address(host)) return true;
-  auto lower = [](std::string s) {
-    std::ranges::transform(s, s.begin(),
-                           [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-    return s;
-  };
-  const std::string a = lower(host), b = lower(host_name);
+  const std::string a = ascii_lower(host), b = ascii_lower(host_name);
   return !a.empty() && (a == b || a == b.substr(0, b.find('.')));
 }
 

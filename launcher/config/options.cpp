@@ -2,6 +2,7 @@
 
 #include "common/did_you_mean.h"
 #include "common/posix.h"
+#include "common/text.h"
 
 #include "common/version.h"
 #include "launcher/config/container_options.h"
@@ -227,9 +228,7 @@ void add_host_list_options(CLI::App& app, Options& o) {
   app.add_option_function<std::string>(
          "--launcher",
          [&o](std::string name) {
-           std::ranges::transform(name, name.begin(), [](unsigned char c) {
-             return static_cast<char>(std::tolower(c));
-           });
+           name = ascii_lower(name);
            o.launcher = kLaunchers.at(name);
            if (name != "ssh" && name != "slurm" && name != "local") {
              o.deepspeed_launcher = true;

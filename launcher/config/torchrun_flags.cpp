@@ -5,6 +5,7 @@
 #include <cctype>
 #include <cstdlib>
 
+#include "common/text.h"
 #include "launcher/config/flags_without_effect.h"
 #include "launcher/config/options.h"
 
@@ -37,12 +38,6 @@ constexpr FlagWithoutEffect kTorchrunWithoutEffect[] = {
     {"--use-env,--use_env", "--use-env", false,
      "every rank gets LOCAL_RANK in its environment (torch.distributed.launch's flag)"},
 };
-
-std::string lowered(std::string text) {
-  std::ranges::transform(text, text.begin(),
-                         [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return text;
-}
 
 std::optional<int> small_number(const std::string& text, int most) {
   if (text.empty() || text.size() > 9 || text.find_first_not_of("0123456789") != std::string::npos)
@@ -95,7 +90,7 @@ std::string name_from_id(const std::string& id) {
 }
 
 std::optional<bool> truth(const std::string& text) {
-  const auto t = lowered(text);
+  const auto t = ascii_lower(text);
   if (t == "1" || t == "true" || t == "yes" || t == "y") return true;
   if (t == "0" || t == "false" || t == "no" || t == "n") return false;
   return std::nullopt;
@@ -205,7 +200,7 @@ Result<void> apply_torchrun_flags(const TorchrunFlags& f, Options& o) {
     o.standalone = true;
   }
   if (!f.rdzv_backend.empty()) {
-    const auto backend = lowered(f.rdzv_backend);
+    const auto backend = ascii_lower(f.rdzv_backend);
     if (backend.starts_with("etcd")) {
       return fail("--rdzv-backend " + f.rdzv_backend +
                   ": dlaunch runs its own rendezvous on node 0 and needs no etcd server; give node "

@@ -18,8 +18,7 @@ constexpr std::string_view kFindingMarks[] = {
     "group info",    "expected ranks", "collective state"};
 
 bool is_finding(std::string_view line) {
-  std::string lower(line);
-  for (auto& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  const std::string lower = ascii_lower(line);
   for (const auto mark : kFindingMarks)
     if (lower.find(mark) != std::string::npos) return true;
   return false;

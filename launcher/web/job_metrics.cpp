@@ -5,9 +5,9 @@
 #include <sys/stat.h>
 
 #include <algorithm>
-#include <cctype>
 #include <map>
 
+#include "common/text.h"
 #include "launcher/cli/job_view.h"
 
 namespace dlaunch {
@@ -23,13 +23,6 @@ constexpr JobStatus kEveryStatus[] = {
     JobStatus::pending, JobStatus::running,   JobStatus::restarting,
     JobStatus::stalled, JobStatus::succeeded, JobStatus::failed,
     JobStatus::stopped, JobStatus::hung,      JobStatus::lost};
-
-std::string lower(std::string_view text) {
-  std::string out(text);
-  std::transform(out.begin(), out.end(), out.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return out;
-}
 
 bool shown(const Job& job, long long now) {
   if (is_active(job.status) || job.status == JobStatus::stalled) return true;
@@ -78,7 +71,7 @@ std::string format_job_metrics(const std::vector<Job>& jobs, long long now,
   std::map<JobStatus, int> counts;
   for (const auto& job : jobs) ++counts[job.status];
   for (const auto status : kEveryStatus)
-    by_status.add({{"status", lower(job_status_name(status))}}, counts[status]);
+    by_status.add({{"status", ascii_lower(job_status_name(status))}}, counts[status]);
 
   Family status("dlaunch_job_status", "A job's status: 1 for the status it has.");
   Family ranks("dlaunch_job_ranks", "Ranks of the job (its world size).");
@@ -98,7 +91,8 @@ std::string format_job_metrics(const std::vector<Job>& jobs, long long now,
   for (const auto& job : jobs) {
     if (!shown(job, now)) continue;
     const std::vector<ClientMetric::Label> of_job{{"job_name", job.info.name}};
-    status.add({{"job_name", job.info.name}, {"status", lower(job_status_name(job.status))}}, 1);
+    status.add({{"job_name", job.info.name}, {"status", ascii_lower(job_status_name(job.status))}},
+               1);
     ranks.add(of_job, job_ranks(job));
     hosts.add(of_job, job.info.nnodes);
     restarts.add(of_job, job_restarts(job));

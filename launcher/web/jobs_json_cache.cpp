@@ -8,17 +8,10 @@
 #include <vector>
 
 #include "common/json.h"
+#include "common/posix.h"
 #include "launcher/cli/job_view.h"
 
 namespace dlaunch {
-namespace {
-
-long long mtime_ns(const struct stat& st) {
-  return static_cast<long long>(st.st_mtim.tv_sec) * 1'000'000'000 + st.st_mtim.tv_nsec;
-}
-
-}  // namespace
-
 JobsJsonCache::Key JobsJsonCache::key_of(const std::string& dir) {
   Key key;
   struct stat st {};

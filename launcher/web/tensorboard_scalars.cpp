@@ -10,6 +10,15 @@
 namespace dlaunch {
 namespace {
 
+// The first `size` bytes of `bytes` as a little-endian number (protobuf's
+// fixed32/fixed64, TFRecord's length); `bytes` holds at least that many.
+std::uint64_t little_endian(std::string_view bytes, std::size_t size) {
+  std::uint64_t value = 0;
+  for (std::size_t i = 0; i < size; ++i)
+    value |= static_cast<std::uint64_t>(static_cast<unsigned char>(bytes[i])) << (8 * i);
+  return value;
+}
+
 // A protobuf message's fields, read in order; a malformed one ends the read.
 class ProtoReader {
  public:
@@ -64,11 +73,8 @@ class ProtoReader {
   }
   std::optional<Field> fixed(Field f, std::size_t size) {
     if (rest_.size() < size) return std::nullopt;
-    std::uint64_t bits = 0;
-    for (std::size_t i = 0; i < size; ++i)
-      bits |= static_cast<std::uint64_t>(static_cast<unsigned char>(rest_[i])) << (8 * i);
+    f.varint = little_endian(rest_, size);
     rest_.remove_prefix(size);
-    f.varint = bits;
     return f;
   }
 
@@ -94,18 +100,10 @@ std::optional<double> tensor_scalar(std::string_view bytes) {
   while (auto f = r.next()) {
     if (f->number == 5 && f->wire == 5) return as_float(f->varint);
     if (f->number == 6 && f->wire == 1) return as_double(f->varint);
-    if (f->number == 5 && f->wire == 2 && f->bytes.size() >= 4) {
-      std::uint64_t bits = 0;
-      for (int i = 0; i < 4; ++i)
-        bits |= static_cast<std::uint64_t>(static_cast<unsigned char>(f->bytes[i])) << (8 * i);
-      return as_float(bits);
-    }
-    if (f->number == 6 && f->wire == 2 && f->bytes.size() >= 8) {
-      std::uint64_t bits = 0;
-      for (int i = 0; i < 8; ++i)
-        bits |= static_cast<std::uint64_t>(static_cast<unsigned char>(f->bytes[i])) << (8 * i);
-      return as_double(bits);
-    }
+    if (f->number == 5 && f->wire == 2 && f->bytes.size() >= 4)
+      return as_float(little_endian(f->bytes, 4));
+    if (f->number == 6 && f->wire == 2 && f->bytes.size() >= 8)
+      return as_double(little_endian(f->bytes, 8));
   }
   return std::nullopt;
 }
@@ -147,9 +145,7 @@ std::vector<ScalarPoint> parse_event_scalars(std::string_view file_bytes) {
   std::vector<ScalarPoint> out;
   // Each record: u64 length, u32 CRC of it, the data, u32 CRC of the data.
   while (file_bytes.size() >= 16) {
-    std::uint64_t length = 0;
-    for (int i = 0; i < 8; ++i)
-      length |= static_cast<std::uint64_t>(static_cast<unsigned char>(file_bytes[i])) << (8 * i);
+    const std::uint64_t length = little_endian(file_bytes, 8);
     if (length > file_bytes.size() - 16) break;  // cut short: still being written
     read_event(file_bytes.substr(12, length), out);
     file_bytes.remove_prefix(12 + length + 4);

@@ -93,6 +93,13 @@ struct UiServer::Impl {
     return json.text();
   }
 
+  // The job the route's first group names; else nothing, answered 404.
+  std::optional<Job> job_named(const httplib::Request& req, httplib::Response& res) const {
+    auto job = find_job(options.log_dir, req.matches[1]);
+    if (!job) not_found(res, "no job " + std::string(req.matches[1]));
+    return job;
+  }
+
   bool authorized(const httplib::Request& req, httplib::Response& res) {
     const auto query_token = req.has_param("token") ? req.get_param_value("token") : "";
     const auto access =
@@ -158,8 +165,8 @@ struct UiServer::Impl {
                          ",\"jobs\":" + jobs_json.jobs_array(options.log_dir, now) + "}");
     });
     server.Get(R"(/api/jobs/([^/]+))", [this](const httplib::Request& req, httplib::Response& res) {
-      const auto job = find_job(options.log_dir, req.matches[1]);
-      if (!job) return not_found(res, "no job " + std::string(req.matches[1]));
+      const auto job = job_named(req, res);
+      if (!job) return;
       const long long now = std::time(nullptr);
       JsonWriter json;
       write_job_json(json, *job, now);
@@ -170,8 +177,8 @@ struct UiServer::Impl {
                [this](const httplib::Request& req, httplib::Response& res) { log(req, res); });
     server.Get(R"(/api/jobs/([^/]+)/scalars)",
                [this](const httplib::Request& req, httplib::Response& res) {
-                 const auto job = find_job(options.log_dir, req.matches[1]);
-                 if (!job) return not_found(res, "no job " + std::string(req.matches[1]));
+                 const auto job = job_named(req, res);
+                 if (!job) return;
                  std::map<std::string, std::vector<const ScalarPoint*>> tags;
                  const auto points = read_event_scalars(tensorboard_logdir(*job), kMaxScalarPoints);
                  for (const auto& p : points) tags[p.tag].push_back(&p);
@@ -188,8 +195,8 @@ struct UiServer::Impl {
                });
     server.Get(R"(/api/jobs/([^/]+)/stacks)", [this](const httplib::Request& req,
                                                      httplib::Response& res) {
-      const auto job = find_job(options.log_dir, req.matches[1]);
-      if (!job) return not_found(res, "no job " + std::string(req.matches[1]));
+      const auto job = job_named(req, res);
+      if (!job) return;
       const auto stacks = last_stacks(job->dir);
       // Only a gathering of this job's own: last.txt names a directory.
       const std::string own = job->dir + "/stacks/";
@@ -214,8 +221,8 @@ struct UiServer::Impl {
   }
 
   void log(const httplib::Request& req, httplib::Response& res) {
-    const auto job = find_job(options.log_dir, req.matches[1]);
-    if (!job) return not_found(res, "no job " + std::string(req.matches[1]));
+    const auto job = job_named(req, res);
+    if (!job) return;
     const auto rank = number_param(req, "rank");
     if (!rank) return not_found(res, "log: give ?rank=R");
     const auto rounds = rank_log_rounds(job->dir);
