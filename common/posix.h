@@ -6,6 +6,7 @@
 #include <sys/types.h>
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -78,8 +79,8 @@ long long process_start_ticks(pid_t pid);
 std::string find_on_path(std::string_view name);
 
 // A stat's modification time in nanoseconds: a change within a second shows.
-inline long long mtime_ns(const struct stat& st) {
-  return static_cast<long long>(st.st_mtim.tv_sec) * 1'000'000'000 + st.st_mtim.tv_nsec;
+inline std::int64_t mtime_ns(const struct stat& st) {
+  return static_cast<std::int64_t>(st.st_mtim.tv_sec) * 1'000'000'000 + st.st_mtim.tv_nsec;
 }
 
 // The working directory, or "" when it cannot be told (deleted, too long).

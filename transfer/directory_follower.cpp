@@ -8,16 +8,10 @@
 #include <algorithm>
 #include <cerrno>
 
+#include "common/posix.h"
 #include "transfer/file_mirror.h"
 
 namespace dlaunch {
-namespace {
-
-std::int64_t mtime_ns(const struct stat& st) {
-  return static_cast<std::int64_t>(st.st_mtim.tv_sec) * 1'000'000'000 + st.st_mtim.tv_nsec;
-}
-
-}  // namespace
 
 DirectoryFollower::DirectoryFollower(std::string root, Options options)
     : root_(std::move(root)), options_(options) {

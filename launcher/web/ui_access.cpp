@@ -4,21 +4,18 @@
 
 #include <charconv>
 
+#include "common/text.h"
+
 namespace dlaunch {
 namespace {
 
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
-  return s;
-}
-
-std::optional<std::string_view> cookie_value(std::string_view header, std::string_view name) {
+std::optional<std::string> cookie_value(std::string_view header, std::string_view name) {
   while (!header.empty()) {
     const auto end = header.find(';');
-    const auto pair = trim(header.substr(0, end));
+    const std::string pair = trim(header.substr(0, end));
     const auto eq = pair.find('=');
-    if (eq != std::string_view::npos && pair.substr(0, eq) == name) return pair.substr(eq + 1);
+    if (eq != std::string::npos && std::string_view(pair).substr(0, eq) == name)
+      return pair.substr(eq + 1);
     if (end == std::string_view::npos) break;
     header.remove_prefix(end + 1);
   }
