@@ -662,7 +662,8 @@ SpawnRequest Agent::rank_request(const proto::Assign& assign, int local) {
     }
     // The job's name comes with its first assignment.
     if (flight_dir_.empty()) flight_dir_ = flight_recorder_dir(assign.job);
-    flight_paths_[assign.rank_offset + local] = add_flight_recorder_environment(env, flight_dir_);
+    if (!flight_dir_.empty())
+      flight_paths_[assign.rank_offset + local] = add_flight_recorder_environment(env, flight_dir_);
     return SpawnRequest{std::move(argv), std::move(env), spec_.workdir};
   }
   ContainerRank rank;

@@ -46,14 +46,12 @@ FileState state_of(const std::string& path) {
 }  // namespace
 
 std::string flight_recorder_dir(const std::string& job) {
-  const char* tmp = std::getenv("TMPDIR");
-  std::string dir =
-      std::string(tmp && *tmp ? tmp : "/tmp") + "/dlaunch-" + std::to_string(::getuid());
+  std::string dir = user_temp_directory();
+  if (dir.empty()) return dir;
   for (const std::string& part : {std::string("flight-recorder"), job}) {
-    ::mkdir(dir.c_str(), 0700);
     dir += "/" + part;
+    ::mkdir(dir.c_str(), 0700);
   }
-  ::mkdir(dir.c_str(), 0700);
   return dir;
 }
 

@@ -23,7 +23,8 @@
 
 namespace dlaunch {
 
-// ${TMPDIR:-/tmp}/dlaunch-<uid>/flight-recorder/<job>, made 0700.
+// <user_temp_directory()>/flight-recorder/<job>, made 0700; empty where this
+// user has no private scratch directory (then the ranks get no recorder files).
 std::string flight_recorder_dir(const std::string& job);
 
 // Where the rank's dump and pipe are, as its environment says (empty: none).

@@ -35,15 +35,19 @@ bool engine_has(const ContainerHost& host, const std::string& image) {
 }
 
 // podman or docker: load the archive unless the image it loaded as is still
-// there. One agent at a time: two agents of one machine (a host listed twice,
-// two jobs) that both found the image gone would load it together, and the
-// engine may untag it between one load and the other, under ranks starting.
+// there. One agent of this user and machine at a time: two agents that both
+// found the image gone (a host listed twice, two jobs) would load it together,
+// and the engine may untag it between one load and the other, under ranks
+// starting. The lock is the machine's, not the cache's: agents with another
+// HOME or XDG_CACHE_HOME have their own caches but share the user's engine.
 Result<std::string> load_archive(const ContainerHost& host, const std::string& path,
                                  const std::string& wanted) {
   const std::string engine(container_engine_name(host.engine));
   const std::string marker = path + "." + engine;
   const auto slash = marker.rfind('/');
-  auto turn = FileLock::take(marker + ".lock", 0600);
+  const std::string scratch = user_temp_directory();
+  auto turn = FileLock::take(
+      (scratch.empty() ? marker : scratch + "/image-load-" + engine) + ".lock", 0600);
   if (!turn) return fail(turn.error());
   std::string loaded = read_marker(marker);
   const std::string check = wanted.empty() ? loaded : wanted;

@@ -307,6 +307,16 @@ std::string find_home_directory() {
   return home_from_passwd(::getuid());
 }
 
+std::string user_temp_directory() {
+  const char* tmp = std::getenv("TMPDIR");
+  const std::string dir =
+      std::string(tmp && *tmp == '/' ? tmp : "/tmp") + "/dlaunch-" + std::to_string(::getuid());
+  ::mkdir(dir.c_str(), 0700);
+  struct stat st {};
+  if (::lstat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != ::getuid()) return {};
+  return dir;
+}
+
 std::string dlaunch_cache_directory() {
   if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg && *xdg == '/')
     return std::string(xdg) + "/dlaunch";

@@ -108,6 +108,12 @@ std::string find_home_directory();
 // dlaunch's cache on this machine: $XDG_CACHE_HOME/dlaunch when that is an
 // absolute path, else <home>/.cache/dlaunch; empty without a home directory.
 std::string dlaunch_cache_directory();
+// This user's scratch directory on this machine, ${TMPDIR:-/tmp}/dlaunch-<uid>,
+// made 0700 when missing: every agent of this user on this machine finds the
+// same one, whatever its HOME or cache (two "hosts" of one machine, two jobs).
+// Empty when it cannot be made or is not a directory this user owns (another
+// user's, made first to catch what we would put there).
+std::string user_temp_directory();
 
 // "SIGTERM" for 15; the number as text when unknown.
 std::string signal_name(int signal);
