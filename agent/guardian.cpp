@@ -17,8 +17,10 @@ namespace dlaunch {
 namespace {
 
 volatile sig_atomic_t g_worker = 0;
+volatile sig_atomic_t g_forwarded = 0;
 
 void forward_signal(int signal) {
+  g_forwarded = signal;
   if (g_worker > 0) ::kill(static_cast<pid_t>(g_worker), signal);
 }
 
@@ -104,6 +106,10 @@ int run_guarded(const std::function<int(int pulse_fd)>& work,
   g_worker = 0;
   end_descendants();
   return code;
+}
+
+int guardian_forwarded_signal() {
+  return g_forwarded;
 }
 
 std::chrono::milliseconds worker_silence_limit(int heartbeat_timeout_s) {

@@ -27,6 +27,10 @@ namespace dlaunch {
 int run_guarded(const std::function<int(int pulse_fd)>& work,
                 std::chrono::milliseconds silence_limit);
 
+// The signal (SIGINT, SIGTERM) the guardian last passed on to its worker in
+// this process; 0 when none came: the run was stopped, not failed.
+int guardian_forwarded_signal();
+
 // How long the guardian lets a pulsing worker be silent, for a job whose
 // heartbeat timeout is `heartbeat_timeout_s`: a little longer, so that the
 // coordinator, which has the better message, declares the node dead first.

@@ -56,11 +56,15 @@ void print_job(const Job& job) {
     status += " (its coordinator, pid " + std::to_string(i.coordinator_pid) +
               ", is gone without ending the record)";
   c.out("status:     " + status + "\n");
+  if (!i.node_of_job.empty())
+    c.out("node:       " + i.node_name + " of manual-mode job " + i.node_of_job +
+          " (its node 0 at " + i.node0 + " keeps the job's record and rank logs)\n");
   const int ranks = job_ranks(job);
-  const std::string rank_text = ranks == 0 && is_active(job.status)
-                                    ? "ranks given once every node has joined"
-                                : ranks == 1 ? "1 rank"
-                                             : std::to_string(ranks) + " ranks";
+  const std::string rank_text =
+      ranks == 0 && !i.node_of_job.empty()  ? "this node's ranks as node 0 assigns them"
+      : ranks == 0 && is_active(job.status) ? "ranks given once every node has joined"
+      : ranks == 1                          ? "1 rank"
+                                            : std::to_string(ranks) + " ranks";
   c.out(formatted("mode:       %s, %d node%s, %s\n", i.mode.c_str(), i.nnodes,
                   i.nnodes == 1 ? "" : "s", rank_text.c_str()));
   c.out("command:    " + command_text(i.command) + "\n");
@@ -102,7 +106,8 @@ void print_job(const Job& job) {
   }
   std::error_code ec;
   if (std::filesystem::exists(job.dir + "/coordinator.log", ec))
-    c.out("  coordinator.log (the detached coordinator's messages)\n");
+    c.out(i.node_of_job.empty() ? "  coordinator.log (the detached coordinator's messages)\n"
+                                : "  coordinator.log (the detached node's messages)\n");
   if (!i.git_commit.empty()) c.out("code:       " + i.git_url + " at " + i.git_commit + "\n");
   if (!i.tensorboard_dir.empty()) {
     c.out("tensorboard: events of " + i.tensorboard_dir + " on rank 0's host; view them with\n");

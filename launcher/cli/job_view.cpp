@@ -149,6 +149,15 @@ void write_job_json(JsonWriter& json, const Job& job, long long now) {
   json.key("checkpoint_dir").value(i.checkpoint_dir);
   json.key("git_url").value(i.git_url);
   json.key("git_commit").value(i.git_commit);
+  // A manual-mode node's own record: the job it is a node of (else null).
+  json.key("node_of_job");
+  if (i.node_of_job.empty()) {
+    json.null();
+  } else {
+    json.value(i.node_of_job);
+  }
+  json.key("node_name").value(i.node_name);
+  json.key("node0").value(i.node0);
   json.key("checkpoint_copy");
   if (i.checkpoint_dir.empty()) {
     json.null();

@@ -16,8 +16,6 @@
 #include <optional>
 #include <variant>
 
-#include "agent/agent.h"
-#include "agent/guardian.h"
 #include "common/console.h"
 #include "common/exit_codes.h"
 #include "common/host_color.h"
@@ -26,8 +24,10 @@
 #include "common/socket.h"
 #include "common/this_machine.h"
 #include "launcher/cli/detach.h"
+#include "launcher/cli/job_claim_report.h"
 #include "launcher/cli/load_hosts.h"
 #include "launcher/cli/log_backend.h"
+#include "launcher/cli/worker_node.h"
 #include "launcher/config/git_source.h"
 #include "launcher/config/host_source.h"
 #include "launcher/config/options.h"
@@ -36,7 +36,6 @@
 #include "launcher/fleet/descriptor_budget.h"
 #include "launcher/job/coordinator.h"
 #include "launcher/output/log_sink.h"
-#include "launcher/plan/launch_spec_builder.h"
 #include "launcher/plan/plan.h"
 #include "launcher/record/job_claim.h"
 #include "launcher/record/job_name.h"
@@ -45,7 +44,6 @@
 #include "launcher/sync/git_local_changes.h"
 #include "launcher/sync/image_file.h"
 #include "launcher/sync/sync_manifest.h"
-#include "launcher/transport/agent_address.h"
 #include "launcher/transport/agent_binary.h"
 #include "launcher/transport/agent_transports.h"
 #include "protocol/auth.h"
@@ -94,24 +92,6 @@ Result<std::string, int> manual_secret(const Options& o, std::optional<std::stri
   return secret.secret;
 }
 
-// "node3", or this machine's name while the rendezvous has not yet given it a rank.
-std::string node_word(const Options& o) {
-  return o.node_rank >= 0 ? "node" + std::to_string(o.node_rank)
-                          : "node-" + this_host_name_or_localhost();
-}
-
-int run_manual_worker(const Plan& plan, const Options& o, std::string secret) {
-  LaunchContext context;
-  context.secret = std::move(secret);
-  context.rdzv_host = address_for_agents(plan.rdzv_connect);
-  context.rdzv_port = static_cast<std::uint16_t>(plan.rdzv_port);
-  context.local_workdir = current_directory();
-  LaunchSpec spec = make_launch_spec(plan, plan.nodes.front(), o, context);
-  const auto silence_limit = worker_silence_limit(spec.heartbeat_timeout_s);
-  return run_guarded([&spec](int pulse_fd) { return run_agent(std::move(spec), -1, pulse_fd); },
-                     silence_limit);
-}
-
 // Whether two descriptors are the same terminal device: only then can a bar
 // drawn on one be redrawn around lines written to the other.
 bool same_terminal(int a, int b) {
@@ -122,92 +102,6 @@ bool same_terminal(int a, int b) {
 
 bool job_named_by_user(const Options& o) {
   return !o.name.empty();
-}
-
-struct Claim {
-  std::string name;
-  std::string dir;
-  JobInfo record;
-};
-
-// The command as the hosts run it: a Python program's interpreter is each
-// host's own (--python, the hosts file's `python`, ...): one, or each of them.
-std::vector<std::string> recorded_command(const Plan& plan, const Options& o) {
-  std::vector<std::string> command = plan.command;
-  if (!o.python_program || command.empty() || plan.nodes.empty()) return command;
-  std::vector<std::string> pythons;
-  for (const auto& node : plan.nodes) {
-    const std::string path = python_for(o, node.host).path;
-    if (std::find(pythons.begin(), pythons.end(), path) == pythons.end()) pythons.push_back(path);
-  }
-  std::string joined = pythons.front();
-  for (std::size_t i = 1; i < pythons.size(); ++i) joined += "|" + pythons[i];
-  command.front() = pythons.size() == 1 ? joined : "{" + joined + "}";
-  return command;
-}
-
-// Takes the job's name in the state dir and writes its PENDING record; else
-// says why not, and fails with the exit code: the name belongs to an active
-// job, or the dir is unusable.
-Result<Claim, int> claim(const Plan& plan, const Options& o, bool exact) {
-  JobInfo info;
-  info.mode = o.mode == Mode::standalone           ? "standalone"
-              : o.host_source == HostSource::slurm ? "slurm"
-              : o.mode == Mode::hosts              ? "hosts"
-                                                   : "manual";
-  info.nnodes = plan.nnodes;
-  info.command = recorded_command(plan, o);
-  info.coordinator_pid = ::getpid();
-  info.coordinator_start_ticks = process_start_ticks(::getpid());
-  info.coordinator_host = this_host_name();
-  info.coordinator_boot = this_boot_id();
-  const auto now = std::chrono::system_clock::now().time_since_epoch();
-  info.started_ms = std::chrono::duration_cast<std::chrono::milliseconds>(now).count();
-  info.started = info.started_ms / 1000;
-  info.status = JobStatus::pending;
-  // Where the ranks run: --workdir as given (on each host), else this
-  // directory, which the agents take when the host has it.
-  info.workdir = o.workdir.empty() ? current_directory() : o.workdir;
-  info.tensorboard_dir = o.tensorboard_dir;
-  info.git_url = o.git_url;
-  info.git_commit = o.git_commit;
-  info.checkpoint_dir = o.checkpoint_dir;
-  info.detached = o.detach;
-  for (const auto& n : plan.nodes) info.hosts.push_back(n.host.name);
-  auto claimed = claim_job(o.log_dir, plan.job, exact, info);
-  if (!claimed) {
-    if (const auto& taken = claimed.error().taken) {
-      const std::string on = taken->elsewhere_host.empty() ? "" : " on " + taken->elsewhere_host;
-      console().error("job '" + taken->name + "' is " +
-                      std::string(job_status_name(taken->status)) + " (coordinator pid " +
-                      std::to_string(taken->coordinator_pid) + on +
-                      "): a job's name is taken until it ends; stop it with `dlaunch stop " +
-                      taken->name + "`" + on + " or choose another --name");
-      return fail(kExitUsage);
-    }
-    console().error(claimed.error().error + " (set --log-dir or DLAUNCH_STATE_DIR)");
-    return fail(kExitFailure);
-  }
-  if (!claimed->archived_as.empty())
-    log::info("the previous job ", plan.job, " is now ", claimed->archived_as);
-  if (!claimed->write_error.empty()) {
-    // A detached job is reached only through its record: without it `list`
-    // would not show it, `stop` could not find it, and its name would be
-    // free for a duplicate. Nothing is started.
-    if (o.detach) {
-      console().error(claimed->write_error + ": a detached job without its record could not be " +
-                      "listed or stopped, so none was started (free space in " + o.log_dir +
-                      ", or set --log-dir or DLAUNCH_STATE_DIR)");
-      std::error_code ec;
-      std::filesystem::remove_all(claimed->dir, ec);
-      return fail(kExitFailure);
-    }
-    // In the foreground the job goes on without its record; `list` and `get`
-    // will not know it.
-    log::warn(claimed->write_error);
-  }
-  info.name = claimed->name;
-  return Claim{claimed->name, claimed->dir, info};
 }
 
 }  // namespace
@@ -536,18 +430,9 @@ int run_command(int argc, const char* const* argv) {
   if (o.detach) {
     if (auto parent_code = detacher.fork_coordinator()) return *parent_code;
   }
-  if (!plan.coordinator) {
-    if (auto made = make_private_dirs(o.log_dir); !made) {
-      console().error(made.error() + " (set --log-dir or DLAUNCH_STATE_DIR)");
-      detacher.failed(kExitFailure);
-      return kExitFailure;
-    }
-    const std::string log = o.log_dir + "/" + plan.job + "." + node_word(o) + ".log";
-    detacher.started(node_word(o) + " of " + plan.job + ": " + log, log);
-    return run_manual_worker(plan, o, std::move(secret));
-  }
+  if (!plan.coordinator) return run_worker_node(plan, o, std::move(secret), detacher);
 
-  auto claimed = claim(plan, o, job_named_by_user(o));
+  auto claimed = claim_or_report(o, plan.job, job_named_by_user(o), new_job_info(plan, o));
   if (!claimed) {
     detacher.failed(claimed.error());
     return claimed.error();

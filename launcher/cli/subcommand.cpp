@@ -1,5 +1,6 @@
 #include "launcher/cli/subcommand.h"
 
+#include <filesystem>
 #include <vector>
 
 #include "common/console.h"
@@ -30,18 +31,42 @@ void add_log_dir_option(CLI::App& app, std::string& log_dir) {
   app.add_option("--log-dir", log_dir, "state dir holding the job records")->capture_default_str();
 }
 
+namespace {
+
+// The records of this machine's manual-mode nodes of job `name` (not node 0:
+// it holds the job's own name), for a user who named the job on one of them.
+std::string nodes_of_job_here(const std::string& log_dir, const std::string& name) {
+  std::string found;
+  for (const auto& job : load_jobs(log_dir)) {
+    if (job.info.node_of_job != name || job.elsewhere) continue;
+    found += (found.empty() ? "" : ", ") + job.info.name;
+  }
+  return found;
+}
+
+}  // namespace
+
 std::optional<Job> find_job_or_report(const std::string& log_dir, const std::string& name) {
   auto job = find_job(log_dir, name);
-  if (!job) console().error("no job named '" + name + "' in " + log_dir + " (see dlaunch list)");
+  if (job) return job;
+  std::string text = "no job named '" + name + "' in " + log_dir;
+  const std::string nodes = nodes_of_job_here(log_dir, name);
+  text += nodes.empty() ? " (see dlaunch list)"
+                        : "; this machine has its manual-mode node " + nodes +
+                              " (node 0 holds the job's name)";
+  console().error(text);
   return job;
 }
 
 bool coordinator_reachable_or_report(const Job& job, const std::string& what) {
   if (!job.elsewhere) return true;
   const auto& i = job.info;
+  const std::string nodes =
+      nodes_of_job_here(std::filesystem::path(job.dir).parent_path().string(), i.name);
   console().error("job " + i.name + "'s coordinator (pid " + std::to_string(i.coordinator_pid) +
                   ") runs on " + i.coordinator_host + ", which shares this state dir: " + what +
-                  " it there (ssh " + i.coordinator_host + " dlaunch " + what + " " + i.name + ")");
+                  " it there (ssh " + i.coordinator_host + " dlaunch " + what + " " + i.name + ")" +
+                  (nodes.empty() ? "" : "; this machine's node of it is " + nodes));
   return false;
 }
 

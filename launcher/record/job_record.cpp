@@ -158,6 +158,11 @@ Result<void> write_job_record(const std::string& job_dir, const JobInfo& info,
   if (!info.checkpoint_dir.empty()) t.insert("checkpoint_dir", info.checkpoint_dir);
   if (!info.git_url.empty()) t.insert("git_url", info.git_url);
   if (!info.git_commit.empty()) t.insert("git_commit", info.git_commit);
+  if (!info.node_of_job.empty()) {
+    t.insert("node_of_job", info.node_of_job);
+    t.insert("node_name", info.node_name);
+    t.insert("node0", info.node0);
+  }
   if (!info.history.empty()) {
     toml::array history;
     for (const auto& h : info.history)
@@ -205,6 +210,9 @@ std::optional<JobInfo> read_job_info(const std::string& job_dir) {
   info.checkpoint_dir = (*t)["checkpoint_dir"].value_or(std::string());
   info.git_url = (*t)["git_url"].value_or(std::string());
   info.git_commit = (*t)["git_commit"].value_or(std::string());
+  info.node_of_job = (*t)["node_of_job"].value_or(std::string());
+  info.node_name = (*t)["node_name"].value_or(std::string());
+  info.node0 = (*t)["node0"].value_or(std::string());
   if (const auto* history = (*t)["history"].as_array()) {
     for (const auto& item : *history) {
       const auto* h = item.as_table();

@@ -93,6 +93,13 @@ struct JobInfo {
   std::string git_commit = {};       // and the one commit every host ran
   bool detached = false;
   std::vector<HistoryEntry> history = {};  // oldest first
+  // A manual-mode node other than 0 keeps a record of its own
+  // (launcher/cli/worker_node.h): the job it is a node of, which node it is
+  // ("node1", or "node-<host>" when the rendezvous gives the rank), and node
+  // 0's rendezvous address. Empty in node 0's record and every other job's.
+  std::string node_of_job = {};
+  std::string node_name = {};  // a key of its own: [[node]] is the node list
+  std::string node0 = {};
 };
 
 struct JobResult {

@@ -149,6 +149,54 @@ class CoreLauncherTest(DlaunchTestCase):
         self.assertIn(f"job {job} was stopped: interrupted by SIGINT", err1)
         self.assertNotIn("failed", err1)
 
+    def test_manual_mode_nodes_keep_a_record_each_in_shared_and_own_state_dirs(self):
+        # Nodes 0 and 1 share a state dir (a home on NFS), node 2 has its
+        # own: each node's record is reachable where it runs, none takes
+        # another's name, and `stop` of a node's record stops that node.
+        rdzv = free_port()
+        secret = self.write("secret", "s3cr3t-shared\n", 0o600)
+        job = self.job_name("node-records")
+        own_state = os.path.join(self.tmp, "node2-state")
+        line = ["--nnodes", "3", "--master-addr", "127.0.0.1", "--rdzv-port", str(rdzv),
+                "--name", job, "--secret-file", secret, "--", "sh", "-c",
+                'echo "up $RANK"; exec sleep 300']
+        node0 = self.start_dlaunch(["--node-rank", "0"] + line)
+        node1 = self.run_dlaunch(["-d", "--node-rank", "1"] + line)
+        self.assertEqual(node1.returncode, 0, node1.stderr)
+        self.assertEqual(node1.stdout.strip(), f"{job}.node1")
+        node2 = self.start_dlaunch(["--node-rank", "2"] + line,
+                                   env=self.env(DLAUNCH_STATE_DIR=own_state))
+        self.assertTrue(harness.wait_for(lambda: len(harness.processes_with_marker(job)) >= 3, 60))
+
+        def listed(state):
+            r = self.run_dlaunch(["list", "--json"], env=self.env(DLAUNCH_STATE_DIR=state))
+            self.assertEqual(r.returncode, 0, r.stderr)
+            return {j["name"]: j for j in json.loads(r.stdout)}
+
+        shared = listed(self.state)
+        self.assertEqual(shared[job]["status"], "RUNNING")
+        self.assertIsNone(shared[job]["node_of_job"])
+        self.assertEqual(shared[f"{job}.node1"]["status"], "RUNNING")
+        self.assertEqual(shared[f"{job}.node1"]["node_of_job"], job)
+        self.assertEqual(shared[f"{job}.node1"]["node0"], f"127.0.0.1:{rdzv}")
+        self.assertNotIn(f"{job}.node2", shared)
+        self.assertEqual(set(listed(own_state)), {f"{job}.node2"})
+        # On node 2's machine the job's name leads to the node's record.
+        r = self.run_dlaunch(["stop", job], env=self.env(DLAUNCH_STATE_DIR=own_state))
+        self.assertEqual(r.returncode, 1)
+        self.assertIn(f"this machine has its manual-mode node {job}.node2", r.stderr)
+
+        r = self.run_dlaunch(["stop", f"{job}.node1"])
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn(f"job {job}.node1 stopped", r.stdout)
+        _, err0 = node0.communicate(timeout=60)
+        self.assertNotEqual(node0.returncode, 0, err0)
+        node2.communicate(timeout=60)
+        self.assertEqual(listed(self.state)[f"{job}.node1"]["status"], "STOPPED")
+        self.assertNotIn(listed(own_state)[f"{job}.node2"]["status"],
+                         ("PENDING", "RUNNING", "RESTARTING", "LOST"))
+        self.assertNothingLeft(job)
+
     def test_manual_mode_min_max_takes_a_late_node_as_a_spare(self):
         # torchrun's way: the same --nnodes 2:3 on each node. Node 0 starts
         # with the two that joined by --join-timeout; node 2 comes later and

@@ -142,6 +142,30 @@ TEST_CASE("job records: a rewrite replaces the record") {
   CHECK(files_in(dir.path()) == std::vector<std::string>{"job.toml"});
 }
 
+TEST_CASE("job records: a manual-mode node's own record keeps its job, name and node list") {
+  ScratchDir dir;
+  JobInfo info;
+  info.name = "j1.node1";
+  info.mode = "manual";
+  info.node_of_job = "j1";
+  info.node_name = "node1";
+  info.node0 = "10.0.1.2:29400";
+  info.nodes = {NodeRecord{"gpu7", 1, -1, 8, 4242, "running", 0}};
+  REQUIRE(write_job_record(dir.path(), info).ok());
+  const auto back = read_job_info(dir.path());
+  REQUIRE(back);
+  CHECK(back->node_of_job == "j1");
+  CHECK(back->node_name == "node1");
+  CHECK(back->node0 == "10.0.1.2:29400");
+  CHECK(back->nodes == info.nodes);
+  // Node 0's record and every other job's carry none of it.
+  JobInfo plain;
+  plain.name = "j1";
+  REQUIRE(write_job_record(dir.path(), plain).ok());
+  CHECK(read_job_info(dir.path())->node_of_job.empty());
+  CHECK(read_file(dir.path() + "/job.toml").find("node_of_job") == std::string::npos);
+}
+
 TEST_CASE("job records: statuses by name, and what is active") {
   for (auto s : {JobStatus::pending, JobStatus::running, JobStatus::restarting,
                  JobStatus::succeeded, JobStatus::failed, JobStatus::stopped, JobStatus::lost}) {
