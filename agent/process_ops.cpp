@@ -19,6 +19,10 @@ void SystemProcessOps::signal_pids(const std::vector<pid_t>& pids, int signal) {
   signal_all(pids, signal);
 }
 
+bool SystemProcessOps::group_stopped(pid_t pgid) {
+  return process_group_stopped(pgid);
+}
+
 std::vector<pid_t> SystemProcessOps::descendants() {
   return descendants_of(::getpid());
 }

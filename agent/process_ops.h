@@ -28,6 +28,8 @@ class ProcessOps {
   virtual Result<SpawnedProcess> spawn(const SpawnRequest& request) = 0;
   virtual void signal_group(pid_t pgid, int signal) = 0;
   virtual void signal_pids(const std::vector<pid_t>& pids, int signal) = 0;
+  // Whether a process of the group is stopped (SIGSTOP, Ctrl-Z).
+  virtual bool group_stopped(pid_t pgid) = 0;
   // Every live descendant of this process, ranks included.
   virtual std::vector<pid_t> descendants() = 0;
   // One child that has exited, reaped without waiting; nullopt when none.
@@ -39,6 +41,7 @@ class SystemProcessOps final : public ProcessOps {
   Result<SpawnedProcess> spawn(const SpawnRequest& request) override;
   void signal_group(pid_t pgid, int signal) override;
   void signal_pids(const std::vector<pid_t>& pids, int signal) override;
+  bool group_stopped(pid_t pgid) override;
   std::vector<pid_t> descendants() override;
   std::optional<ChildExit> reap_one() override;
 };

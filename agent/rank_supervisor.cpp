@@ -264,10 +264,14 @@ bool RankSupervisor::ranks_running() const {
 void RankSupervisor::stop(std::chrono::milliseconds grace) {
   for (const auto& r : ranks_) {
     if (r->exited) continue;
-    ops_.signal_group(r->pid, SIGTERM);
     // A stopped rank (SIGSTOP, a debugger let go) would hold the SIGTERM
-    // pending for the whole grace; Slurm's scancel sends SIGCONT too.
-    ops_.signal_group(r->pid, SIGCONT);
+    // pending for the whole grace: it gets SIGCONT first, as Slurm's scancel
+    // sends. Only a stopped one: a container's `podman run` passes every
+    // signal on to its container, each from a thread of its own, and a
+    // SIGCONT passed after the SIGTERM found the container gone and had runc
+    // print `container not running` into the rank's output.
+    if (ops_.group_stopped(r->pid)) ops_.signal_group(r->pid, SIGCONT);
+    ops_.signal_group(r->pid, SIGTERM);
   }
   kill_after(grace);
 }
@@ -302,8 +306,8 @@ void RankSupervisor::sweep_step(int step) {
     return;
   }
   if (!left.empty()) {
-    ops_.signal_pids(left, step < timings_.sweep_term_steps ? SIGTERM : SIGKILL);
     if (step == 0) ops_.signal_pids(left, SIGCONT);  // stopped processes cannot act on SIGTERM
+    ops_.signal_pids(left, step < timings_.sweep_term_steps ? SIGTERM : SIGKILL);
   }
   sweep_timer_.expires_after(timings_.sweep_step);
   sweep_timer_.async_wait([this, step](const asio::error_code& ec) {

@@ -85,6 +85,17 @@ std::vector<pid_t> process_ids() {
   return pids;
 }
 
+bool process_group_stopped(pid_t pgid) {
+  for (const pid_t pid : process_ids()) {
+    const auto fields = proc_stat(pid);
+    // [2] the state, [4] the process group.
+    if (fields.size() > 4 && (fields[2] == "T" || fields[2] == "t") &&
+        fields[4] == std::to_string(pgid))
+      return true;
+  }
+  return false;
+}
+
 namespace {
 
 // The parent of `pid` while it runs; nullopt once it is gone or has ended.

@@ -40,6 +40,10 @@ std::vector<pid_t> process_ids();
 // process's parent link).
 std::vector<pid_t> descendants_of(pid_t root);
 
+// Whether a process of group `pgid` is stopped (state T or t: SIGSTOP,
+// Ctrl-Z, a tracer), from /proc.
+bool process_group_stopped(pid_t pgid);
+
 // Sends `signal` to a process group and to each of the given processes,
 // ignoring ones that are already gone.
 void signal_group(pid_t pgid, int signal);

@@ -27,6 +27,15 @@ DUMP_ENV = ("import json, os, sys; keys = sys.argv[2].split(','); "
             ".write(json.dumps(d)); print('rank', os.environ['RANK'], 'ok')")
 
 
+def process_state(pid):
+    """R, S, T, ... from /proc/PID/stat; None once it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return None
+
+
 class CoreLauncherTest(DlaunchTestCase):
     def dump_cmd(self, out_dir):
         os.makedirs(out_dir, exist_ok=True)
@@ -196,6 +205,38 @@ class CoreLauncherTest(DlaunchTestCase):
         self.assertNotIn(listed(own_state)[f"{job}.node2"]["status"],
                          ("PENDING", "RUNNING", "RESTARTING", "LOST"))
         self.assertNothingLeft(job)
+
+    def test_a_stopped_rank_is_continued_and_ends_on_sigterm_not_after_the_grace(self):
+        # A rank frozen with SIGSTOP (Ctrl-Z, a debugger let go) holds a
+        # SIGTERM pending; without a SIGCONT it would only be killed once
+        # --grace has passed, and its TERM handler (a checkpoint's save)
+        # would never run.
+        job = self.job_name("sigstop")
+        p = self.start_dlaunch(["-n", "2", "--name", job, "--grace", "300", "--", "sh", "-c",
+                                'trap "echo term-handled-$RANK; exit 7" TERM; echo "up $RANK"; '
+                                'while :; do sleep 0.2; done'])
+        self.assertTrue(harness.wait_for(lambda: len(self.shells(job)) == 2, 60))
+        frozen = self.shells(job)[0]
+        os.kill(frozen, signal.SIGSTOP)
+        self.assertTrue(harness.wait_for(lambda: process_state(frozen) == "T", 10))
+        p.send_signal(signal.SIGINT)
+        out, err = p.communicate(timeout=120)
+        self.assertEqual(p.returncode, 130, err)
+        self.assertEqual(sorted(l.split("] ", 1)[1] for l in out.splitlines() if "term-" in l),
+                         ["term-handled-0", "term-handled-1"], out + err)
+        self.assertNothingLeft(job)
+
+    def shells(self, job):
+        """The job's rank shells: each leads its rank's process group (their
+        `sleep` children are in it too)."""
+        leaders = []
+        for pid in harness.processes_with_marker(job):
+            try:
+                if os.getpgid(pid) == pid:
+                    leaders.append(pid)
+            except OSError:
+                pass
+        return sorted(leaders)
 
     def test_manual_mode_min_max_takes_a_late_node_as_a_spare(self):
         # torchrun's way: the same --nnodes 2:3 on each node. Node 0 starts

@@ -38,6 +38,8 @@ class FakeProcessOps final : public ProcessOps {
     bool is_rank = false;
     bool ignores_term = false;
     bool unkillable = false;
+    bool stopped = false;    // SIGSTOP: signals but SIGCONT and SIGKILL wait
+    int pending_signal = 0;  // what a stopped process will act on once continued
     int out_w = -1;
     int err_w = -1;
     SpawnRequest request;
@@ -79,6 +81,11 @@ class FakeProcessOps final : public ProcessOps {
       pid_signals.emplace_back(pid, signal);
       deliver(pid, signal);
     }
+  }
+
+  bool group_stopped(pid_t pgid) override {
+    auto it = processes_.find(pgid);
+    return it != processes_.end() && it->second.alive && it->second.stopped;
   }
 
   std::vector<pid_t> descendants() override {
@@ -150,6 +157,13 @@ class FakeProcessOps final : public ProcessOps {
     auto it = processes_.find(pid);
     if (it == processes_.end() || !it->second.alive) return;
     Process& p = it->second;
+    if (signal == SIGCONT) {
+      p.stopped = false;
+      signal = std::exchange(p.pending_signal, 0);
+    } else if (p.stopped && signal != SIGKILL) {
+      p.pending_signal = signal;
+      return;
+    }
     const bool dies = (signal == SIGTERM && !p.ignores_term && !p.unkillable) ||
                       (signal == SIGKILL && !p.unkillable);
     if (dies) exit(pid, signalled_status(signal));

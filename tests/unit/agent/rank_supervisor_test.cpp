@@ -192,12 +192,26 @@ TEST_CASE("stop sends SIGTERM to each running rank's group; ranks that obey end 
   f.ops.exit(f.ops.spawned[0], exited_status(0));
   REQUIRE(f.run_until([&] { return f.exits.size() == 1; }));
   f.supervisor.stop(1000ms);
-  // SIGCONT after it, as Slurm sends: a SIGSTOPped rank would otherwise hold
-  // the SIGTERM pending for the whole grace and then be killed.
+  // SIGTERM alone: a container's `podman run` passes every signal on, and a
+  // SIGCONT it passed after the SIGTERM met a container already gone.
   CHECK(f.ops.group_signals ==
-        std::vector<std::pair<pid_t, int>>{{f.ops.spawned[1], SIGTERM},
-                                           {f.ops.spawned[1], SIGCONT}});  // not the exited one
+        std::vector<std::pair<pid_t, int>>{{f.ops.spawned[1], SIGTERM}});  // not the exited one
   REQUIRE(f.run_until([&] { return f.ranks_ended == 1; }));
+  CHECK(f.exits[1].signal == SIGTERM);
+  CHECK(f.ops.count_signals(f.ops.group_signals, SIGKILL) == 0);
+}
+
+TEST_CASE("stop continues a stopped rank first, so that it ends on SIGTERM within the grace") {
+  Fixture f;
+  f.start(2);
+  f.ops.process(f.ops.spawned[1]).stopped = true;  // SIGSTOP, Ctrl-Z
+  f.supervisor.stop(1000ms);
+  // As Slurm's scancel: SIGCONT, else the SIGTERM waits the whole grace.
+  CHECK(f.ops.group_signals == std::vector<std::pair<pid_t, int>>{{f.ops.spawned[0], SIGTERM},
+                                                                  {f.ops.spawned[1], SIGCONT},
+                                                                  {f.ops.spawned[1], SIGTERM}});
+  REQUIRE(f.run_until([&] { return f.ranks_ended == 1; }));
+  CHECK(f.exits[0].signal == SIGTERM);
   CHECK(f.exits[1].signal == SIGTERM);
   CHECK(f.ops.count_signals(f.ops.group_signals, SIGKILL) == 0);
 }
@@ -272,7 +286,7 @@ TEST_CASE("the sweep wakes and terminates leftovers") {
   f.supervisor.sweep();
   // SIGCONT too: a stopped process could not act on the SIGTERM.
   CHECK(f.ops.pid_signals ==
-        std::vector<std::pair<pid_t, int>>{{daemon, SIGTERM}, {daemon, SIGCONT}});
+        std::vector<std::pair<pid_t, int>>{{daemon, SIGCONT}, {daemon, SIGTERM}});
   const auto step = Fixture::timings().sweep_step;
   CHECK(f.advance_until([&] { return f.swept_left_alive.has_value(); }, step) == 1);
   CHECK(*f.swept_left_alive == 0);
@@ -283,7 +297,7 @@ TEST_CASE("the sweep kills leftovers that ignore SIGTERM") {
   const pid_t stubborn = f.ops.add_leftover(/*ignores_term=*/true);
   f.supervisor.sweep();
   CHECK(f.ops.pid_signals ==
-        std::vector<std::pair<pid_t, int>>{{stubborn, SIGTERM}, {stubborn, SIGCONT}});
+        std::vector<std::pair<pid_t, int>>{{stubborn, SIGCONT}, {stubborn, SIGTERM}});
   const auto t = Fixture::timings();
   // SIGTERM at each of sweep_term_steps steps, then SIGKILL, then one step to see it gone.
   CHECK(f.advance_until([&] { return f.swept_left_alive.has_value(); }, t.sweep_step) ==
