@@ -177,17 +177,18 @@ namespace {
 // The options, with their notes said and the log set up; fails with the exit
 // code after printing --help, --version or a usage error.
 Result<Options, int> parse_run_options(int argc, const char* const* argv) {
-  ParseResult parsed = parse_options(argc, argv, command_help());
-  if (!parsed.options) {
-    if (parsed.exit_code == 0) {
-      console().out(parsed.message + "\n");
+  ParsedOptions parsed = parse_options(argc, argv, command_help());
+  if (!parsed) {
+    const ParseStop& stop = parsed.error();
+    if (stop.exit_code == 0) {
+      console().out(stop.message + "\n");
     } else {
-      console().error(parsed.message);
+      console().error(stop.message);
       console().line("Run with --help for more information.");
     }
-    return fail(parsed.exit_code);
+    return fail(stop.exit_code);
   }
-  Options o = std::move(*parsed.options);
+  Options o = std::move(*parsed);
   setup_logging(o.verbose);
   for (const auto& note : o.notes) console().note(note);
   return o;

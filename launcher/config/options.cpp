@@ -761,8 +761,8 @@ Result<void> check_flags_for_mode(Options& o) {
 
 // parse_options without naming the PET_* variables it read in an error;
 // `env_said` gets them.
-ParseResult parse_command_line(int argc, const char* const* argv,
-                               std::span<const CommandHelp> commands, std::string& env_said) {
+ParsedOptions parse_command_line(int argc, const char* const* argv,
+                                 std::span<const CommandHelp> commands, std::string& env_said) {
   Options o;
   CLI::App app{"dlaunch: start distributed PyTorch/LibTorch training on plain hosts", "dlaunch"};
   app.set_version_flag("--version", std::string("dlaunch ") + kVersion);
@@ -802,42 +802,43 @@ ParseResult parse_command_line(int argc, const char* const* argv,
   try {
     app.parse(reversed);
   } catch (const CLI::CallForHelp&) {
-    return {std::nullopt, 0, app.help()};
+    return fail(ParseStop{0, app.help()});
   } catch (const CLI::CallForVersion&) {
-    return {std::nullopt, 0, std::string("dlaunch ") + kVersion};
+    return fail(ParseStop{0, std::string("dlaunch ") + kVersion});
   } catch (const CLI::ParseError& e) {
-    return {std::nullopt, 2, e.what()};
+    return fail(ParseStop{2, e.what()});
   }
   std::vector<std::string> rest = app.remaining();
   if (!rest.empty() && rest.front() == "--") {
     o.command.assign(rest.begin() + 1, rest.end());
   } else if (!rest.empty() && rest.front().starts_with('-')) {
-    return {std::nullopt, 2, unknown_option(app, rest)};
+    return fail(ParseStop{2, unknown_option(app, rest)});
   } else {
     o.command = std::move(rest);
   }
   o.forward_env_defaults = !t.no_forward_env;
   o.rdzv_port_given = t.rdzv_port->count() > 0;
 
-  auto usage_error = [](std::string message) {
-    return ParseResult{std::nullopt, 2, std::move(message)};
-  };
+  auto usage_error = [](std::string message) { return fail(ParseStop{2, std::move(message)}); };
   if (auto applied = apply_option_texts(t, torchrun, deepspeed, o); !applied)
     return usage_error(applied.error());
   if (auto chosen = choose_mode(t, o); !chosen) return usage_error(chosen.error());
   if (auto checked = check_flags_for_mode(o); !checked) return usage_error(checked.error());
-  return {o, 0, {}};
+  return o;
 }
 
 }  // namespace
 
-ParseResult parse_options(int argc, const char* const* argv,
-                          std::span<const CommandHelp> commands) {
+ParsedOptions parse_options(int argc, const char* const* argv,
+                            std::span<const CommandHelp> commands) {
   std::string env_said;
-  ParseResult result = parse_command_line(argc, argv, commands, env_said);
+  ParsedOptions result = parse_command_line(argc, argv, commands, env_said);
   // A flag the user never typed: say where it came from.
-  if (!result.options && result.exit_code == 2 && !env_said.empty())
-    result.message += " (flags read from the environment: " + env_said + ")";
+  if (!result && result.error().exit_code == 2 && !env_said.empty()) {
+    ParseStop stop = result.error();
+    stop.message += " (flags read from the environment: " + env_said + ")";
+    return fail(std::move(stop));
+  }
   return result;
 }
 

@@ -172,11 +172,13 @@ constexpr int kNprocAuto = -2;
 // A manual-mode node's rank before the rendezvous gives it one.
 constexpr int kRankByRendezvous = -1;
 
-struct ParseResult {
-  std::optional<Options> options;
-  int exit_code = 0;    // when options is empty: 0 for --help/--version, 2 for usage errors
-  std::string message;  // help text or the error
+// Why the command line gave no options to run with: --help or --version
+// (exit code 0, the text to print), or a usage error (2, the message).
+struct ParseStop {
+  int exit_code = 0;
+  std::string message;
 };
+using ParsedOptions = Result<Options, ParseStop>;
 
 // One example line of --help: a command line and what it does.
 struct HelpExample {
@@ -194,8 +196,8 @@ struct CommandHelp {
 
 // argv[0] is not looked at: it is "dlaunch", or "run" for `dlaunch run ...`.
 // --help lists `commands` with their examples.
-ParseResult parse_options(int argc, const char* const* argv,
-                          std::span<const CommandHelp> commands = {});
+ParsedOptions parse_options(int argc, const char* const* argv,
+                            std::span<const CommandHelp> commands = {});
 
 // --hosts, --hostfile, -H/--host-list, --include, --exclude and --launcher,
 // the same for `run` and `check`.

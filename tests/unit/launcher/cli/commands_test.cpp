@@ -56,9 +56,9 @@ TEST_CASE("dlaunch run ... is the launch that dlaunch ... is") {
   REQUIRE(first.command == find_command("run"));
   REQUIRE(first.first_arg == 1);
   auto parsed = parse_options(7 - first.first_arg, argv + first.first_arg);
-  REQUIRE(parsed.options);
-  CHECK(parsed.options->nproc_per_node == 1);
-  CHECK(parsed.options->command == std::vector<std::string>{"/bin/echo", "hi"});
+  REQUIRE(parsed.ok());
+  CHECK(parsed->nproc_per_node == 1);
+  CHECK(parsed->command == std::vector<std::string>{"/bin/echo", "hi"});
 }
 
 TEST_CASE("options, --, paths and programs on PATH start a launch as before") {
@@ -86,8 +86,8 @@ TEST_CASE("a program named like a command runs after --") {
   auto first = resolve_first_word(4, argv, nothing_on_path);
   REQUIRE(first.command == find_command("run"));
   auto parsed = parse_options(4 - first.first_arg, argv + first.first_arg);
-  REQUIRE(parsed.options);
-  CHECK(parsed.options->command == std::vector<std::string>{"list", "--all"});
+  REQUIRE(parsed.ok());
+  CHECK(parsed->command == std::vector<std::string>{"list", "--all"});
 }
 
 TEST_CASE("an unknown word is a usage error with a suggestion or the list of commands") {
@@ -114,9 +114,9 @@ TEST_CASE("--help lists every command, its examples, and every launch option") {
   const char* argv[] = {"dlaunch", "--help"};
   const auto help_rows = command_help();
   auto parsed = parse_options(2, argv, help_rows);
-  REQUIRE_FALSE(parsed.options);
-  CHECK(parsed.exit_code == 0);
-  const std::string& help = parsed.message;
+  REQUIRE_FALSE(parsed.ok());
+  CHECK(parsed.error().exit_code == 0);
+  const std::string& help = parsed.error().message;
   for (const auto& c : commands()) {
     CHECK_MESSAGE(help.find("\n  " + std::string(c.help.name) + " ") != std::string::npos,
                   c.help.name);

@@ -11,7 +11,7 @@
 using namespace dlaunch;
 
 namespace {
-ParseResult parse(std::vector<const char*> args) {
+ParsedOptions parse(std::vector<const char*> args) {
   args.insert(args.begin(), "dlaunch");
   return parse_options(static_cast<int>(args.size()), args.data());
 }
@@ -19,34 +19,34 @@ ParseResult parse(std::vector<const char*> args) {
 
 TEST_CASE("everything after -- is the program, untouched") {
   auto r = parse({"--nproc-per-node", "4", "--", "prog", "--nproc-per-node", "--", "x y"});
-  REQUIRE(r.options);
-  CHECK(r.options->mode == Mode::standalone);
-  CHECK(r.options->nproc_per_node == 4);
-  CHECK(r.options->command == std::vector<std::string>{"prog", "--nproc-per-node", "--", "x y"});
+  REQUIRE(r.ok());
+  CHECK(r->mode == Mode::standalone);
+  CHECK(r->nproc_per_node == 4);
+  CHECK(r->command == std::vector<std::string>{"prog", "--nproc-per-node", "--", "x y"});
 }
 
 TEST_CASE("the program may follow the options without --") {
   auto r = parse({"-n", "2", "prog", "--epochs", "3"});
-  REQUIRE(r.options);
-  CHECK(r.options->command == std::vector<std::string>{"prog", "--epochs", "3"});
+  REQUIRE(r.ok());
+  CHECK(r->command == std::vector<std::string>{"prog", "--epochs", "3"});
 }
 
 TEST_CASE("manual mode flags and the --rank alias") {
   auto r = parse({"--nnodes", "3", "--rank", "2", "--master-addr", "10.0.0.1", "--rdzv-port",
                   "29411", "--", "p"});
-  REQUIRE(r.options);
-  CHECK(r.options->mode == Mode::manual);
-  CHECK(r.options->node_rank == 2);
-  CHECK(r.options->rdzv_port == 29411);
-  CHECK(r.options->master_addr == "10.0.0.1");
+  REQUIRE(r.ok());
+  CHECK(r->mode == Mode::manual);
+  CHECK(r->node_rank == 2);
+  CHECK(r->rdzv_port == 29411);
+  CHECK(r->master_addr == "10.0.0.1");
 }
 
 TEST_CASE("usage errors exit 2 with a message") {
   auto check_error = [](std::vector<const char*> args, const std::string& needle) {
     auto r = parse(std::move(args));
-    CHECK_FALSE(r.options.has_value());
-    CHECK(r.exit_code == 2);
-    CHECK_MESSAGE(r.message.find(needle) != std::string::npos, r.message);
+    CHECK_FALSE(r.ok());
+    CHECK(r.error().exit_code == 2);
+    CHECK_MESSAGE(r.error().message.find(needle) != std::string::npos, r.error().message);
   };
   check_error({"--nproc-per-node", "4"}, "no program");
   check_error({"--nproc-per-node", "0", "--", "p"}, "--nproc-per-node");
@@ -64,9 +64,9 @@ TEST_CASE("usage errors exit 2 with a message") {
 
 TEST_CASE("--rdzv-via-ssh with --hosts") {
   auto r = parse({"--hosts", "/dev/null", "--rdzv-via-ssh", "--", "p"});
-  REQUIRE(r.options);
-  CHECK(r.options->rdzv_via_ssh);
-  CHECK_FALSE(parse({"--hosts", "/dev/null", "--", "p"}).options->rdzv_via_ssh);
+  REQUIRE(r.ok());
+  CHECK(r->rdzv_via_ssh);
+  CHECK_FALSE(parse({"--hosts", "/dev/null", "--", "p"})->rdzv_via_ssh);
 }
 
 using dlaunch::testing::ScopedEnv;
@@ -75,9 +75,9 @@ TEST_CASE("host lists: --hosts, --hostfile, -H and --launcher slurm each give ho
   ScopedEnv no_slurm("SLURM_JOB_ID", std::nullopt);
   auto source_of = [](std::vector<const char*> args) {
     auto r = parse(std::move(args));
-    REQUIRE_MESSAGE(r.options, r.message);
-    CHECK(r.options->mode == Mode::hosts);
-    return r.options->host_source;
+    REQUIRE_MESSAGE(r.ok(), (r.ok() ? std::string() : r.error().message));
+    CHECK(r->mode == Mode::hosts);
+    return r->host_source;
   };
   CHECK(source_of({"--hosts", "/dev/null", "--", "p"}) == HostSource::hosts_file);
   CHECK(source_of({"--hostfile", "/dev/null", "--", "p"}) == HostSource::hostfile);
@@ -87,36 +87,36 @@ TEST_CASE("host lists: --hosts, --hostfile, -H and --launcher slurm each give ho
   CHECK(source_of({"--launcher", "SLURM", "--master-addr", "10.0.0.1", "--", "p"}) ==
         HostSource::slurm);
   auto r = parse({"-H", "a:1,b:2", "--include", "a", "--", "p"});
-  REQUIRE(r.options);
-  CHECK(r.options->host_list == "a:1,b:2");
-  CHECK(r.options->include == "a");
-  CHECK(parse({"-H", "a", "--exclude", "a:1", "--", "p"}).options->exclude == "a:1");
-  CHECK(parse({"--", "p"}).options->mode == Mode::standalone);
-  CHECK(parse({"--launcher", "local", "--", "p"}).options->launcher == Launcher::local);
+  REQUIRE(r.ok());
+  CHECK(r->host_list == "a:1,b:2");
+  CHECK(r->include == "a");
+  CHECK(parse({"-H", "a", "--exclude", "a:1", "--", "p"})->exclude == "a:1");
+  CHECK(parse({"--", "p"})->mode == Mode::standalone);
+  CHECK(parse({"--launcher", "local", "--", "p"})->launcher == Launcher::local);
 }
 
 TEST_CASE("host lists: inside a Slurm job the nodes come from Slurm unless told otherwise") {
   ScopedEnv slurm("SLURM_JOB_ID", "42");
   auto r = parse({"-n", "2", "--", "p"});
-  REQUIRE(r.options);
-  CHECK(r.options->mode == Mode::hosts);
-  CHECK(r.options->host_source == HostSource::slurm);
-  CHECK(r.options->launcher == Launcher::automatic);
+  REQUIRE(r.ok());
+  CHECK(r->mode == Mode::hosts);
+  CHECK(r->host_source == HostSource::slurm);
+  CHECK(r->launcher == Launcher::automatic);
   // A host list, manual flags or another launcher win.
-  CHECK(parse({"-H", "a", "--", "p"}).options->host_source == HostSource::host_list);
-  CHECK(parse({"--nnodes", "2", "--master-addr", "a", "--", "p"}).options->mode == Mode::manual);
-  CHECK(parse({"--master-addr", "a", "--", "p"}).options->mode == Mode::manual);
-  CHECK(parse({"--launcher", "local", "--", "p"}).options->mode == Mode::standalone);
-  CHECK(parse({"--include", "n1", "--", "p"}).options->include == "n1");
+  CHECK(parse({"-H", "a", "--", "p"})->host_source == HostSource::host_list);
+  CHECK(parse({"--nnodes", "2", "--master-addr", "a", "--", "p"})->mode == Mode::manual);
+  CHECK(parse({"--master-addr", "a", "--", "p"})->mode == Mode::manual);
+  CHECK(parse({"--launcher", "local", "--", "p"})->mode == Mode::standalone);
+  CHECK(parse({"--include", "n1", "--", "p"})->include == "n1");
 }
 
 TEST_CASE("host lists: usage errors") {
   ScopedEnv no_slurm("SLURM_JOB_ID", std::nullopt);
   auto check_error = [](std::vector<const char*> args, const std::string& needle) {
     auto r = parse(std::move(args));
-    CHECK_FALSE(r.options.has_value());
-    CHECK(r.exit_code == 2);
-    CHECK_MESSAGE(r.message.find(needle) != std::string::npos, r.message);
+    CHECK_FALSE(r.ok());
+    CHECK(r.error().exit_code == 2);
+    CHECK_MESSAGE(r.error().message.find(needle) != std::string::npos, r.error().message);
   };
   check_error({"--hosts", "/dev/null", "--hostfile", "/dev/null", "--", "p"},
               "--hosts and --hostfile both name the hosts");
@@ -149,24 +149,24 @@ TEST_CASE("--sync defaults --workdir to ~/<the directory's name> and keeps an ex
   std::filesystem::create_directories(dir);
   const std::string d = dir.string();
   auto r = parse({"--sync", d.c_str(), "--", "prog"});
-  REQUIRE(r.options);
-  CHECK(r.options->sync_dir == d);
-  CHECK(r.options->workdir == "~/dlaunch-options-sync-src");
-  CHECK_FALSE(r.options->sync_delete);
+  REQUIRE(r.ok());
+  CHECK(r->sync_dir == d);
+  CHECK(r->workdir == "~/dlaunch-options-sync-src");
+  CHECK_FALSE(r->sync_delete);
   const std::string slash = d + "/";
   r = parse({"--sync", slash.c_str(), "--sync-delete", "--workdir", "/data/run", "--", "prog"});
-  REQUIRE(r.options);
-  CHECK(r.options->workdir == "/data/run");
-  CHECK(r.options->sync_delete);
+  REQUIRE(r.ok());
+  CHECK(r->workdir == "/data/run");
+  CHECK(r->sync_delete);
   CHECK(sync_dir_name(slash) == "dlaunch-options-sync-src");
   CHECK(sync_dir_name("/").empty());
   r = parse({"--sync-delete", "--", "prog"});
-  CHECK(r.exit_code == 2);
+  CHECK(r.error().exit_code == 2);
   r = parse({"--sync", "/nonexistent/dlaunch-sync", "--", "prog"});
-  CHECK(r.exit_code == 2);
+  CHECK(r.error().exit_code == 2);
   r = parse({"--sync", d.c_str(), "--nnodes", "2", "--node-rank", "0", "--master-addr", "10.0.0.1",
              "--", "prog"});
-  CHECK(r.exit_code == 2);
+  CHECK(r.error().exit_code == 2);
   std::filesystem::remove_all(dir);
 }
 
@@ -174,18 +174,18 @@ TEST_CASE("elastic: --nnodes MIN:MAX and --spares take a host list; bad ranges a
   ScopedEnv no_slurm("SLURM_JOB_ID", std::nullopt);
   auto r = parse({"-H", "a,b,c", "--nnodes", "2:3", "--spares", "1", "--node-fail-limit", "3",
                   "--join-timeout", "5", "--", "p"});
-  REQUIRE(r.options);
-  CHECK(r.options->mode == Mode::hosts);
-  CHECK(r.options->min_nodes == 2);
-  CHECK(r.options->max_nodes == 3);
-  CHECK(r.options->spares == 1);
-  CHECK(r.options->node_fail_limit == 3);
-  CHECK(r.options->join_timeout_s == 5);
+  REQUIRE(r.ok());
+  CHECK(r->mode == Mode::hosts);
+  CHECK(r->min_nodes == 2);
+  CHECK(r->max_nodes == 3);
+  CHECK(r->spares == 1);
+  CHECK(r->node_fail_limit == 3);
+  CHECK(r->join_timeout_s == 5);
   auto check_error = [](std::vector<const char*> args, const std::string& needle) {
     auto bad = parse(std::move(args));
-    CHECK_FALSE(bad.options.has_value());
-    CHECK(bad.exit_code == 2);
-    CHECK_MESSAGE(bad.message.find(needle) != std::string::npos, bad.message);
+    CHECK_FALSE(bad.ok());
+    CHECK(bad.error().exit_code == 2);
+    CHECK_MESSAGE(bad.error().message.find(needle) != std::string::npos, bad.error().message);
   };
   check_error({"-H", "a,b", "--nnodes", "3:2", "--", "p"}, "--nnodes 3:2: MIN is above MAX");
   check_error({"-H", "a,b", "--nnodes", "0:2", "--", "p"}, "--nnodes 0:2: expected MIN:MAX");
@@ -195,11 +195,11 @@ TEST_CASE("elastic: --nnodes MIN:MAX and --spares take a host list; bad ranges a
   // Manual mode, torchrun's way: MAX places on node 0.
   auto manual =
       parse({"--nnodes", "2:4", "--node-rank", "3", "--master-addr", "10.0.0.1", "--", "p"});
-  REQUIRE(manual.options);
-  CHECK(manual.options->mode == Mode::manual);
-  CHECK(manual.options->nnodes == 4);
-  CHECK(manual.options->min_nodes == 2);
-  CHECK(manual.options->node_rank == 3);
+  REQUIRE(manual.ok());
+  CHECK(manual->mode == Mode::manual);
+  CHECK(manual->nnodes == 4);
+  CHECK(manual->min_nodes == 2);
+  CHECK(manual->node_rank == 3);
   check_error({"--nnodes", "2:4", "--node-rank", "4", "--master-addr", "a", "--", "p"},
               "--node-rank 4 must be below --nnodes 4");
   check_error({"--nnodes", "2:4", "--node-rank", "1", "--", "p"},
@@ -209,49 +209,49 @@ TEST_CASE("elastic: --nnodes MIN:MAX and --spares take a host list; bad ranges a
 TEST_CASE("a .py program and -m run with Python, as torchrun runs them") {
   ScopedEnv no_python_env("DLAUNCH_PYTHON", std::nullopt);
   auto r = parse({"--nproc-per-node", "2", "train.py", "--lr", "3e-4"});
-  REQUIRE(r.options);
-  CHECK(r.options->command ==
-        std::vector<std::string>{"python3", "-u", "train.py", "--lr", "3e-4"});
+  REQUIRE(r.ok());
+  CHECK(r->command == std::vector<std::string>{"python3", "-u", "train.py", "--lr", "3e-4"});
   r = parse({"-m", "json.tool", "in.json"});
-  REQUIRE(r.options);
-  CHECK(r.options->command ==
-        std::vector<std::string>{"python3", "-u", "-m", "json.tool", "in.json"});
+  REQUIRE(r.ok());
+  CHECK(r->command == std::vector<std::string>{"python3", "-u", "-m", "json.tool", "in.json"});
   r = parse({"--no-python", "--", "./train.py"});
-  REQUIRE(r.options);
-  CHECK(r.options->command == std::vector<std::string>{"./train.py"});
+  REQUIRE(r.ok());
+  CHECK(r->command == std::vector<std::string>{"./train.py"});
   {
     ScopedEnv venv("DLAUNCH_PYTHON", "/opt/venv/bin/python");
     r = parse({"--", "train.py"});
-    REQUIRE(r.options);
-    CHECK(r.options->command.front() == "/opt/venv/bin/python");
+    REQUIRE(r.ok());
+    CHECK(r->command.front() == "/opt/venv/bin/python");
   }
   r = parse({"-m", "--no-python", "x"});
-  CHECK_FALSE(r.options);
-  CHECK(r.exit_code == 2);
+  CHECK_FALSE(r.ok());
+  CHECK(r.error().exit_code == 2);
 }
 
 TEST_CASE("an unknown option is named, with a suggestion, never taken for the program") {
   auto r = parse({"--standalon", "--nproc-per-node", "2", "train.py"});
-  CHECK_FALSE(r.options);
-  CHECK(r.exit_code == 2);
-  CHECK(r.message.starts_with("unknown option '--standalon'; did you mean '--standalone'?"));
-  r = parse({"--nprocs", "2", "--", "true"});
-  CHECK_FALSE(r.options);
-  CHECK(r.message.starts_with("unknown option '--nprocs'; did you mean '--nproc-per-node'?"));
-  r = parse({"--nproc-per-nod=2", "prog"});
-  CHECK_FALSE(r.options);
+  CHECK_FALSE(r.ok());
+  CHECK(r.error().exit_code == 2);
   CHECK(
-      r.message.starts_with("unknown option '--nproc-per-nod'; did you mean '--nproc-per-node'?"));
+      r.error().message.starts_with("unknown option '--standalon'; did you mean '--standalone'?"));
+  r = parse({"--nprocs", "2", "--", "true"});
+  CHECK_FALSE(r.ok());
+  CHECK(
+      r.error().message.starts_with("unknown option '--nprocs'; did you mean '--nproc-per-node'?"));
+  r = parse({"--nproc-per-nod=2", "prog"});
+  CHECK_FALSE(r.ok());
+  CHECK(r.error().message.starts_with(
+      "unknown option '--nproc-per-nod'; did you mean '--nproc-per-node'?"));
   // The program's own options stay the program's.
   r = parse({"-n", "2", "prog", "--nprocs", "3"});
-  REQUIRE(r.options);
-  CHECK(r.options->command == std::vector<std::string>{"prog", "--nprocs", "3"});
+  REQUIRE(r.ok());
+  CHECK(r->command == std::vector<std::string>{"prog", "--nprocs", "3"});
 }
 
 TEST_CASE("-e and --forward-env take one value each time: the program after them stays") {
   auto r = parse({"-e", "A=1", "--forward-env", "X,Y", "prog", "arg"});
-  REQUIRE(r.options);
-  CHECK(r.options->env == std::vector<std::string>{"A=1"});
-  CHECK(r.options->forward_env == std::vector<std::string>{"X", "Y"});
-  CHECK(r.options->command == std::vector<std::string>{"prog", "arg"});
+  REQUIRE(r.ok());
+  CHECK(r->env == std::vector<std::string>{"A=1"});
+  CHECK(r->forward_env == std::vector<std::string>{"X", "Y"});
+  CHECK(r->command == std::vector<std::string>{"prog", "arg"});
 }
