@@ -20,7 +20,7 @@ int delete_command(int argc, const char* const* argv) {
   for (const auto& name : names) {
     auto job = find_job_or_report(log_dir, name);
     if (!job) {
-      code = 1;
+      code = job.error();
       continue;
     }
     if (is_active(job->status)) {

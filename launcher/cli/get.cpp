@@ -132,7 +132,7 @@ int get_command(int argc, const char* const* argv) {
   if (auto parsed = parse_subcommand(app, argc, argv); !parsed) return parsed.error();
 
   auto job = find_job_or_report(log_dir, name);
-  if (!job) return kExitFailure;
+  if (!job) return job.error();
   if (json_out) {
     JsonWriter json;
     write_job_json(json, *job, std::time(nullptr));

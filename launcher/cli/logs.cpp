@@ -157,7 +157,7 @@ int logs_command(int argc, const char* const* argv) {
   if (auto parsed = parse_subcommand(app, argc, argv); !parsed) return parsed.error();
 
   auto job = find_job_or_report(log_dir, name);
-  if (!job) return kExitFailure;
+  if (!job) return job.error();
   if (!all_ranks && !rank) rank = 0;
   return print_logs(name, *job, all_ranks ? std::nullopt : rank, tail, follow);
 }

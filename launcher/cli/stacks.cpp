@@ -49,7 +49,7 @@ int stacks_command(int argc, const char* const* argv) {
     for (int r : *parsed) ranks += (ranks.empty() ? "" : ",") + std::to_string(r);
   }
   auto job = find_job_or_report(log_dir, name);
-  if (!job) return kExitFailure;
+  if (!job) return job.error();
   if (!is_active(job->status)) {
     console().note("job " + name + " is not running (" + std::string(job_status_name(job->status)) +
                    "); the stacks it left: " + job->dir + "/stacks");

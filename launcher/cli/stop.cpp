@@ -30,7 +30,7 @@ int stop_command(int argc, const char* const* argv) {
   if (auto parsed = parse_subcommand(app, argc, argv); !parsed) return parsed.error();
 
   auto job = find_job_or_report(log_dir, name);
-  if (!job) return kExitFailure;
+  if (!job) return job.error();
   if (!is_active(job->status)) {
     console().note("job " + name + " is not running (" + std::string(job_status_name(job->status)) +
                    ")");

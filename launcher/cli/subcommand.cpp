@@ -46,16 +46,15 @@ std::string nodes_of_job_here(const std::string& log_dir, const std::string& nam
 
 }  // namespace
 
-std::optional<Job> find_job_or_report(const std::string& log_dir, const std::string& name) {
-  auto job = find_job(log_dir, name);
-  if (job) return job;
+Result<Job, int> find_job_or_report(const std::string& log_dir, const std::string& name) {
+  if (auto job = find_job(log_dir, name)) return std::move(*job);
   std::string text = "no job named '" + name + "' in " + log_dir;
   const std::string nodes = nodes_of_job_here(log_dir, name);
   text += nodes.empty() ? " (see dlaunch list)"
                         : "; this machine has its manual-mode node " + nodes +
                               " (node 0 holds the job's name)";
   console().error(text);
-  return job;
+  return fail(kExitFailure);
 }
 
 bool coordinator_reachable_or_report(const Job& job, const std::string& what) {

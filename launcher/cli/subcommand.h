@@ -20,8 +20,9 @@ Result<void, int> parse_subcommand(CLI::App& app, int argc, const char* const* a
 // --log-dir, defaulting to where coordinators write their records.
 void add_log_dir_option(CLI::App& app, std::string& log_dir);
 
-// The job, or nothing after telling the user there is no such job.
-std::optional<Job> find_job_or_report(const std::string& log_dir, const std::string& name);
+// The job; fails with the exit code (kExitFailure) once the user was told
+// there is no such job.
+Result<Job, int> find_job_or_report(const std::string& log_dir, const std::string& name);
 
 // Whether this machine can signal the job's coordinator; if not (it runs on
 // another machine sharing the state dir), says where to `what` it instead.

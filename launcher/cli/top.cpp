@@ -91,7 +91,7 @@ int top_job(const JobArgs& a) {
   TopJobs top;
   if (!a.name.empty()) {
     auto job = find_job_or_report(a.log_dir, a.name);
-    if (!job) return kExitFailure;
+    if (!job) return job.error();
     top.interval_s = a.interval_s;
     top.host_name = this_host_name();
     top.jobs.push_back(std::move(*job));
