@@ -1,5 +1,7 @@
 #include "common/text.h"
 
+#include <algorithm>
+
 namespace dlaunch {
 
 std::vector<std::string> split_lines(std::string_view text) {
@@ -45,6 +47,16 @@ std::string ascii_lower(std::string_view text) {
   for (auto& c : out)
     if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
   return out;
+}
+
+bool valid_env_name(std::string_view name) {
+  // ASCII by hand: <cctype>'s classes follow the locale, and a shell's names do not.
+  const auto letter = [](char c) {
+    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || c == '_';
+  };
+  if (name.empty() || !letter(name.front())) return false;
+  return std::all_of(name.begin(), name.end(),
+                     [&](char c) { return letter(c) || (c >= '0' && c <= '9'); });
 }
 
 }  // namespace dlaunch

@@ -24,4 +24,7 @@ std::string grouped(std::size_t n);
 // `text` with A-Z as a-z (bytes, whatever the locale).
 std::string ascii_lower(std::string_view text);
 
+// A variable name a shell would accept: [A-Za-z_][A-Za-z0-9_]*.
+bool valid_env_name(std::string_view name);
+
 }  // namespace dlaunch

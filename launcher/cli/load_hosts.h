@@ -3,7 +3,7 @@
 #pragma once
 
 #include "common/result.h"
-#include "launcher/config/hosts_file.h"
+#include "launcher/hosts/hosts_file.h"
 #include "launcher/config/options.h"
 
 namespace dlaunch {

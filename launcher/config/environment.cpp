@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 
+#include "launcher/hosts/hosts_file.h"  // read_host_list_file
 #include "protocol/rank_env.h"
 
 namespace dlaunch {
@@ -11,28 +12,12 @@ namespace {
 constexpr std::string_view kForwardedPrefixes[] = {"NCCL_", "CUDA_", "TORCH_", "OMP_", "HF_"};
 constexpr std::string_view kForwardedNames[] = {"PYTHONPATH", "VIRTUAL_ENV"};
 
-std::string trim(std::string_view s) {
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
-  return std::string(s);
-}
-
 bool matches(std::string_view name, std::string_view pattern) {
   if (pattern.ends_with('*')) return name.starts_with(pattern.substr(0, pattern.size() - 1));
   return name == pattern;
 }
 
 }  // namespace
-
-bool valid_env_name(std::string_view name) {
-  // ASCII by hand: <cctype>'s classes follow the locale, and a shell's names do not.
-  const auto letter = [](char c) {
-    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || c == '_';
-  };
-  if (name.empty() || !letter(name.front())) return false;
-  return std::all_of(name.begin(), name.end(),
-                     [&](char c) { return letter(c) || (c >= '0' && c <= '9'); });
-}
 
 bool forwarded_by_default(std::string_view name) {
   if (name == "CUDA_VISIBLE_DEVICES") return false;

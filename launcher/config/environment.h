@@ -9,14 +9,13 @@
 #include <string_view>
 #include <vector>
 
-#include "launcher/config/hosts_file.h"
+#include "common/result.h"
+#include "common/text.h"  // valid_env_name
+#include "launcher/hosts/diagnostic.h"
 
 namespace dlaunch {
 
 using EnvVars = std::map<std::string, std::string>;
-
-// A variable name a shell would accept: [A-Za-z_][A-Za-z0-9_]*.
-bool valid_env_name(std::string_view name);
 
 // Whether the coordinator's variable `name` follows the job to every host by
 // default: NCCL_*, CUDA_* (not CUDA_VISIBLE_DEVICES: each host has its own

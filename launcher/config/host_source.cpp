@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cstdlib>
 
-#include "launcher/config/host_list.h"
+#include "launcher/hosts/host_list.h"
 
 namespace dlaunch {
 

@@ -3,9 +3,9 @@
 // --include or --exclude. `run` and `check` both call it.
 #pragma once
 
-#include "launcher/config/hosts_file.h"
+#include "launcher/hosts/hosts_file.h"
 #include "launcher/config/options.h"
-#include "launcher/config/slurm_hosts.h"
+#include "launcher/hosts/slurm_hosts.h"
 
 namespace dlaunch {
 

@@ -10,7 +10,7 @@
 
 #include "common/result.h"
 #include "launcher/config/environment.h"
-#include "launcher/config/hosts_file.h"
+#include "launcher/hosts/hosts_file.h"
 #include "launcher/config/options.h"
 
 namespace dlaunch {

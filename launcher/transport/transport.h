@@ -14,7 +14,7 @@
 #include <string_view>
 #include <utility>
 
-#include "launcher/config/hosts_file.h"
+#include "launcher/hosts/hosts_file.h"
 
 namespace asio {
 class io_context;

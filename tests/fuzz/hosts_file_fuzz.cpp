@@ -8,9 +8,9 @@
 #include <string>
 
 #include "launcher/config/environment.h"
-#include "launcher/config/host_list.h"
-#include "launcher/config/hosts_file.h"
-#include "launcher/config/slurm_hosts.h"
+#include "launcher/hosts/host_list.h"
+#include "launcher/hosts/hosts_file.h"
+#include "launcher/hosts/slurm_hosts.h"
 
 namespace {
 

@@ -8,7 +8,7 @@
 #include <string>
 
 #include "launcher/config/host_source.h"
-#include "tests/unit/launcher/config/hosts_result.h"
+#include "tests/unit/launcher/hosts/hosts_result.h"
 
 using namespace dlaunch;
 using dlaunch::testing::ok;

@@ -1,4 +1,4 @@
-#include "launcher/config/host_list.h"
+#include "launcher/hosts/host_list.h"
 
 #include <algorithm>
 #include <map>

@@ -1,4 +1,4 @@
-#include "launcher/config/slurm_hosts.h"
+#include "launcher/hosts/slurm_hosts.h"
 
 #include <cstdint>
 #include <optional>

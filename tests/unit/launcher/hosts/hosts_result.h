@@ -8,7 +8,7 @@
 #include <variant>
 #include <vector>
 
-#include "launcher/config/hosts_file.h"
+#include "launcher/hosts/hosts_file.h"
 
 namespace dlaunch::testing {
 

@@ -11,6 +11,8 @@
 #include <string_view>
 #include <vector>
 
+#include "launcher/hosts/diagnostic.h"
+
 #include "common/result.h"
 
 namespace dlaunch {
@@ -84,14 +86,6 @@ struct RendezvousSettings {
   // via = "ssh": each SSH host's agent reaches the rendezvous through a
   // reverse forward on its own SSH connection (coordinator behind NAT).
   bool via_ssh = false;
-};
-
-struct Diagnostic {
-  std::string file;  // a path, or what else the hosts came from ("-H", a variable)
-  int line = 0;      // 0: the source as a whole
-  int column = 0;    // 0: the line as a whole
-  std::string message;
-  std::string to_string() const;  // "file:line:col: message", dropping what is 0
 };
 
 struct HostsFile {

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "launcher/config/hosts_file.h"
+#include "launcher/hosts/hosts_file.h"
 #include "protocol/rank_env.h"
 
 using namespace dlaunch;

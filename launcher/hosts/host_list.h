@@ -33,7 +33,7 @@
 #include <string_view>
 #include <vector>
 
-#include "launcher/config/hosts_file.h"
+#include "launcher/hosts/hosts_file.h"
 
 namespace dlaunch {
 

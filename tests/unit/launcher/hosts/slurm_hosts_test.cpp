@@ -3,7 +3,7 @@
 #include <string>
 #include <vector>
 
-#include "launcher/config/slurm_hosts.h"
+#include "launcher/hosts/slurm_hosts.h"
 
 using namespace dlaunch;
 

@@ -1,4 +1,4 @@
-#include "launcher/config/hosts_file.h"
+#include "launcher/hosts/hosts_file.h"
 
 #include <algorithm>
 #include <array>
@@ -17,7 +17,7 @@
 
 #include "common/address.h"
 #include "common/did_you_mean.h"
-#include "launcher/config/environment.h"
+#include "common/text.h"
 #include "protocol/rank_env.h"
 #include "ssh/jump_spec.h"
 
@@ -552,13 +552,6 @@ std::string unsafe_word_reason(std::string_view text) {
 
 std::span<const HostField> host_fields() {
   return kHostFields;
-}
-
-std::string Diagnostic::to_string() const {
-  // Line 0: the file as a whole (it could not be read).
-  if (line <= 0) return file + ": " + message;
-  if (column <= 0) return file + ":" + std::to_string(line) + ": " + message;
-  return file + ":" + std::to_string(line) + ":" + std::to_string(column) + ": " + message;
 }
 
 HostsFileResult parse_hosts_file(const std::string& text, const std::string& path) {

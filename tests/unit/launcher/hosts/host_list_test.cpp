@@ -3,8 +3,8 @@
 #include <string>
 #include <vector>
 
-#include "launcher/config/host_list.h"
-#include "tests/unit/launcher/config/hosts_result.h"
+#include "launcher/hosts/host_list.h"
+#include "tests/unit/launcher/hosts/hosts_result.h"
 
 using namespace dlaunch;
 using dlaunch::testing::ok;
