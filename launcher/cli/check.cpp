@@ -10,11 +10,12 @@
 #include "common/console.h"
 #include "common/exit_codes.h"
 #include "common/posix.h"
+#include "launcher/check/check_launch.h"
 #include "launcher/check/check_report.h"
 #include "launcher/check/nccl_report.h"
 #include "launcher/check/pair_schedule.h"
-#include "launcher/cli/check_agents.h"
 #include "launcher/cli/commands.h"
+#include "launcher/cli/load_hosts.h"
 #include "launcher/cli/log_backend.h"
 #include "launcher/cli/subcommand.h"
 #include "launcher/config/container_options.h"
@@ -119,7 +120,9 @@ int check_command(int argc, const char* const* argv) {
   policy.nccl_sizes = nccl_test_sizes();
   policy.nccl_timeout = std::chrono::seconds(nccl_timeout_s);
   if (const char* env = std::getenv("DLAUNCH_PYTHON")) o.python_env = env;
-  auto ran = run_check_agents(o, policy);
+  auto hosts = load_hosts_or_report(o);
+  if (!hosts) return hosts.error();
+  auto ran = launch_check(o, *hosts, policy);
   if (!ran) return ran.error();
   const CheckResult& result = *ran;
   console().out(json ? format_check_json(result) : format_check_text(result));

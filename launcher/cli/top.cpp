@@ -15,8 +15,9 @@
 #include "common/exit_codes.h"
 #include "common/posix.h"
 #include "common/rank_usage.h"
-#include "launcher/cli/check_agents.h"
+#include "launcher/check/check_launch.h"
 #include "launcher/cli/commands.h"
+#include "launcher/cli/load_hosts.h"
 #include "launcher/cli/log_backend.h"
 #include "launcher/cli/subcommand.h"
 #include "launcher/cli/top_gather.h"
@@ -75,7 +76,9 @@ int top_node(NodeArgs& a) {
   CheckPolicy::Config policy;
   policy.facts_only = true;
   policy.join_timeout = std::chrono::seconds(a.timeout_s);
-  auto ran = run_check_agents(a.o, policy);
+  auto hosts = load_hosts_or_report(a.o);
+  if (!hosts) return hosts.error();
+  auto ran = launch_check(a.o, *hosts, policy);
   if (!ran) return ran.error();
   const CheckResult& result = *ran;
   console().out(a.json ? format_top_node_json(result) : format_top_node_text(result, a.details));

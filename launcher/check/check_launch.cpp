@@ -1,10 +1,9 @@
-#include "launcher/cli/check_agents.h"
+#include "launcher/check/check_launch.h"
 
 #include "common/console.h"
 #include "common/exit_codes.h"
 #include "common/posix.h"
 #include "launcher/check/check_runner.h"
-#include "launcher/cli/load_hosts.h"
 #include "launcher/fleet/descriptor_budget.h"
 #include "launcher/plan/plan.h"
 #include "launcher/transport/agent_binary.h"
@@ -13,11 +12,10 @@
 
 namespace dlaunch {
 
-Result<CheckResult, int> run_check_agents(Options& o, CheckPolicy::Config policy) {
+Result<CheckResult, int> launch_check(const Options& options, const HostsFile& hosts,
+                                      CheckPolicy::Config policy) {
+  Options o = options;
   o.command = {"dlaunch-check"};  // the plan wants a program; check agents get none
-  auto loaded = load_hosts_or_report(o);
-  if (!loaded) return fail(loaded.error());
-  const HostsFile hosts = std::move(*loaded);
   const Plan plan = make_plan(o, &hosts, "check");
 
   const auto agent = find_agent_binary();
