@@ -3,22 +3,25 @@
 #include <filesystem>
 
 #include "common/console.h"
+#include "launcher/cli/command_args.h"
 #include "launcher/cli/commands.h"
 #include "launcher/cli/subcommand.h"
 
 namespace dlaunch {
 
-int delete_command(int argc, const char* const* argv) {
+Result<DeleteArgs, int> parse_delete_args(int argc, const char* const* argv) {
   CLI::App app{"dlaunch delete: remove finished jobs and their logs", "dlaunch delete"};
-  std::string log_dir;
-  std::vector<std::string> names;
-  add_log_dir_option(app, log_dir);
-  app.add_option("job", names, "job names (see dlaunch list)")->required();
-  if (auto parsed = parse_subcommand(app, argc, argv); !parsed) return parsed.error();
+  DeleteArgs a;
+  add_log_dir_option(app, a.log_dir);
+  app.add_option("job", a.names, "job names (see dlaunch list)")->required();
+  if (auto parsed = parse_subcommand(app, argc, argv); !parsed) return fail(parsed.error());
+  return a;
+}
 
+int delete_jobs(const DeleteArgs& a) {
   int code = 0;
-  for (const auto& name : names) {
-    auto job = find_job_or_report(log_dir, name);
+  for (const auto& name : a.names) {
+    auto job = find_job_or_report(a.log_dir, name);
     if (!job) {
       code = job.error();
       continue;
@@ -40,6 +43,11 @@ int delete_command(int argc, const char* const* argv) {
     console().out("deleted job " + name + "\n");
   }
   return code;
+}
+
+int delete_command(int argc, const char* const* argv) {
+  auto args = parse_delete_args(argc, argv);
+  return args ? delete_jobs(*args) : args.error();
 }
 
 }  // namespace dlaunch

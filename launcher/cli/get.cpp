@@ -6,6 +6,7 @@
 
 #include "common/console.h"
 #include "common/exit_codes.h"
+#include "launcher/cli/command_args.h"
 #include "launcher/cli/commands.h"
 #include "launcher/cli/job_text.h"
 #include "launcher/cli/job_view.h"
@@ -121,19 +122,20 @@ void print_job(const Job& job) {
 
 }  // namespace
 
-int get_command(int argc, const char* const* argv) {
+Result<GetArgs, int> parse_get_args(int argc, const char* const* argv) {
   CLI::App app{"dlaunch get: one job in full", "dlaunch get"};
-  std::string log_dir;
-  std::string name;
-  bool json_out = false;
-  add_log_dir_option(app, log_dir);
-  app.add_option("job", name, "job name (see dlaunch list)")->required();
-  app.add_flag("--json", json_out, "the job as one JSON object");
-  if (auto parsed = parse_subcommand(app, argc, argv); !parsed) return parsed.error();
+  GetArgs a;
+  add_log_dir_option(app, a.log_dir);
+  app.add_option("job", a.name, "job name (see dlaunch list)")->required();
+  app.add_flag("--json", a.json_out, "the job as one JSON object");
+  if (auto parsed = parse_subcommand(app, argc, argv); !parsed) return fail(parsed.error());
+  return a;
+}
 
-  auto job = find_job_or_report(log_dir, name);
+int get_job(const GetArgs& a) {
+  auto job = find_job_or_report(a.log_dir, a.name);
   if (!job) return job.error();
-  if (json_out) {
+  if (a.json_out) {
     JsonWriter json;
     write_job_json(json, *job, std::time(nullptr));
     console().out(json.text() + "\n");
@@ -141,6 +143,11 @@ int get_command(int argc, const char* const* argv) {
   }
   print_job(*job);
   return 0;
+}
+
+int get_command(int argc, const char* const* argv) {
+  auto args = parse_get_args(argc, argv);
+  return args ? get_job(*args) : args.error();
 }
 
 }  // namespace dlaunch

@@ -7,6 +7,7 @@
 
 #include "common/console.h"
 #include "common/exit_codes.h"
+#include "launcher/cli/command_args.h"
 #include "launcher/cli/commands.h"
 #include "launcher/cli/job_text.h"
 #include "launcher/cli/job_view.h"
@@ -25,23 +26,23 @@ bool recent(const Job& j, long long now) {
 
 }  // namespace
 
-int list_command(int argc, const char* const* argv) {
+Result<ListArgs, int> parse_list_args(int argc, const char* const* argv) {
   CLI::App app{"dlaunch list: the jobs in the state dir, newest first", "dlaunch list"};
-  std::string log_dir;
-  bool all = false;
-  bool json_out = false;
-  std::vector<std::string> statuses_text;
-  add_log_dir_option(app, log_dir);
-  app.add_flag("-a,--all", all, "every job, not only active ones and those of the last 24 hours");
-  app.add_option("--status", statuses_text,
+  ListArgs a;
+  add_log_dir_option(app, a.log_dir);
+  app.add_flag("-a,--all", a.all, "every job, not only active ones and those of the last 24 hours");
+  app.add_option("--status", a.statuses_text,
                  "only jobs with these statuses: PENDING, RUNNING, RESTARTING, SUCCEEDED, FAILED, "
                  "STOPPED, LOST (comma-separated or repeated)")
       ->delimiter(',');
-  app.add_flag("--json", json_out, "a JSON array of jobs (the fields of `dlaunch get --json`)");
-  if (auto parsed = parse_subcommand(app, argc, argv); !parsed) return parsed.error();
+  app.add_flag("--json", a.json_out, "a JSON array of jobs (the fields of `dlaunch get --json`)");
+  if (auto parsed = parse_subcommand(app, argc, argv); !parsed) return fail(parsed.error());
+  return a;
+}
 
+int list_jobs(const ListArgs& a) {
   std::set<JobStatus> statuses;
-  for (const auto& text : statuses_text) {
+  for (const auto& text : a.statuses_text) {
     auto status = parse_job_status(text);
     if (!status) {
       console().error("--status: unknown status '" + text +
@@ -51,12 +52,13 @@ int list_command(int argc, const char* const* argv) {
     statuses.insert(*status);
   }
   const long long now = std::time(nullptr);
-  const auto every = load_jobs(log_dir);
+  const auto every = load_jobs(a.log_dir);
   std::vector<Job> jobs;
   for (const auto& j : every) {
-    if (!statuses.empty() ? statuses.contains(j.status) : all || recent(j, now)) jobs.push_back(j);
+    if (!statuses.empty() ? statuses.contains(j.status) : a.all || recent(j, now))
+      jobs.push_back(j);
   }
-  if (json_out) {
+  if (a.json_out) {
     JsonWriter json;
     json.begin_array();
     for (const auto& j : jobs) write_job_json(json, j, now);
@@ -65,7 +67,7 @@ int list_command(int argc, const char* const* argv) {
     return 0;
   }
   if (jobs.empty()) {
-    std::string text = "no jobs in " + log_dir;
+    std::string text = "no jobs in " + a.log_dir;
     if (every.size() > jobs.size())
       text += formatted(" to show (%zu more: dlaunch list --all)", every.size() - jobs.size());
     console().out(text + "\n");
@@ -84,9 +86,14 @@ int list_command(int argc, const char* const* argv) {
                             format_age(now - j.info.started).c_str(),
                             format_duration(job_duration(j, now)).c_str()));
   }
-  if (!all && statuses.empty() && every.size() > jobs.size())
+  if (!a.all && statuses.empty() && every.size() > jobs.size())
     console().out(formatted("(%zu older jobs: dlaunch list --all)\n", every.size() - jobs.size()));
   return 0;
+}
+
+int list_command(int argc, const char* const* argv) {
+  auto args = parse_list_args(argc, argv);
+  return args ? list_jobs(*args) : args.error();
 }
 
 }  // namespace dlaunch

@@ -15,6 +15,7 @@
 
 #include "common/console.h"
 #include "common/exit_codes.h"
+#include "launcher/cli/command_args.h"
 #include "launcher/cli/commands.h"
 #include "launcher/cli/subcommand.h"
 
@@ -138,28 +139,33 @@ int print_logs(const std::string& name, const Job& job, const std::optional<int>
 
 }  // namespace
 
-int logs_command(int argc, const char* const* argv) {
+Result<LogsArgs, int> parse_logs_args(int argc, const char* const* argv) {
   CLI::App app{"dlaunch logs: a job's rank logs", "dlaunch logs"};
-  std::string log_dir;
-  std::string name;
-  std::optional<int> rank;
-  bool all_ranks = false;
-  int tail = -1;
-  bool follow = false;
-  add_log_dir_option(app, log_dir);
-  app.add_option("job", name, "job name (see dlaunch list)")->required();
+  LogsArgs a;
+  add_log_dir_option(app, a.log_dir);
+  app.add_option("job", a.name, "job name (see dlaunch list)")->required();
   auto* rank_option =
-      app.add_option("-r,--rank,-i,--instance", rank, "this rank's log (default: rank 0)");
-  app.add_flag("--all-ranks", all_ranks, "every rank's log, each line prefixed with [RANK]")
+      app.add_option("-r,--rank,-i,--instance", a.rank, "this rank's log (default: rank 0)");
+  app.add_flag("--all-ranks", a.all_ranks, "every rank's log, each line prefixed with [RANK]")
       ->excludes(rank_option);
-  app.add_option("-t,--tail", tail, "last N lines of each rank");
-  app.add_flag("-f,--follow", follow, "keep printing new lines while the job runs");
-  if (auto parsed = parse_subcommand(app, argc, argv); !parsed) return parsed.error();
+  app.add_option("-t,--tail", a.tail, "last N lines of each rank");
+  app.add_flag("-f,--follow", a.follow, "keep printing new lines while the job runs");
+  if (auto parsed = parse_subcommand(app, argc, argv); !parsed) return fail(parsed.error());
+  return a;
+}
 
-  auto job = find_job_or_report(log_dir, name);
+int print_job_logs(const LogsArgs& a) {
+  auto job = find_job_or_report(a.log_dir, a.name);
   if (!job) return job.error();
-  if (!all_ranks && !rank) rank = 0;
-  return print_logs(name, *job, all_ranks ? std::nullopt : rank, tail, follow);
+  // Rank 0 unless told otherwise.
+  const std::optional<int> rank =
+      a.all_ranks ? std::nullopt : std::optional<int>(a.rank.value_or(0));
+  return print_logs(a.name, *job, rank, a.tail, a.follow);
+}
+
+int logs_command(int argc, const char* const* argv) {
+  auto args = parse_logs_args(argc, argv);
+  return args ? print_job_logs(*args) : args.error();
 }
 
 }  // namespace dlaunch

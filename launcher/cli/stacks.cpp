@@ -16,6 +16,7 @@
 #include "common/console.h"
 #include "common/exit_codes.h"
 #include "common/private_file.h"
+#include "launcher/cli/command_args.h"
 #include "launcher/cli/commands.h"
 #include "launcher/cli/job_text.h"
 #include "launcher/cli/subcommand.h"
@@ -25,39 +26,40 @@
 
 namespace dlaunch {
 
-int stacks_command(int argc, const char* const* argv) {
+Result<StacksArgs, int> parse_stacks_args(int argc, const char* const* argv) {
   CLI::App app{"dlaunch stacks: every rank's stack of a running job, grouped", "dlaunch stacks"};
-  std::string log_dir;
-  std::string name;
-  std::string ranks_text;
-  int timeout_s = 90;
-  add_log_dir_option(app, log_dir);
-  app.add_option("job", name, "job name (see dlaunch list)")->required();
-  app.add_option("-r,--ranks", ranks_text, "only these ranks, e.g. 3 or 0-3,8");
-  app.add_option("--timeout", timeout_s, "seconds to wait for every host")
+  StacksArgs a;
+  add_log_dir_option(app, a.log_dir);
+  app.add_option("job", a.name, "job name (see dlaunch list)")->required();
+  app.add_option("-r,--ranks", a.ranks_text, "only these ranks, e.g. 3 or 0-3,8");
+  app.add_option("--timeout", a.timeout_s, "seconds to wait for every host")
       ->capture_default_str()
       ->check(CLI::Range(1, 3600));
-  if (auto parsed = parse_subcommand(app, argc, argv); !parsed) return parsed.error();
+  if (auto parsed = parse_subcommand(app, argc, argv); !parsed) return fail(parsed.error());
+  return a;
+}
 
+int gather_stacks(const StacksArgs& a) {
   std::string ranks;
-  if (!ranks_text.empty()) {
-    const auto parsed = parse_rank_list(ranks_text);
+  if (!a.ranks_text.empty()) {
+    const auto parsed = parse_rank_list(a.ranks_text);
     if (!parsed) {
-      console().error("-r: expected ranks like 3 or 0-3,8, got '" + ranks_text + "'");
+      console().error("-r: expected ranks like 3 or 0-3,8, got '" + a.ranks_text + "'");
       return kExitUsage;
     }
     for (int r : *parsed) ranks += (ranks.empty() ? "" : ",") + std::to_string(r);
   }
-  auto job = find_job_or_report(log_dir, name);
+  auto job = find_job_or_report(a.log_dir, a.name);
   if (!job) return job.error();
   if (!is_active(job->status)) {
-    console().note("job " + name + " is not running (" + std::string(job_status_name(job->status)) +
+    console().note("job " + a.name + " is not running (" +
+                   std::string(job_status_name(job->status)) +
                    "); the stacks it left: " + job->dir + "/stacks");
     return kExitFailure;
   }
   if (!coordinator_reachable_or_report(*job, "stacks")) return kExitFailure;
   if (::access(HangWatch::ready_path(job->dir).c_str(), F_OK) != 0) {
-    console().error("job " + name +
+    console().error("job " + a.name +
                     "'s coordinator does not answer `dlaunch stacks` (not started "
                     "yet, or by a dlaunch without it)");
     return kExitFailure;
@@ -71,7 +73,7 @@ int stacks_command(int argc, const char* const* argv) {
   }
   ::kill(static_cast<pid_t>(job->info.coordinator_pid), SIGUSR1);
   const std::string reply = HangWatch::reply_path(job->dir, id);
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(timeout_s);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(a.timeout_s);
   while (std::chrono::steady_clock::now() < deadline) {
     std::ifstream in(reply);
     std::string dir;
@@ -85,14 +87,19 @@ int stacks_command(int argc, const char* const* argv) {
       return kExitOk;
     }
     if (!coordinator_alive(job->info)) {
-      console().error("job " + name + " ended before its stacks came back");
+      console().error("job " + a.name + " ended before its stacks came back");
       return kExitFailure;
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
   ::unlink((job->dir + "/" + HangWatch::request_prefix() + id).c_str());
-  console().error("job " + name + ": no stacks within " + std::to_string(timeout_s) + " s");
+  console().error("job " + a.name + ": no stacks within " + std::to_string(a.timeout_s) + " s");
   return kExitFailure;
+}
+
+int stacks_command(int argc, const char* const* argv) {
+  auto args = parse_stacks_args(argc, argv);
+  return args ? gather_stacks(*args) : args.error();
 }
 
 }  // namespace dlaunch

@@ -6,9 +6,9 @@
 #include <sstream>
 
 #include "common/json.h"
+#include "common/this_machine.h"
 #include "launcher/cli/job_text.h"
 #include "launcher/cli/job_view.h"
-#include "common/this_machine.h"
 
 namespace dlaunch {
 namespace {

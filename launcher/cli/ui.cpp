@@ -11,6 +11,7 @@
 
 #include "common/console.h"
 #include "common/exit_codes.h"
+#include "launcher/cli/command_args.h"
 #include "launcher/cli/commands.h"
 #include "launcher/cli/subcommand.h"
 #include "launcher/web/ui_server.h"
@@ -39,40 +40,41 @@ std::string url_host(const std::string& host) {
 
 }  // namespace
 
-int ui_command(int argc, const char* const* argv) {
+Result<UiArgs, int> parse_ui_args(int argc, const char* const* argv) {
   CLI::App app{"dlaunch ui: the jobs as a web page, with Prometheus' /metrics", "dlaunch ui"};
-  std::string log_dir;
-  std::string listen_text = "127.0.0.1:" + std::to_string(kDefaultUiPort);
-  std::string token_file;
-  bool verbose = false;
-  add_log_dir_option(app, log_dir);
-  app.add_option("--listen", listen_text,
+  UiArgs a;
+  a.listen_text = "127.0.0.1:" + std::to_string(kDefaultUiPort);
+  add_log_dir_option(app, a.log_dir);
+  app.add_option("--listen", a.listen_text,
                  "ADDR:PORT to serve on; another address than loopback needs --token-file")
       ->capture_default_str();
-  app.add_option("--token-file", token_file,
+  app.add_option("--token-file", a.token_file,
                  "a file whose first line is the token every request must carry "
                  "(a browser: open the URL with ?token=TOKEN once)");
-  app.add_flag("-v,--verbose", verbose, "a line per request on stderr");
-  if (auto parsed = parse_subcommand(app, argc, argv); !parsed) return parsed.error();
+  app.add_flag("-v,--verbose", a.verbose, "a line per request on stderr");
+  if (auto parsed = parse_subcommand(app, argc, argv); !parsed) return fail(parsed.error());
+  return a;
+}
 
-  auto listen = parse_listen_address(listen_text);
+int serve_ui(const UiArgs& a) {
+  auto listen = parse_listen_address(a.listen_text);
   if (!listen) {
     console().error(listen.error());
     return kExitUsage;
   }
   UiServerOptions options;
   options.listen = *listen;
-  options.log_dir = log_dir;
-  options.verbose = verbose;
-  if (!token_file.empty()) {
-    auto token = read_token(token_file);
+  options.log_dir = a.log_dir;
+  options.verbose = a.verbose;
+  if (!a.token_file.empty()) {
+    auto token = read_token(a.token_file);
     if (!token) {
       console().error(token.error());
       return kExitUsage;
     }
     options.token = *token;
   } else if (!is_loopback_host(listen->host)) {
-    console().error("--listen " + listen_text +
+    console().error("--listen " + a.listen_text +
                     ": an address other than loopback needs --token-file (the page shows every "
                     "job's command and logs); or reach a loopback one through ssh -L");
     return kExitUsage;
@@ -101,8 +103,9 @@ int ui_command(int argc, const char* const* argv) {
     return kExitFailure;
   }
   const std::string url = "http://" + url_host(listen->host) + ":" + std::to_string(*port) + "/";
-  console().out("dlaunch ui: the jobs of " + log_dir + " on " + url + ", /metrics for Prometheus" +
-                (options.token.empty() ? "" : " (token needed)") + "; Ctrl-C stops it\n");
+  console().out("dlaunch ui: the jobs of " + a.log_dir + " on " + url +
+                ", /metrics for Prometheus" + (options.token.empty() ? "" : " (token needed)") +
+                "; Ctrl-C stops it\n");
   console().flush();  // a script waits for this line to know the port
   std::thread watcher([&server, &stop_signals] {
     int signal = 0;
@@ -114,6 +117,11 @@ int ui_command(int argc, const char* const* argv) {
   pthread_kill(watcher.native_handle(), SIGTERM);
   watcher.join();
   return kExitOk;
+}
+
+int ui_command(int argc, const char* const* argv) {
+  auto args = parse_ui_args(argc, argv);
+  return args ? serve_ui(*args) : args.error();
 }
 
 }  // namespace dlaunch
