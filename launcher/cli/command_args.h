@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "common/result.h"
+#include "launcher/config/options.h"
 
 namespace dlaunch {
 
@@ -88,5 +89,19 @@ struct UiArgs {
 // Fails with the exit code once --help or a usage error is printed.
 Result<UiArgs, int> parse_ui_args(int argc, const char* const* argv);
 int serve_ui(const UiArgs& args);
+
+// `dlaunch check`: the hosts (and their SSH settings) in `o`, the rest its own.
+struct CheckArgs {
+  Options o;
+  bool json = false;
+  int timeout_s = 60;
+  int matrix_s = 6;
+  int nccl_timeout_s = 180;
+  std::string matrix_pairs = "auto";
+  std::string sync_git;
+  bool nccl = false;
+};
+Result<CheckArgs, int> parse_check_args(int argc, const char* const* argv);
+int check_hosts(const CheckArgs& args);
 
 }  // namespace dlaunch
