@@ -10,6 +10,7 @@
 // sampling interval. Ranks on other hosts are not visible from here; the
 // output says which hosts those are.
 #include <chrono>
+#include <set>
 
 #include "common/console.h"
 #include "common/exit_codes.h"
@@ -114,8 +115,15 @@ TopJobs gather_top_jobs(const std::string& log_dir, double interval_s) {
   TopJobs top;
   top.interval_s = interval_s;
   top.host_name = this_host_name();
-  for (auto& job : load_jobs(log_dir)) {
-    if (is_active(job.status)) top.jobs.push_back(std::move(job));
+  auto jobs = load_jobs(log_dir);
+  std::set<std::string> active;
+  for (const auto& job : jobs)
+    if (is_active(job.status) && job.info.node_of_job.empty()) active.insert(job.info.name);
+  for (auto& job : jobs) {
+    // A manual-mode node's own record stands for its job only where the job's
+    // own record is not listed too (a home shared with node 0).
+    if (!is_active(job.status) || active.contains(job.info.node_of_job)) continue;
+    top.jobs.push_back(std::move(job));
   }
   top.ranks = sample_ranks_here(interval_s);
   top.log_dir = log_dir;

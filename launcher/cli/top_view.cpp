@@ -89,13 +89,19 @@ std::optional<long long> rank_number(const std::string& text) {
   return n;
 }
 
+// The DLAUNCH_JOB its ranks carry: a manual-mode node's own record names its job.
+std::string ranks_job(const Job& job) {
+  return job.info.node_of_job.empty() ? job.info.name : job.info.node_of_job;
+}
+
 bool is_here(const TopJobs& top, const Job& job, const std::string& host) {
   // A record's host without a name cannot be told elsewhere: it counts as here.
   if (job.info.mode == "standalone" || host.empty() || is_this_host_name(host, top.host_name))
     return true;
   // A rank of the job found here that says it runs on `host`.
-  return std::any_of(top.ranks.begin(), top.ranks.end(),
-                     [&](const RankSample& r) { return r.job == job.info.name && r.host == host; });
+  return std::any_of(top.ranks.begin(), top.ranks.end(), [&](const RankSample& r) {
+    return r.job == ranks_job(job) && r.host == host;
+  });
 }
 
 std::vector<const RankSample*> sorted_ranks(const TopJobs& top) {
@@ -247,7 +253,7 @@ JobUsage job_usage(const TopJobs& top, const Job& job) {
   JobUsage u;
   std::set<std::pair<std::string, int>> gpus;
   for (const auto& r : top.ranks) {
-    if (r.job != job.info.name) continue;
+    if (r.job != ranks_job(job)) continue;
     ++u.processes;
     u.cpu_pct += r.cpu_pct;
     u.rss_bytes += r.rss_bytes;
@@ -264,7 +270,7 @@ JobUsage job_usage(const TopJobs& top, const Job& job) {
 
 void keep_ranks_of_listed_jobs(TopJobs& top) {
   std::set<std::string> listed;
-  for (const auto& job : top.jobs) listed.insert(job.info.name);
+  for (const auto& job : top.jobs) listed.insert(ranks_job(job));
   std::erase_if(top.ranks, [&](const RankSample& r) {
     if (listed.contains(r.job)) return false;
     top.other_jobs.insert(r.job);

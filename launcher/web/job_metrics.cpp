@@ -65,8 +65,13 @@ long long last_rank_output(const Job& job) {
   return newest;
 }
 
-std::string format_job_metrics(const std::vector<Job>& jobs, long long now,
+std::string format_job_metrics(const std::vector<Job>& records, long long now,
                                const LastOutputTime& last_output) {
+  // A manual-mode node's own record is no job of its own: node 0's record
+  // stands for the job (with every node's GPUs), here as in a shared home.
+  std::vector<Job> jobs;
+  for (const auto& record : records)
+    if (record.info.node_of_job.empty()) jobs.push_back(record);
   Family by_status("dlaunch_jobs", "Jobs in the state dir, by status.");
   std::map<JobStatus, int> counts;
   for (const auto& job : jobs) ++counts[job.status];

@@ -184,3 +184,20 @@ TEST_CASE("top job: ranks of jobs without a row (another state dir's) are left o
       text.ends_with("(ranks of jobs not running in /state are not shown: elsewhere; "
                      "--log-dir or DLAUNCH_STATE_DIR names another state dir)\n"));
 }
+
+TEST_CASE("top job: a manual-mode node's own record has its job's ranks here") {
+  TopJobs top;
+  top.log_dir = "/state";
+  top.host_name = "gpu-b";
+  auto node1 = job("train.node1", JobStatus::running, {"gpu-b"}, 2);
+  node1.info.node_of_job = "train";  // its ranks carry DLAUNCH_JOB=train
+  top.jobs = {node1};
+  top.ranks = {rank_sample("train", "2", 300, "gpu-b", 0),
+               rank_sample("train", "3", 301, "gpu-b", 1)};
+  keep_ranks_of_listed_jobs(top);
+  CHECK(top.ranks.size() == 2);
+  const JobUsage u = job_usage(top, node1);
+  CHECK(u.processes == 2);
+  CHECK(u.gpus == 2);
+  CHECK(u.other_hosts.empty());
+}

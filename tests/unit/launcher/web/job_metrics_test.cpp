@@ -60,6 +60,19 @@ TEST_CASE("metrics: jobs by status, a running job's series, and GPUs held per ho
   CHECK(text.find("dlaunch_host_gpus_allocated{host=\"gpu-b\"} 8\n") != std::string::npos);
 }
 
+TEST_CASE("metrics: a manual-mode node's own record is not counted as another job") {
+  auto train = job("train", JobStatus::running, kNow - 100);
+  train.info.nodes = {{"gpu-a", 0, 0, 8, 11, "running", 8}, {"gpu-b", 1, 8, 8, 12, "running", 8}};
+  auto node1 = job("train.node1", JobStatus::running, kNow - 99);
+  node1.info.node_of_job = "train";
+  node1.info.node_name = "node1";
+  node1.info.nodes = {{"gpu-b", 1, -1, 8, 12, "running", 8}};
+  const std::string text = format_job_metrics({train, node1}, kNow, [](const Job&) { return 0LL; });
+  CHECK(text.find("dlaunch_jobs{status=\"running\"} 1\n") != std::string::npos);
+  CHECK(text.find("train.node1") == std::string::npos);
+  CHECK(text.find("dlaunch_host_gpus_allocated{host=\"gpu-b\"} 8\n") != std::string::npos);
+}
+
 TEST_CASE("metrics: an empty state dir still says every status, and declares no empty family") {
   const std::string text = format_job_metrics({}, kNow, [](const Job&) { return 0LL; });
   CHECK(text.find("dlaunch_jobs{status=\"lost\"} 0\n") != std::string::npos);
