@@ -126,6 +126,8 @@ function jobSummary(job, now) {
   parts.push(facts([
     ["mode", job.mode + ", " + job.nnodes + (job.nnodes === 1 ? " node" : " nodes") + ", " +
       job.ranks + (job.ranks === 1 ? " rank" : " ranks")],
+    ["node", job.node_of_job ? job.node_name + " of manual-mode job " + job.node_of_job +
+      " (its node 0 at " + job.node0 + " keeps the job's record and rank logs)" : null],
     ["command", job.command.join(" ")],
     ["workdir", job.workdir],
     ["started", when(job.started) + " (" + age(now - job.started) + " ago)"],
