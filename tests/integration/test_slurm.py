@@ -451,20 +451,32 @@ while at + 8 <= len(data):
 me = os.environ["SLURMD_NODENAME"]
 print(f"{me} found its spec: {me in bodies}", flush=True)
 print(f"{me} on stderr", file=sys.stderr, flush=True)
+printed = os.path.join(sys.argv[1], "task-0-printed")
 if os.environ["SLURM_PROCID"] == "1":
+    # Only once task 0's line is out: the step's kill would race it.
+    for _ in range(600):
+        if os.path.exists(printed):
+            break
+        time.sleep(0.05)
     sys.exit(3)
+open(printed + ".tmp", "w").close()
+os.rename(printed + ".tmp", printed)
 time.sleep(60)
 print(f"{me} survived", flush=True)
 """)
-        step = ["--nodes=2", "--ntasks=2", "--ntasks-per-node=1",
-                "--nodelist=" + ",".join(n for n, _ in NODES), "--kill-on-bad-exit=1",
-                "--wait=0", "--input=all", "--label", "--unbuffered", "--mpi=none",
-                "--job-name=fake-vs-real", "/usr/bin/python3", task]
-        real = CLUSTER.client(["sh", "-c", 'exec srun "$@" < "$0" 2>&1', specs, *step],
+        def step(marks):  # where task 0 says it has printed, one per run
+            os.makedirs(marks)
+            return ["--nodes=2", "--ntasks=2", "--ntasks-per-node=1",
+                    "--nodelist=" + ",".join(n for n, _ in NODES), "--kill-on-bad-exit=1",
+                    "--wait=0", "--input=all", "--label", "--unbuffered", "--mpi=none",
+                    "--job-name=fake-vs-real", "/usr/bin/python3", task, marks]
+        real = CLUSTER.client(["sh", "-c", 'exec srun "$@" < "$0" 2>&1', specs,
+                               *step(os.path.join(self.tmp, "real"))],
                               env=self.env_, check=False, timeout=60)
         fake_srun = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fake_srun.py")
         with open(specs, "rb") as f:  # through a pipe, as the transport writes them
-            fake = subprocess.run(["/usr/bin/python3", fake_srun, *step], input=f.read(),
+            fake = subprocess.run(["/usr/bin/python3", fake_srun,
+                                   *step(os.path.join(self.tmp, "fake"))], input=f.read(),
                                   stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=60)
         fake.stdout = fake.stdout.decode()
         for name, r in (("srun", real), ("fake_srun.py", fake)):
