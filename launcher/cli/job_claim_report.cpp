@@ -11,7 +11,6 @@
 #include "common/log.h"
 #include "common/posix.h"
 #include "launcher/plan/launch_spec_builder.h"
-#include "launcher/record/job_claim.h"
 
 namespace dlaunch {
 namespace {
@@ -62,9 +61,9 @@ JobInfo new_job_info(const Plan& plan, const Options& o) {
   return info;
 }
 
-Result<Claim, int> claim_or_report(const Options& o, const std::string& name, bool exact,
+Result<Claim, int> claim_or_report(const Options& o, const std::string& name, NameRule rule,
                                    JobInfo info) {
-  auto claimed = claim_job(o.log_dir, name, exact, info);
+  auto claimed = claim_job(o.log_dir, name, rule, info);
   if (!claimed) {
     if (const auto& taken = claimed.error().taken) {
       const std::string on = taken->elsewhere_host.empty() ? "" : " on " + taken->elsewhere_host;

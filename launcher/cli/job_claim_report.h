@@ -8,6 +8,7 @@
 #include "common/result.h"
 #include "launcher/config/options.h"
 #include "launcher/plan/plan.h"
+#include "launcher/record/job_claim.h"
 #include "launcher/record/job_record.h"
 
 namespace dlaunch {
@@ -22,11 +23,11 @@ struct Claim {
 // coordinator is this process on this machine.
 JobInfo new_job_info(const Plan& plan, const Options& o);
 
-// Takes `name` in the state dir (`exact`: as given, else with -2, -3, ...) and
+// Takes `name` in the state dir by `rule` (launcher/record/job_claim.h) and
 // writes `info` there; else says why not, and fails with the exit code: the
 // name belongs to an active job, or the dir is unusable. A detached run whose
 // record cannot be written fails too (it could not be listed or stopped).
-Result<Claim, int> claim_or_report(const Options& o, const std::string& name, bool exact,
+Result<Claim, int> claim_or_report(const Options& o, const std::string& name, NameRule rule,
                                    JobInfo info);
 
 }  // namespace dlaunch

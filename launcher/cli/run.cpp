@@ -433,7 +433,9 @@ int run_command(int argc, const char* const* argv) {
   }
   if (!plan.coordinator) return run_worker_node(plan, o, std::move(secret), detacher);
 
-  auto claimed = claim_or_report(o, plan.job, job_named_by_user(o), new_job_info(plan, o));
+  auto claimed =
+      claim_or_report(o, plan.job, job_named_by_user(o) ? NameRule::exact : NameRule::numbered,
+                      new_job_info(plan, o));
   if (!claimed) {
     detacher.failed(claimed.error());
     return claimed.error();

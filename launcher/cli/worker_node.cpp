@@ -12,7 +12,6 @@
 #include "launcher/cli/job_claim_report.h"
 #include "launcher/plan/launch_spec_builder.h"
 #include "launcher/record/job_record.h"
-#include "launcher/record/job_store.h"
 #include "launcher/transport/agent_address.h"
 
 namespace dlaunch {
@@ -57,10 +56,9 @@ int run_worker_node(const Plan& plan, const Options& o, std::string secret, Deta
   // A given node rank is this node's for good: a finished record of it is
   // moved aside, as a named job's. A rank the rendezvous gives lets two such
   // nodes share a machine: the second, while the first runs, gets -2, -3, ...
-  const std::string name = plan.job + "." + word;
-  const auto held = find_job(o.log_dir, name);
-  const bool exact = o.node_rank >= 0 || !held || !is_active(held->status);
-  auto claimed = claim_or_report(o, name, exact, std::move(info));
+  auto claimed = claim_or_report(o, plan.job + "." + word,
+                                 o.node_rank >= 0 ? NameRule::exact : NameRule::exact_unless_active,
+                                 std::move(info));
   if (!claimed) {
     detacher.failed(claimed.error());
     return claimed.error();

@@ -57,7 +57,7 @@ Result<ClaimedJob> create(const std::string& log_dir, const std::string& name, J
 }  // namespace
 
 Result<ClaimedJob, ClaimRefused> claim_job(const std::string& log_dir, const std::string& name,
-                                           bool exact, JobInfo info) {
+                                           NameRule rule, JobInfo info) {
   auto refused = [](std::string error) {
     return fail(ClaimRefused{std::nullopt, std::move(error)});
   };
@@ -65,17 +65,18 @@ Result<ClaimedJob, ClaimRefused> claim_job(const std::string& log_dir, const std
   // One dlaunch at a time decides whose the name is (<log_dir>/.lock).
   auto lock = FileLock::take(log_dir + "/.lock", 0600);
   if (!lock) return refused(lock.error());
+  // A directory without a readable record is a job that never got going.
+  const auto old = rule == NameRule::numbered ? std::nullopt : load_job(log_dir + "/" + name);
+  const bool held = old && is_active(old->status);
   std::string taken_name = name;
   std::string archived;
-  if (!exact) {
+  if (rule == NameRule::numbered || (rule == NameRule::exact_unless_active && held)) {
     for (int attempt = 1; exists(log_dir + "/" + taken_name); ++attempt) {
       if (attempt == 9999) return refused("too many jobs named " + name + " in " + log_dir);
       taken_name = name + "-" + std::to_string(attempt + 1);
     }
   } else if (exists(log_dir + "/" + name)) {
-    // A directory without a readable record is a job that never got going.
-    const auto old = load_job(log_dir + "/" + name);
-    if (old && is_active(old->status))
+    if (held)
       return fail(ClaimRefused{NameTaken{name, old->info.coordinator_pid, old->status,
                                          old->elsewhere ? old->info.coordinator_host : ""},
                                {}});

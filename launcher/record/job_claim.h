@@ -35,12 +35,23 @@ struct ClaimRefused {
   std::string error;
 };
 
+// How a name already in the state dir is dealt with.
+enum class NameRule {
+  // Any name in use gets -2, -3, ... (a name dlaunch made up).
+  numbered,
+  // The user chose the name: refused while an active job holds it; a
+  // finished (or lost) job of that name is moved aside to
+  // "<name>.<its start time>" so that `dlaunch get NAME` shows the newest run.
+  exact,
+  // As exact, but while an active job holds it the new one gets -2, -3, ...
+  // (a manual-mode node whose rank the rendezvous gives: two may share a
+  // machine at once).
+  exact_unless_active,
+};
+
 // Creates <log_dir>/<name> and writes `info` there (its name set to the one
-// taken). `exact`: the user chose the name, so it is refused while an active
-// job holds it, and a finished (or lost) job of that name is moved aside to
-// "<name>.<its start time>" so that `dlaunch get NAME` shows the newest run.
-// Otherwise a taken name gets -2, -3, ...
+// taken), by `rule`.
 Result<ClaimedJob, ClaimRefused> claim_job(const std::string& log_dir, const std::string& name,
-                                           bool exact, JobInfo info);
+                                           NameRule rule, JobInfo info);
 
 }  // namespace dlaunch

@@ -34,18 +34,35 @@ TEST_CASE("an unnamed job's taken name gets -2, -3") {
   dlaunch::testing::ScratchDir state;
   const std::string dir = state.path();
   for (const char* expected : {"prog-1", "prog-1-2", "prog-1-3"}) {
-    auto result = claim_job(dir, "prog-1", false, live_info());
+    auto result = claim_job(dir, "prog-1", NameRule::numbered, live_info());
     REQUIRE(result);
     CHECK(result->name == expected);
     CHECK(read_job_info(dir + "/" + expected)->name == expected);
   }
 }
 
+TEST_CASE("a node's name is reused once its last run ended, and numbered while one runs") {
+  dlaunch::testing::ScratchDir state;
+  const std::string dir = state.path();
+  JobInfo ended = live_info(1700000000);
+  ended.coordinator_pid = 1 << 30;  // gone: the record reads LOST
+  REQUIRE(claim_job(dir, "j.node-h", NameRule::exact_unless_active, ended));
+  auto again = claim_job(dir, "j.node-h", NameRule::exact_unless_active, live_info());
+  REQUIRE(again);
+  CHECK(again->name == "j.node-h");
+  CHECK(again->archived_as.starts_with("j.node-h."));
+  // The second, while that one runs, takes the next free number.
+  auto second = claim_job(dir, "j.node-h", NameRule::exact_unless_active, live_info());
+  REQUIRE(second);
+  CHECK(second->name == "j.node-h-2");
+  CHECK(second->archived_as.empty());
+}
+
 TEST_CASE("a name held by an active job is refused, naming its pid and status") {
   dlaunch::testing::ScratchDir state;
   const std::string dir = state.path();
-  REQUIRE(claim_job(dir, "nightly", true, live_info()));
-  auto again = claim_job(dir, "nightly", true, live_info());
+  REQUIRE(claim_job(dir, "nightly", NameRule::exact, live_info()));
+  auto again = claim_job(dir, "nightly", NameRule::exact, live_info());
   REQUIRE_FALSE(again);
   REQUIRE(again.error().taken);
   CHECK(again.error().taken->coordinator_pid == ::getpid());
@@ -57,10 +74,10 @@ TEST_CASE("a finished or lost job of the same name is moved aside for the new ru
   const std::string dir = state.path();
   JobInfo old = live_info(1700000000);
   old.coordinator_pid = 1 << 30;  // gone: the record reads LOST
-  REQUIRE(claim_job(dir, "nightly", true, old));
+  REQUIRE(claim_job(dir, "nightly", NameRule::exact, old));
   std::ofstream(dir + "/nightly/rank-0.log") << "old run\n";
 
-  auto result = claim_job(dir, "nightly", true, live_info(1800000000));
+  auto result = claim_job(dir, "nightly", NameRule::exact, live_info(1800000000));
   REQUIRE(result);
   const auto& claimed = *result;
   CHECK(claimed.name == "nightly");
@@ -82,7 +99,7 @@ TEST_CASE("processes racing for one name: exactly one gets it") {
     const pid_t pid = ::fork();
     REQUIRE(pid >= 0);
     if (pid == 0) {
-      auto result = claim_job(dir, "race", true, info);
+      auto result = claim_job(dir, "race", NameRule::exact, info);
       ::_exit(result ? 0 : result.error().taken ? 3 : 4);
     }
     racers.push_back(pid);
@@ -105,7 +122,7 @@ TEST_CASE("a state dir that cannot be used is an error naming the path, and noth
   // A file where the state dir's parent must be.
   const std::string file = state.path() + "/plain-file";
   std::ofstream(file) << "x";
-  auto result = claim_job(file + "/state", "job", true, live_info());
+  auto result = claim_job(file + "/state", "job", NameRule::exact, live_info());
   REQUIRE_FALSE(result);
   CHECK_FALSE(result.error().taken);
   CHECK(result.error().error == "cannot create " + file + "/state: Not a directory");
