@@ -19,8 +19,8 @@ void SystemProcessOps::signal_pids(const std::vector<pid_t>& pids, int signal) {
   signal_all(pids, signal);
 }
 
-bool SystemProcessOps::group_stopped(pid_t pgid) {
-  return process_group_stopped(pgid);
+std::set<pid_t> SystemProcessOps::stopped_groups() {
+  return stopped_process_groups();
 }
 
 std::vector<pid_t> SystemProcessOps::descendants() {

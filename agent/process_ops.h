@@ -8,6 +8,7 @@
 #include <sys/types.h>
 
 #include <optional>
+#include <set>
 #include <vector>
 
 #include "agent/process.h"
@@ -28,8 +29,8 @@ class ProcessOps {
   virtual Result<SpawnedProcess> spawn(const SpawnRequest& request) = 0;
   virtual void signal_group(pid_t pgid, int signal) = 0;
   virtual void signal_pids(const std::vector<pid_t>& pids, int signal) = 0;
-  // Whether a process of the group is stopped (SIGSTOP, Ctrl-Z).
-  virtual bool group_stopped(pid_t pgid) = 0;
+  // The process groups with a stopped process (SIGSTOP, Ctrl-Z).
+  virtual std::set<pid_t> stopped_groups() = 0;
   // Every live descendant of this process, ranks included.
   virtual std::vector<pid_t> descendants() = 0;
   // One child that has exited, reaped without waiting; nullopt when none.
@@ -41,7 +42,7 @@ class SystemProcessOps final : public ProcessOps {
   Result<SpawnedProcess> spawn(const SpawnRequest& request) override;
   void signal_group(pid_t pgid, int signal) override;
   void signal_pids(const std::vector<pid_t>& pids, int signal) override;
-  bool group_stopped(pid_t pgid) override;
+  std::set<pid_t> stopped_groups() override;
   std::vector<pid_t> descendants() override;
   std::optional<ChildExit> reap_one() override;
 };

@@ -262,6 +262,7 @@ bool RankSupervisor::ranks_running() const {
 }
 
 void RankSupervisor::stop(std::chrono::milliseconds grace) {
+  const auto stopped = ops_.stopped_groups();
   for (const auto& r : ranks_) {
     if (r->exited) continue;
     // A stopped rank (SIGSTOP, a debugger let go) would hold the SIGTERM
@@ -270,7 +271,7 @@ void RankSupervisor::stop(std::chrono::milliseconds grace) {
     // signal on to its container, each from a thread of its own, and a
     // SIGCONT passed after the SIGTERM found the container gone and had runc
     // print `container not running` into the rank's output.
-    if (ops_.group_stopped(r->pid)) ops_.signal_group(r->pid, SIGCONT);
+    if (stopped.contains(r->pid)) ops_.signal_group(r->pid, SIGCONT);
     ops_.signal_group(r->pid, SIGTERM);
   }
   kill_after(grace);

@@ -85,15 +85,15 @@ std::vector<pid_t> process_ids() {
   return pids;
 }
 
-bool process_group_stopped(pid_t pgid) {
+std::set<pid_t> stopped_process_groups() {
+  std::set<pid_t> groups;
   for (const pid_t pid : process_ids()) {
     const auto fields = proc_stat(pid);
     // [2] the state, [4] the process group.
-    if (fields.size() > 4 && (fields[2] == "T" || fields[2] == "t") &&
-        fields[4] == std::to_string(pgid))
-      return true;
+    if (fields.size() > 4 && (fields[2] == "T" || fields[2] == "t"))
+      groups.insert(static_cast<pid_t>(std::atol(fields[4].c_str())));
   }
-  return false;
+  return groups;
 }
 
 namespace {

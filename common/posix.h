@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -40,9 +41,9 @@ std::vector<pid_t> process_ids();
 // process's parent link).
 std::vector<pid_t> descendants_of(pid_t root);
 
-// Whether a process of group `pgid` is stopped (state T or t: SIGSTOP,
-// Ctrl-Z, a tracer), from /proc.
-bool process_group_stopped(pid_t pgid);
+// The process groups with a stopped process (state T or t: SIGSTOP, Ctrl-Z,
+// a tracer), from one pass over /proc.
+std::set<pid_t> stopped_process_groups();
 
 // Sends `signal` to a process group and to each of the given processes,
 // ignoring ones that are already gone.

@@ -83,9 +83,11 @@ class FakeProcessOps final : public ProcessOps {
     }
   }
 
-  bool group_stopped(pid_t pgid) override {
-    auto it = processes_.find(pgid);
-    return it != processes_.end() && it->second.alive && it->second.stopped;
+  std::set<pid_t> stopped_groups() override {
+    std::set<pid_t> groups;
+    for (const auto& [pid, p] : processes_)
+      if (p.alive && p.stopped) groups.insert(pid);  // each rank leads its group
+    return groups;
   }
 
   std::vector<pid_t> descendants() override {
